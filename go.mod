@@ -1,0 +1,3 @@
+module capsuled
+
+go 1.26
