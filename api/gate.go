@@ -1,0 +1,166 @@
+package api
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+
+	"capsuled/internal/domain"
+)
+
+// gate is the spec-driven layer in front of the generated handlers: it finds
+// the request's operation in openapi.yaml, authenticates the caller, enforces
+// the operation's scope and the caller's capsule and namespace allow-lists,
+// reads the body within its size limit and validates the request against the
+// spec. Every route passes through it, so no handler can forget a check.
+func (s *Server) gate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ri := info(r.Context())
+		route, params, err := s.spec.Router.FindRoute(r)
+		if err != nil {
+			writeError(w, r, s.log, routeError(r, err))
+			return
+		}
+		op := route.Operation
+		ri.Route = op.OperationID
+
+		if err := s.authorize(r, ri, op, params); err != nil {
+			writeError(w, r, s.log, err)
+			return
+		}
+
+		opts := s.validationOptions
+		if isMultipart(r) {
+			// Uploads stream to disk in the handler, which enforces their
+			// schema; validating here would buffer them in memory.
+			o := *opts
+			o.ExcludeRequestBody = true
+			opts = &o
+		} else if r.Body != nil && r.Body != http.NoBody {
+			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+			if err != nil {
+				var tooLarge *http.MaxBytesError
+				if errors.As(err, &tooLarge) {
+					writeError(w, r, s.log, &domain.Error{Kind: domain.KindTooLarge, Code: "body_too_large",
+						Message: fmt.Sprintf("request body is over the limit of %d bytes", s.cfg.MaxBodyBytes)})
+					return
+				}
+				writeError(w, r, s.log, &domain.Error{Kind: domain.KindInvalid, Code: "unreadable_body", Message: "could not read the request body"})
+				return
+			}
+			ri.Body = body
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
+		in := &openapi3filter.RequestValidationInput{Request: r, PathParams: params, Route: route, Options: opts}
+		if err := openapi3filter.ValidateRequest(r.Context(), in); err != nil {
+			writeError(w, r, s.log, s.validationError(err))
+			return
+		}
+		if ri.Body != nil {
+			r.Body = io.NopCloser(bytes.NewReader(ri.Body))
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func routeError(r *http.Request, err error) error {
+	if errors.Is(err, routers.ErrMethodNotAllowed) || strings.Contains(err.Error(), routers.ErrMethodNotAllowed.Error()) {
+		return &domain.Error{Kind: domain.KindNotFound, Code: "method_not_allowed", Message: fmt.Sprintf("%s is not allowed on %s", r.Method, r.URL.Path)}
+	}
+	return &domain.Error{Kind: domain.KindNotFound, Code: "route_not_found", Message: fmt.Sprintf("no operation at %s %s", r.Method, r.URL.Path)}
+}
+
+func isMultipart(r *http.Request) bool {
+	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	return mt == "multipart/form-data"
+}
+
+// authorize authenticates the request and checks the operation's scope and
+// the allow-lists for the capsule and namespace it addresses.
+func (s *Server) authorize(r *http.Request, ri *reqInfo, op *openapi3.Operation, params map[string]string) error {
+	scope := requiredScope(op)
+	if scope == "" {
+		return nil
+	}
+	cred, err := bearer(r)
+	if err != nil {
+		return err
+	}
+	p, err := s.auth.Authenticate(r.Context(), cred)
+	if err != nil {
+		return err
+	}
+	ri.Principal = p
+	if scope != "any" && !p.Has(domain.Scope(scope)) {
+		return &domain.Error{Kind: domain.KindForbidden, Code: "missing_scope",
+			Message: fmt.Sprintf("this operation needs the %s scope", scope)}
+	}
+	ri.Capsule = params["capsule"]
+	if op.OperationID == "queryCapsuleByHost" {
+		ri.Capsule = s.capsuleFromHost(r.Host)
+	}
+	if ri.Capsule != "" && !p.CanCapsule(ri.Capsule) {
+		return &domain.Error{Kind: domain.KindForbidden, Code: "capsule_not_allowed",
+			Message: fmt.Sprintf("this credential may not use capsule %q", ri.Capsule)}
+	}
+	if hasNamespaceParam(op) {
+		ns := r.URL.Query().Get("namespace")
+		if ns == "" {
+			ns = domain.GlobalNamespace
+		}
+		ri.Namespace = ns
+		if !p.CanNamespace(ns) {
+			return &domain.Error{Kind: domain.KindForbidden, Code: "namespace_not_allowed",
+				Message: fmt.Sprintf("this credential may not use namespace %q", ns)}
+		}
+	}
+	return nil
+}
+
+// bearer extracts the credential of an "Authorization: Bearer" header.
+func bearer(r *http.Request) (string, error) {
+	h := r.Header.Get("Authorization")
+	if h == "" {
+		return "", &domain.Error{Kind: domain.KindUnauthenticated, Code: "missing_credential",
+			Message: "missing credential: send Authorization: Bearer <API key or access token>"}
+	}
+	scheme, cred, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(cred) == "" {
+		return "", &domain.Error{Kind: domain.KindUnauthenticated, Code: "invalid_authorization_header",
+			Message: "the Authorization header must be: Bearer <API key or access token>"}
+	}
+	return strings.TrimSpace(cred), nil
+}
+
+// capsuleFromHost returns the capsule named by a host of the form
+// <capsule>.<suffix>, or "" when the host does not match the configured suffix.
+func (s *Server) capsuleFromHost(host string) string {
+	suffix := s.cfg.CapsuleHostSuffix
+	if suffix == "" {
+		return ""
+	}
+	host = strings.ToLower(host)
+	suffix = strings.ToLower(strings.TrimPrefix(suffix, "."))
+	if !strings.HasSuffix(host, "."+suffix) {
+		// Compare without ports when only one side has one.
+		h, _, _ := strings.Cut(host, ":")
+		sfx, _, _ := strings.Cut(suffix, ":")
+		if !strings.HasSuffix(h, "."+sfx) {
+			return ""
+		}
+		host, suffix = h, sfx
+	}
+	name := strings.TrimSuffix(host, "."+suffix)
+	if domain.ValidateCapsuleName(name) != nil {
+		return ""
+	}
+	return name
+}

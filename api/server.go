@@ -1,0 +1,142 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3filter"
+
+	"capsuled/gen"
+	"capsuled/internal/auth"
+	"capsuled/internal/domain"
+)
+
+// Config holds the HTTP layer's settings.
+type Config struct {
+	// MaxBodyBytes limits JSON request bodies (413 beyond). Default 4 MiB.
+	MaxBodyBytes int64
+	// MaxUploadBytes limits file uploads (413 beyond). Default 64 MiB.
+	MaxUploadBytes int64
+	// UploadDir is where uploads stream to before ingestion takes them.
+	UploadDir string
+	// CapsuleHostSuffix enables host-based capsule addresses
+	// (<capsule>.<suffix>); empty turns them off.
+	CapsuleHostSuffix string
+	// Version is reported by the health probes.
+	Version string
+}
+
+// WithDefaults returns c with zero fields set to their defaults.
+func (c Config) WithDefaults() Config {
+	if c.MaxBodyBytes <= 0 {
+		c.MaxBodyBytes = 4 << 20
+	}
+	if c.MaxUploadBytes <= 0 {
+		c.MaxUploadBytes = 64 << 20
+	}
+	if c.Version == "" {
+		c.Version = "dev"
+	}
+	return c
+}
+
+// Auth is what the HTTP layer needs from the key and token service.
+type Auth interface {
+	Authenticate(ctx context.Context, credential string) (*domain.Principal, error)
+	CreateKey(ctx context.Context, in auth.NewKey) (domain.Key, string, error)
+	ListKeys(ctx context.Context) ([]domain.Key, error)
+	GetKey(ctx context.Context, id string) (domain.Key, error)
+	RevokeKey(ctx context.Context, id string) (domain.Key, error)
+	MintToken(ctx context.Context, p *domain.Principal, namespaces []string, ttl time.Duration) (string, domain.AccessToken, error)
+}
+
+// Check is one readiness check.
+type Check func(ctx context.Context) error
+
+// Model is one entry of GET /v1/models.
+type Model struct {
+	ID      string
+	OwnedBy string
+	Created time.Time
+}
+
+// Deps are the services behind the HTTP layer. Nil services answer 501.
+type Deps struct {
+	Auth   Auth
+	Checks map[string]Check
+	// Models are the model ids this server serves (svc-1 first).
+	Models []Model
+}
+
+// Server implements the generated strict server interface.
+type Server struct {
+	cfg               Config
+	log               *slog.Logger
+	spec              *Spec
+	validationOptions *openapi3filter.Options
+	metrics           *metrics
+	auth              Auth
+	checks            map[string]Check
+	models            []Model
+}
+
+var _ gen.StrictServerInterface = (*Server)(nil)
+
+// NewServer returns a Server over deps.
+func NewServer(cfg Config, spec *Spec, deps Deps, log *slog.Logger) (*Server, error) {
+	if deps.Auth == nil {
+		return nil, errors.New("api: an Auth service is required")
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Server{
+		cfg:               cfg.WithDefaults(),
+		log:               log,
+		spec:              spec,
+		validationOptions: newValidationOptions(),
+		metrics:           newMetrics(),
+		auth:              deps.Auth,
+		checks:            deps.Checks,
+		models:            deps.Models,
+	}, nil
+}
+
+// Handler returns the server's http.Handler: the generated routes behind the
+// observe and gate layers.
+func (s *Server) Handler() http.Handler {
+	strict := gen.NewStrictHandlerWithOptions(s, nil, gen.StrictHTTPServerOptions{
+		RequestErrorHandlerFunc: func(w http.ResponseWriter, r *http.Request, err error) {
+			writeError(w, r, s.log, &domain.Error{Kind: domain.KindInvalid, Code: "invalid_request", Message: firstLine(err)})
+		},
+		ResponseErrorHandlerFunc: func(w http.ResponseWriter, r *http.Request, err error) {
+			writeError(w, r, s.log, err)
+		},
+	})
+	mux := http.NewServeMux()
+	routes := gen.HandlerWithOptions(strict, gen.StdHTTPServerOptions{
+		BaseRouter: mux,
+		ErrorHandlerFunc: func(w http.ResponseWriter, r *http.Request, err error) {
+			writeError(w, r, s.log, &domain.Error{Kind: domain.KindInvalid, Code: "invalid_request", Message: firstLine(err)})
+		},
+	})
+	return s.observe(s.gate(routes))
+}
+
+// notImplemented is the answer of an operation whose service is not configured.
+func notImplemented(what string) error {
+	return &domain.Error{Kind: domain.KindNotImplemented, Code: "not_implemented", Message: what + " is not available on this server"}
+}
+
+// errorJSON renders err as the spec's error body, for typed error responses.
+func (s *Server) errorJSON(ctx context.Context, err error) (int, gen.ErrorResponse) {
+	status, body, _ := toWire(ctx, s.log, err)
+	raw, _ := json.Marshal(body)
+	var out gen.ErrorResponse
+	_ = json.Unmarshal(raw, &out)
+	return status, out
+}

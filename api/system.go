@@ -1,0 +1,71 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+
+	"capsuled/gen"
+)
+
+// GetHealth answers the liveness probe.
+func (s *Server) GetHealth(context.Context, gen.GetHealthRequestObject) (gen.GetHealthResponseObject, error) {
+	v := s.cfg.Version
+	return gen.GetHealth200JSONResponse{Status: gen.HealthStatusOk, Version: &v}, nil
+}
+
+// GetReadiness runs every readiness check.
+func (s *Server) GetReadiness(ctx context.Context, _ gen.GetReadinessRequestObject) (gen.GetReadinessResponseObject, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	checks := map[string]struct {
+		Detail *string `json:"detail,omitempty"`
+		Ok     bool    `json:"ok"`
+	}{}
+	ready := true
+	for name, check := range s.checks {
+		c := checks[name]
+		c.Ok = true
+		if err := check(ctx); err != nil {
+			ready = false
+			c.Ok = false
+			d := err.Error()
+			c.Detail = &d
+		}
+		checks[name] = c
+	}
+	v := s.cfg.Version
+	h := gen.Health{Status: gen.HealthStatusOk, Version: &v, Checks: &checks}
+	if !ready {
+		h.Status = gen.HealthStatusUnavailable
+		return gen.GetReadiness503JSONResponse(h), nil
+	}
+	return gen.GetReadiness200JSONResponse(h), nil
+}
+
+// GetMetrics renders the Prometheus metrics.
+func (s *Server) GetMetrics(context.Context, gen.GetMetricsRequestObject) (gen.GetMetricsResponseObject, error) {
+	families, err := s.metrics.registry.Gather()
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	enc := expfmt.NewEncoder(&buf, expfmt.NewFormat(expfmt.TypeTextPlain))
+	for _, f := range families {
+		if err := enc.Encode(f); err != nil {
+			return nil, err
+		}
+	}
+	return gen.GetMetrics200TextResponse(buf.String()), nil
+}
+
+// ListModels lists svc-1 and the models the memory operation accepts.
+func (s *Server) ListModels(context.Context, gen.ListModelsRequestObject) (gen.ListModelsResponseObject, error) {
+	out := gen.ListModels200JSONResponse{Object: gen.List, Data: make([]gen.Model, 0, len(s.models))}
+	for _, m := range s.models {
+		out.Data = append(out.Data, gen.Model{Id: m.ID, Object: gen.ModelObjectModel, Created: m.Created.Unix(), OwnedBy: m.OwnedBy})
+	}
+	return out, nil
+}
