@@ -80,7 +80,7 @@ func (s *Server) CreateAccessToken(ctx context.Context, req gen.CreateAccessToke
 		Token:      tok,
 		TokenType:  gen.Bearer,
 		ExpiresAt:  info.ExpiresAt,
-		ExpiresIn:  int(time.Until(info.ExpiresAt).Round(time.Second).Seconds()),
+		ExpiresIn:  int(info.ExpiresAt.Sub(info.IssuedAt).Seconds()),
 		Namespaces: orEmpty(info.Namespaces),
 	}, nil
 }

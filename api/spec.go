@@ -16,13 +16,15 @@ import (
 type Spec struct {
 	Doc    *openapi3.T
 	Router routers.Router
+	// YAML is openapi.yaml as written, to serve.
+	YAML []byte
 }
 
 // LoadSpec loads and validates the embedded openapi.yaml. Servers are dropped
 // for routing, so that a request's path alone selects its operation whatever
 // host and base it arrived on.
 func LoadSpec(ctx context.Context) (*Spec, error) {
-	doc, err := gen.GetSwagger()
+	doc, err := openapi3.NewLoader().LoadFromData(gen.OpenAPIYAML)
 	if err != nil {
 		return nil, fmt.Errorf("load embedded openapi.yaml: %w", err)
 	}
@@ -37,7 +39,7 @@ func LoadSpec(ctx context.Context) (*Spec, error) {
 	if err != nil {
 		return nil, fmt.Errorf("route openapi.yaml: %w", err)
 	}
-	return &Spec{Doc: doc, Router: router}, nil
+	return &Spec{Doc: doc, Router: router, YAML: gen.OpenAPIYAML}, nil
 }
 
 // requiredScope is the operation's x-required-scope: a scope name, "any" (any

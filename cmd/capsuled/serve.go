@@ -1,0 +1,62 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+
+	"capsuled/internal/app"
+)
+
+func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
+	fs := newFlags("serve", stderr)
+	var cfg app.Config
+	fs.StringVar(&cfg.Addr, "addr", "127.0.0.1:8080", "listen address")
+	fs.StringVar(&cfg.DataDir, "data", "data", "data directory (database, uploads, models)")
+	fs.StringVar(&cfg.Store, "store", "sqlite", "storage backend: sqlite (in the data directory)")
+	fs.StringVar(&cfg.CapsuleHostSuffix, "capsule-host-suffix", "", "serve capsule <name>.<suffix> hosts (empty: off)")
+	fs.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", 4<<20, "largest JSON request body")
+	fs.Int64Var(&cfg.MaxUploadBytes, "max-upload-bytes", 64<<20, "largest file upload")
+	logFormat := fs.String("log-format", "text", "log format: text or json")
+	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	log, err := newLogger(stderr, *logFormat, *logLevel)
+	if err != nil {
+		return err
+	}
+	cfg.Version = version
+	a, err := app.New(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	secret, created, err := a.Auth().EnsureAdminKey(ctx)
+	if err != nil {
+		return err
+	}
+	if created {
+		fmt.Fprintf(stderr, "\n%s\n  capsuled created an admin API key for this fresh data directory.\n  It is shown only this once; only its hash is stored:\n\n    %s\n\n  Use it as: Authorization: Bearer <key>. Create narrower keys with it (POST /v1/keys).\n%s\n\n",
+			strings.Repeat("=", 78), secret, strings.Repeat("=", 78))
+	}
+	return a.Run(ctx)
+}
+
+func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("log-level %q: %w", level, err)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	default:
+		return nil, fmt.Errorf("log-format %q: want text or json", format)
+	}
+}

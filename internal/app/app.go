@@ -1,0 +1,125 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"capsuled/api"
+	"capsuled/internal/auth"
+	"capsuled/internal/store/sqlite"
+)
+
+// App is a running capsuled: its store, services and HTTP handler.
+type App struct {
+	cfg     Config
+	log     *slog.Logger
+	db      *sqlite.DB
+	auth    *auth.Service
+	handler http.Handler
+	closers []io.Closer
+}
+
+// New opens the store, builds the services and the HTTP handler.
+func New(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	a := &App{cfg: cfg, log: log}
+	db, err := sqlite.Open(ctx, cfg.DatabasePath())
+	if err != nil {
+		return nil, err
+	}
+	a.db = db
+	a.closers = append(a.closers, db)
+	a.auth = auth.New(db.Keys(), cfg.Now, log)
+
+	spec, err := api.LoadSpec(ctx)
+	if err != nil {
+		a.Close()
+		return nil, err
+	}
+	srv, err := api.NewServer(api.Config{
+		MaxBodyBytes:      cfg.MaxBodyBytes,
+		MaxUploadBytes:    cfg.MaxUploadBytes,
+		CapsuleHostSuffix: cfg.CapsuleHostSuffix,
+		Version:           cfg.Version,
+	}, spec, api.Deps{
+		Auth:   a.auth,
+		Checks: map[string]api.Check{"store": db.Ping},
+		Models: []api.Model{{ID: "svc-1", OwnedBy: "capsuled", Created: time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)}},
+	}, log)
+	if err != nil {
+		a.Close()
+		return nil, err
+	}
+	a.handler = srv.Handler()
+	return a, nil
+}
+
+// Auth is the key and token service (for the CLI's key commands and the
+// first-start admin key).
+func (a *App) Auth() *auth.Service { return a.auth }
+
+// Handler is the HTTP handler of the whole server.
+func (a *App) Handler() http.Handler { return a.handler }
+
+// Close releases the store and every other resource, in reverse order.
+func (a *App) Close() error {
+	var errs []error
+	for i := len(a.closers) - 1; i >= 0; i-- {
+		errs = append(errs, a.closers[i].Close())
+	}
+	a.closers = nil
+	return errors.Join(errs...)
+}
+
+// Serve serves HTTP on l until ctx ends, then shuts down gracefully.
+func (a *App) Serve(ctx context.Context, l net.Listener) error {
+	srv := &http.Server{
+		Handler:           a.handler,
+		ReadHeaderTimeout: a.cfg.ReadHeaderTimeout,
+		ReadTimeout:       a.cfg.ReadTimeout,
+		WriteTimeout:      a.cfg.WriteTimeout,
+		IdleTimeout:       a.cfg.IdleTimeout,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(a.log.Handler(), slog.LevelWarn),
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(l) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	a.log.Info("shutting down", "timeout", a.cfg.ShutdownTimeout)
+	sctx, cancel := context.WithTimeout(context.Background(), a.cfg.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// Run listens on the configured address and serves until ctx ends.
+func (a *App) Run(ctx context.Context) error {
+	l, err := net.Listen("tcp", a.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", a.cfg.Addr, err)
+	}
+	a.log.Info("capsuled listening", "addr", "http://"+l.Addr().String(), "data", a.cfg.DataDir, "store", "sqlite")
+	return a.Serve(ctx, l)
+}

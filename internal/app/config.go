@@ -1,0 +1,92 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Config is the server's configuration. Every field has a command-line flag
+// and a CAPSULED_* environment variable (see cmd/capsuled); zero values mean
+// the documented default, applied by WithDefaults.
+type Config struct {
+	// Addr is the listen address. Default 127.0.0.1:8080.
+	Addr string
+	// DataDir holds the SQLite database, uploads and models. Default ./data.
+	DataDir string
+	// Store selects the storage backend: "" or "sqlite" for the embedded
+	// database in DataDir. (PostgreSQL arrives with its own issue.)
+	Store string
+	// CapsuleHostSuffix turns on host-based capsule addresses
+	// (<capsule>.<suffix>); empty turns them off.
+	CapsuleHostSuffix string
+	// MaxBodyBytes limits JSON request bodies. Default 4 MiB.
+	MaxBodyBytes int64
+	// MaxUploadBytes limits file uploads. Default 64 MiB.
+	MaxUploadBytes int64
+	// ShutdownTimeout bounds the graceful shutdown. Default 15s.
+	ShutdownTimeout time.Duration
+	// ReadHeaderTimeout, ReadTimeout, WriteTimeout and IdleTimeout protect
+	// against slow and half-open clients. Defaults 10s, 5m, 10m, 2m.
+	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout time.Duration
+	// Version is reported by the health probes and the dashboard.
+	Version string
+	// Now is the clock (default time.Now); tests pass their own.
+	Now func() time.Time
+}
+
+// WithDefaults returns c with zero fields set to their defaults.
+func (c Config) WithDefaults() Config {
+	def := func(v *string, d string) {
+		if *v == "" {
+			*v = d
+		}
+	}
+	defDur := func(v *time.Duration, d time.Duration) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&c.Addr, "127.0.0.1:8080")
+	def(&c.DataDir, "data")
+	def(&c.Version, "dev")
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.MaxBodyBytes <= 0 {
+		c.MaxBodyBytes = 4 << 20
+	}
+	if c.MaxUploadBytes <= 0 {
+		c.MaxUploadBytes = 64 << 20
+	}
+	defDur(&c.ShutdownTimeout, 15*time.Second)
+	defDur(&c.ReadHeaderTimeout, 10*time.Second)
+	defDur(&c.ReadTimeout, 5*time.Minute)
+	defDur(&c.WriteTimeout, 10*time.Minute)
+	defDur(&c.IdleTimeout, 2*time.Minute)
+	return c
+}
+
+// Validate reports the first setting that cannot work.
+func (c Config) Validate() error {
+	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
+		return fmt.Errorf("addr %q: %w", c.Addr, err)
+	}
+	switch {
+	case c.Store == "" || c.Store == "sqlite":
+	case strings.HasPrefix(c.Store, "postgres://") || strings.HasPrefix(c.Store, "postgresql://"):
+		return errors.New("store: the PostgreSQL backend is not part of this build yet; use sqlite")
+	default:
+		return fmt.Errorf("store %q: want sqlite or a postgres:// URL", c.Store)
+	}
+	if c.DataDir == "" {
+		return errors.New("data: a data directory is required")
+	}
+	return nil
+}
+
+// DatabasePath is the SQLite database file in the data directory.
+func (c Config) DatabasePath() string { return filepath.Join(c.DataDir, "capsuled.db") }

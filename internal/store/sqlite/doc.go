@@ -1,0 +1,17 @@
+// Package sqlite is capsuled's embedded storage backend: one SQLite database
+// file in the data directory, opened through the pure-Go driver
+// modernc.org/sqlite (no cgo), in WAL mode.
+//
+// The schema is a sequence of versioned migrations embedded in the binary
+// (migrations/NNNN_name.sql), each applied once, in its own transaction, and
+// recorded in schema_migrations.
+//
+// Writes go through a pool of one connection, so that SQLite's single writer
+// never sees lock contention from this process (busy_timeout covers other
+// processes); reads use a pool of several connections.
+//
+// The package implements the store interfaces that the services declare
+// (auth.Store, and those of capsules and memory); each store method maps
+// sql.ErrNoRows to domain.ErrNotFound and unique-constraint violations to
+// domain.ErrConflict, so services never see driver errors for those cases.
+package sqlite

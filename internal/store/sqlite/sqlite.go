@@ -1,0 +1,170 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"capsuled/internal/domain"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// DB is an open capsuled database.
+type DB struct {
+	path  string
+	write *sql.DB // one connection: the only writer in this process
+	read  *sql.DB
+	now   func() time.Time
+}
+
+// Open opens (creating if needed) the database file at path and applies any
+// pending migrations.
+func Open(ctx context.Context, path string) (*DB, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("create database directory: %w", err)
+	}
+	dsn := "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_txlock=immediate"
+	write, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	write.SetMaxOpenConns(1)
+	read, err := sql.Open("sqlite", dsn+"&_pragma=query_only(1)")
+	if err != nil {
+		write.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	read.SetMaxOpenConns(8)
+	db := &DB{path: path, write: write, read: read, now: time.Now}
+	if err := db.migrate(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// Close closes the database.
+func (db *DB) Close() error {
+	return errors.Join(db.read.Close(), db.write.Close())
+}
+
+// Ping checks that the database answers (readiness).
+func (db *DB) Ping(ctx context.Context) error {
+	var one int
+	if err := db.read.QueryRowContext(ctx, "SELECT 1").Scan(&one); err != nil {
+		return fmt.Errorf("sqlite: %w", err)
+	}
+	return nil
+}
+
+// Write is the single writer connection pool, for packages of this backend.
+func (db *DB) Write() *sql.DB { return db.write }
+
+// Read is the reader connection pool.
+func (db *DB) Read() *sql.DB { return db.read }
+
+// migrate applies the embedded migrations that are not yet recorded.
+func (db *DB) migrate(ctx context.Context) error {
+	if _, err := db.write.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`); err != nil {
+		return fmt.Errorf("create schema_migrations: %w", err)
+	}
+	names, err := fs.Glob(migrations, "migrations/*.sql")
+	if err != nil {
+		return err
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		base := filepath.Base(name)
+		var version int
+		if _, err := fmt.Sscanf(base, "%04d_", &version); err != nil {
+			return fmt.Errorf("migration %s: name must start with a 4-digit version", base)
+		}
+		if err := db.apply(ctx, version, base, name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (db *DB) apply(ctx context.Context, version int, base, name string) error {
+	tx, err := db.write.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("migration %s: %w", base, err)
+	}
+	defer tx.Rollback()
+	var n int
+	if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM schema_migrations WHERE version = ?", version).Scan(&n); err != nil {
+		return fmt.Errorf("migration %s: %w", base, err)
+	}
+	if n > 0 {
+		return nil
+	}
+	body, err := migrations.ReadFile(name)
+	if err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, string(body)); err != nil {
+		return fmt.Errorf("migration %s: %w", base, err)
+	}
+	if _, err := tx.ExecContext(ctx, "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+		version, strings.TrimSuffix(base, ".sql"), db.now().UnixMilli()); err != nil {
+		return fmt.Errorf("migration %s: %w", base, err)
+	}
+	return tx.Commit()
+}
+
+// interpret maps driver errors to the domain's sentinels.
+func interpret(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, sql.ErrNoRows) {
+		return domain.ErrNotFound
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() {
+		case sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
+			return fmt.Errorf("%w: %v", domain.ErrConflict, err)
+		case sqlite3.SQLITE_FULL:
+			return &domain.Error{Kind: domain.KindUnavailable, Code: "storage_full", Message: "the data directory is full", Err: err}
+		case sqlite3.SQLITE_READONLY, sqlite3.SQLITE_READONLY_DBMOVED, sqlite3.SQLITE_READONLY_DIRECTORY:
+			return &domain.Error{Kind: domain.KindUnavailable, Code: "storage_read_only", Message: "the data directory is read-only", Err: err}
+		}
+	}
+	return err
+}
+
+// millis and fromMillis convert times to the stored Unix milliseconds.
+func millis(t time.Time) int64 { return t.UnixMilli() }
+
+func fromMillis(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
+
+func nullMillis(t *time.Time) sql.NullInt64 {
+	if t == nil {
+		return sql.NullInt64{}
+	}
+	return sql.NullInt64{Int64: t.UnixMilli(), Valid: true}
+}
+
+func fromNullMillis(v sql.NullInt64) *time.Time {
+	if !v.Valid {
+		return nil
+	}
+	t := fromMillis(v.Int64)
+	return &t
+}

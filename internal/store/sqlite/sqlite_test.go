@@ -1,0 +1,42 @@
+package sqlite_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"capsuled/internal/auth"
+	"capsuled/internal/store/sqlite"
+	"capsuled/internal/storetest"
+)
+
+// openFresh opens an empty database in a test directory.
+func openFresh(t *testing.T) *sqlite.DB {
+	t.Helper()
+	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "capsuled.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func TestAuthStore(t *testing.T) {
+	t.Parallel()
+	storetest.AuthStore(t, func(t *testing.T) auth.Store { return openFresh(t).Keys() })
+}
+
+func TestMigrationsAreIdempotent(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "capsuled.db")
+	for i := 0; i < 3; i++ {
+		db, err := sqlite.Open(context.Background(), path)
+		if err != nil {
+			t.Fatalf("open #%d: %v", i+1, err)
+		}
+		if err := db.Ping(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		db.Close()
+	}
+}
