@@ -70,6 +70,10 @@ type Deps struct {
 	Checks map[string]Check
 	// Models are the model ids this server serves (svc-1 first).
 	Models []Model
+	// Capsules, Chat and Memory are the services of the three operations.
+	Capsules Capsules
+	Chat     Chat
+	Memory   Memory
 }
 
 // Server implements the generated strict server interface.
@@ -82,6 +86,9 @@ type Server struct {
 	auth              Auth
 	checks            map[string]Check
 	models            []Model
+	capsules          Capsules
+	chat              Chat
+	memory            Memory
 }
 
 var _ gen.StrictServerInterface = (*Server)(nil)
@@ -103,6 +110,9 @@ func NewServer(cfg Config, spec *Spec, deps Deps, log *slog.Logger) (*Server, er
 		auth:              deps.Auth,
 		checks:            deps.Checks,
 		models:            deps.Models,
+		capsules:          deps.Capsules,
+		chat:              deps.Chat,
+		memory:            deps.Memory,
 	}, nil
 }
 

@@ -36,7 +36,15 @@ func commands() map[string]command {
 		"serve":       {"start the server", runServe},
 		"keys":        {"create, list and revoke API keys (create|list|revoke)", runKeys},
 		"conformance": {"validate captured traffic against openapi.yaml (validate FILE)", runConformance},
-		"version":     {"print the version", func(_ context.Context, _ []string, stdout, _ io.Writer) error { _, err := fmt.Fprintln(stdout, version); return err }},
+		"capsule":     {"manage capsules on a running server (create|list|delete)", runCapsule},
+		"add":         {"add files, folders or text to a capsule (add NAME PATH...)", runAdd},
+		"query":       {"query a capsule (query NAME \"text\")", runQuery},
+		"ask":         {"run the svc-1 retrieval loop over a capsule (ask NAME \"question\")", runAsk},
+		"bench":       {"benchmarks: retrieval, agent, memory", runBench},
+		"version": {"print the version", func(_ context.Context, _ []string, stdout, _ io.Writer) error {
+			_, err := fmt.Fprintln(stdout, version)
+			return err
+		}},
 	}
 }
 

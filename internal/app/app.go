@@ -48,15 +48,27 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 		a.Close()
 		return nil, err
 	}
+	capsules, err := a.newCapsules(ctx)
+	if err != nil {
+		a.Close()
+		return nil, err
+	}
+	chat, err := a.newChat(ctx)
+	if err != nil {
+		a.Close()
+		return nil, err
+	}
 	srv, err := api.NewServer(api.Config{
 		MaxBodyBytes:      cfg.MaxBodyBytes,
 		MaxUploadBytes:    cfg.MaxUploadBytes,
 		CapsuleHostSuffix: cfg.CapsuleHostSuffix,
 		Version:           cfg.Version,
 	}, spec, api.Deps{
-		Auth:   a.auth,
-		Checks: map[string]api.Check{"store": db.Ping},
-		Models: []api.Model{{ID: "svc-1", OwnedBy: "capsuled", Created: time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)}},
+		Auth:     a.auth,
+		Checks:   map[string]api.Check{"store": db.Ping},
+		Models:   []api.Model{{ID: "svc-1", OwnedBy: "capsuled", Created: time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)}},
+		Capsules: capsules,
+		Chat:     chat,
 	}, log)
 	if err != nil {
 		a.Close()

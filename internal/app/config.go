@@ -34,6 +34,10 @@ type Config struct {
 	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout time.Duration
 	// Version is reported by the health probes and the dashboard.
 	Version string
+	// Capsules configures ingestion, the embedder and retrieval (capsules.go).
+	Capsules CapsulesConfig
+	// Chat configures the svc-1 engine (chat.go).
+	Chat ChatConfig
 	// Now is the clock (default time.Now); tests pass their own.
 	Now func() time.Time
 }

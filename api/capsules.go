@@ -6,9 +6,9 @@ import (
 	"capsuled/gen"
 )
 
-// The operations below are served by services that this build does not wire
-// yet; each answers with the spec's error body and 501 until its service
-// exists (capsules, retrieval chat and memory chat have issues of their own).
+// Capsules is what the HTTP layer needs from the capsule service (capsules,
+// items, ingestion and the capsule query). Nil answers 501.
+type Capsules interface{}
 
 // QueryCapsule searches a capsule addressed by path.
 func (s *Server) QueryCapsule(context.Context, gen.QueryCapsuleRequestObject) (gen.QueryCapsuleResponseObject, error) {
@@ -68,14 +68,4 @@ func (s *Server) ReindexItem(context.Context, gen.ReindexItemRequestObject) (gen
 // GetItemText returns an item's extracted text.
 func (s *Server) GetItemText(context.Context, gen.GetItemTextRequestObject) (gen.GetItemTextResponseObject, error) {
 	return nil, notImplemented("capsule items")
-}
-
-// CreateChatCompletion runs one turn of svc-1.
-func (s *Server) CreateChatCompletion(context.Context, gen.CreateChatCompletionRequestObject) (gen.CreateChatCompletionResponseObject, error) {
-	return nil, notImplemented("retrieval chat")
-}
-
-// CreateMemoryChatCompletion runs one memory chat turn.
-func (s *Server) CreateMemoryChatCompletion(context.Context, gen.CreateMemoryChatCompletionRequestObject) (gen.CreateMemoryChatCompletionResponseObject, error) {
-	return nil, notImplemented("memory chat")
 }
