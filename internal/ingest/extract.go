@@ -1,0 +1,338 @@
+package ingest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"runtime/debug"
+	"sort"
+	"strings"
+
+	"capsuled/internal/domain"
+)
+
+// DefaultMaxBytes is the size limit Extract applies when given maxBytes <= 0.
+const DefaultMaxBytes = 100 << 20
+
+// BlockKind says what a Block is.
+type BlockKind string
+
+// The kinds of block.
+const (
+	BlockHeading   BlockKind = "heading"
+	BlockParagraph BlockKind = "paragraph"
+	BlockCode      BlockKind = "code"
+	BlockList      BlockKind = "list"  // a whole list, one item a line
+	BlockTable     BlockKind = "table" // a whole table, one row a line
+	BlockRow       BlockKind = "row"   // one record of CSV or one top-level JSON element
+	BlockPage      BlockKind = "page"  // one page of a PDF
+)
+
+// A Block is one structural element of a Document: the bytes
+// Text[Start:End] of the document.
+type Block struct {
+	Kind  BlockKind
+	Level int // heading level 1–6 for headings, else 0
+	// Path is the titles of the headings this block sits under, outermost
+	// first; a heading's own path ends with its own title. Blocks share path
+	// slices: treat them as read-only.
+	Path  []string
+	Page  int // 1-based page number for PDF pages, else 0
+	Start int // byte offset in Document.Text
+	End   int // byte offset one past the block's end
+}
+
+// A Document is the clean text of a file and its structure.
+type Document struct {
+	MIMEType string  // the canonical type that was parsed
+	Text     string  // clean UTF-8 text
+	Blocks   []Block // ordered, non-overlapping ranges of Text
+}
+
+// A Parser turns a file's bytes into a Document. It may panic on hostile
+// input: the Registry recovers.
+type Parser interface {
+	Parse(ctx context.Context, data []byte, fileName string) (Document, error)
+}
+
+// ParserFunc adapts a function to Parser.
+type ParserFunc func(ctx context.Context, data []byte, fileName string) (Document, error)
+
+// Parse calls f.
+func (f ParserFunc) Parse(ctx context.Context, data []byte, fileName string) (Document, error) {
+	return f(ctx, data, fileName)
+}
+
+// A Registry maps canonical MIME types to parsers. It is immutable once built
+// and safe for concurrent use.
+type Registry struct {
+	parsers map[string]Parser
+}
+
+var mimeName = regexp.MustCompile(`^[a-z0-9][a-z0-9!#$&^_.+-]*/[a-z0-9][a-z0-9!#$&^_.+-]*$`)
+
+// NewRegistry builds a registry. It fails when a key is not a canonical
+// MIME type (lower case, type/subtype, no parameters, not an alias) or a
+// parser is nil.
+func NewRegistry(parsers map[string]Parser) (*Registry, error) {
+	r := &Registry{parsers: make(map[string]Parser, len(parsers))}
+	for name, p := range parsers {
+		if !mimeName.MatchString(name) {
+			return nil, fmt.Errorf("ingest: registry: %q is not a MIME type (want lower-case type/subtype without parameters)", name)
+		}
+		if canon := NormalizeMIME(name); canon != name {
+			return nil, fmt.Errorf("ingest: registry: %q is an alias of %q; register the canonical name", name, canon)
+		}
+		if p == nil {
+			return nil, fmt.Errorf("ingest: registry: nil parser for %q", name)
+		}
+		r.parsers[name] = p
+	}
+	return r, nil
+}
+
+// Types lists the registered MIME types, sorted.
+func (r *Registry) Types() []string {
+	out := make([]string, 0, len(r.parsers))
+	for k := range r.parsers {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Supports reports whether mimeType (normalised) has a parser.
+func (r *Registry) Supports(mimeType string) bool {
+	_, ok := r.parsers[NormalizeMIME(mimeType)]
+	return ok
+}
+
+// DefaultParsers returns the built-in parsers keyed by MIME type: a fresh
+// map the caller may change before passing it to NewRegistry.
+func DefaultParsers() map[string]Parser {
+	m := map[string]Parser{
+		"text/plain":                ParserFunc(parsePlain),
+		"text/markdown":             ParserFunc(parseMarkdown),
+		"text/html":                 ParserFunc(parseHTML),
+		"application/pdf":           ParserFunc(parsePDF),
+		mimeDOCX:                    ParserFunc(parseDOCX),
+		"text/csv":                  ParserFunc(parseCSV),
+		"text/tab-separated-values": ParserFunc(parseTSV),
+		"application/json":          ParserFunc(parseJSON),
+		"application/x-ndjson":      ParserFunc(parseNDJSON),
+	}
+	for _, t := range codeTypes() {
+		m[t] = ParserFunc(parseCode)
+	}
+	return m
+}
+
+// NewDefaultRegistry returns a registry of DefaultParsers.
+func NewDefaultRegistry() *Registry {
+	r, err := NewRegistry(DefaultParsers())
+	if err != nil {
+		panic(err) // a bug in this package; TestDefaultRegistry catches it
+	}
+	return r
+}
+
+var defaultRegistry = NewDefaultRegistry()
+
+// Extract reads a file and returns its clean text and structure, using the
+// built-in parsers. See Registry.Extract.
+func Extract(ctx context.Context, r io.Reader, fileName, mimeType string, maxBytes int64) (Document, error) {
+	return defaultRegistry.Extract(ctx, r, fileName, mimeType, maxBytes)
+}
+
+// Extract reads at most maxBytes of r (DefaultMaxBytes when maxBytes <= 0),
+// resolves the type (see ResolveType) and runs its parser. Errors the client
+// should see are *domain.Error: KindTooLarge over the limit, KindUnprocessable
+// for unsupported types and corrupt files. A failing reader or a cancelled
+// context is returned wrapped as it is.
+func (r *Registry) Extract(ctx context.Context, rd io.Reader, fileName, mimeType string, maxBytes int64) (Document, error) {
+	if maxBytes <= 0 {
+		maxBytes = DefaultMaxBytes
+	}
+	if err := ctx.Err(); err != nil {
+		return Document{}, err
+	}
+	data, err := io.ReadAll(io.LimitReader(rd, maxBytes+1))
+	if err != nil {
+		return Document{}, fmt.Errorf("ingest: read %q: %w", fileName, err)
+	}
+	if int64(len(data)) > maxBytes {
+		return Document{}, &domain.Error{Kind: domain.KindTooLarge, Code: "file_too_large",
+			Message: fmt.Sprintf("file is larger than the limit of %d bytes", maxBytes)}
+	}
+	typ := ResolveType(fileName, mimeType, data)
+	return r.Parse(ctx, data, fileName, typ)
+}
+
+// Parse runs the parser of mimeType (normalised, not sniffed) on data,
+// recovering from panics.
+func (r *Registry) Parse(ctx context.Context, data []byte, fileName, mimeType string) (doc Document, err error) {
+	typ := NormalizeMIME(mimeType)
+	p, ok := r.parsers[typ]
+	if !ok {
+		if typ == "" {
+			typ = "unknown"
+		}
+		return Document{}, unprocessable("unsupported_file_type", nil, "unsupported file type %s", typ)
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			doc = Document{}
+			err = unprocessable("corrupt_file", fmt.Errorf("panic: %v\n%s", v, debug.Stack()),
+				"cannot read %s file: the parser failed on malformed content", typ)
+		}
+	}()
+	doc, err = p.Parse(ctx, data, fileName)
+	if err != nil {
+		if _, isDomain := domain.AsError(err); isDomain || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return Document{}, err
+		}
+		return Document{}, unprocessable("corrupt_file", err, "cannot read %s file: %v", typ, err)
+	}
+	doc.MIMEType = typ
+	if doc.Text != "" && len(doc.Blocks) == 0 {
+		doc.Blocks = paragraphBlocks(doc.Text, 0, nil)
+	}
+	return doc, nil
+}
+
+func unprocessable(code string, cause error, format string, args ...any) *domain.Error {
+	return &domain.Error{Kind: domain.KindUnprocessable, Code: code, Message: fmt.Sprintf(format, args...), Err: cause}
+}
+
+// corrupt returns the error of a file of the named format that cannot be read.
+func corrupt(format string, cause error, detail string, args ...any) *domain.Error {
+	return unprocessable("corrupt_file", cause, "corrupt "+format+": "+detail, args...)
+}
+
+// builder accumulates a Document's text and blocks, keeping the heading path.
+type builder struct {
+	sb     strings.Builder
+	blocks []Block
+	stack  []heading
+	path   []string // current heading path, shared by blocks until it changes
+}
+
+type heading struct {
+	level int
+	title string
+}
+
+// add appends a block; text is cleaned first, and dropped when blank.
+// Headings are flattened to one line and update the heading path.
+func (b *builder) add(kind BlockKind, level int, text string) {
+	b.addPage(kind, level, 0, text)
+}
+
+func (b *builder) addPage(kind BlockKind, level, page int, text string) {
+	text = cleanText(text)
+	if kind == BlockHeading {
+		text = strings.Join(strings.Fields(text), " ")
+	} else if kind == BlockCode {
+		text = trimBlankLines(text)
+	} else {
+		text = strings.TrimSpace(text)
+	}
+	if text == "" {
+		return
+	}
+	if kind == BlockHeading {
+		if level < 1 {
+			level = 1
+		}
+		for len(b.stack) > 0 && b.stack[len(b.stack)-1].level >= level {
+			b.stack = b.stack[:len(b.stack)-1]
+		}
+		b.stack = append(b.stack, heading{level, text})
+		b.path = make([]string, len(b.stack))
+		for i, h := range b.stack {
+			b.path[i] = h.title
+		}
+	} else {
+		level = 0
+	}
+	if b.sb.Len() > 0 {
+		b.sb.WriteString("\n\n")
+	}
+	start := b.sb.Len()
+	b.sb.WriteString(text)
+	b.blocks = append(b.blocks, Block{Kind: kind, Level: level, Path: b.path, Page: page, Start: start, End: b.sb.Len()})
+}
+
+func (b *builder) doc() Document {
+	return Document{Text: b.sb.String(), Blocks: b.blocks}
+}
+
+// trimBlankLines removes leading blank lines and trailing whitespace, keeping
+// the indentation of the first line.
+func trimBlankLines(s string) string {
+	s = strings.TrimRight(s, " \t\n")
+	for {
+		i := strings.IndexByte(s, '\n')
+		if i < 0 || strings.TrimSpace(s[:i]) != "" {
+			return s
+		}
+		s = s[i+1:]
+	}
+}
+
+// paragraphBlocks splits text[off:] into paragraph blocks at blank lines.
+func paragraphBlocks(text string, off int, path []string) []Block {
+	var out []Block
+	n := len(text)
+	i := 0
+	for i < n {
+		// skip blank space
+		for i < n && (text[i] == '\n' || text[i] == ' ' || text[i] == '\t') {
+			i++
+		}
+		if i >= n {
+			break
+		}
+		// back up to the start of the line to keep indentation out: start at first non-space
+		start := i
+		end := n
+		for j := i; j < n; j++ {
+			if text[j] == '\n' {
+				// blank line follows?
+				k := j + 1
+				for k < n && (text[k] == ' ' || text[k] == '\t') {
+					k++
+				}
+				if k >= n || text[k] == '\n' {
+					end = j
+					break
+				}
+			}
+		}
+		e := end
+		for e > start && (text[e-1] == ' ' || text[e-1] == '\t' || text[e-1] == '\n') {
+			e--
+		}
+		out = append(out, Block{Kind: BlockParagraph, Path: path, Start: off + start, End: off + e})
+		i = end
+	}
+	return out
+}
+
+// lines calls fn for each line of s without its newline.
+func forLines(s string, fn func(line string)) {
+	for len(s) > 0 {
+		i := strings.IndexByte(s, '\n')
+		if i < 0 {
+			fn(s)
+			return
+		}
+		fn(s[:i])
+		s = s[i+1:]
+	}
+}
+
+var _ = bytes.MinRead
