@@ -1,0 +1,61 @@
+package vecmath
+
+import "math"
+
+// MeanPool averages the rows of hidden ([seq, dim], row-major) whose mask
+// entry is non-zero into out (len dim), as sentence-transformers' mean
+// pooling does (the count is clamped at 1e-9).
+func MeanPool(out []float32, hidden []float32, mask []int64, dim int) {
+	acc := make([]float64, dim)
+	var n float64
+	for t, m := range mask {
+		if m == 0 {
+			continue
+		}
+		n++
+		row := hidden[t*dim : (t+1)*dim]
+		for i, v := range row {
+			acc[i] += float64(v)
+		}
+	}
+	n = max(n, 1e-9)
+	for i := range out {
+		out[i] = float32(acc[i] / n)
+	}
+}
+
+// Normalize scales v to unit L2 norm in place (norm clamped at 1e-12, like
+// torch.nn.functional.normalize).
+func Normalize(v []float32) {
+	var s float64
+	for _, x := range v {
+		s += float64(x) * float64(x)
+	}
+	n := max(math.Sqrt(s), 1e-12)
+	for i := range v {
+		v[i] = float32(float64(v[i]) / n)
+	}
+}
+
+// Cosine is the cosine similarity of a and b (0 if either is zero).
+func Cosine(a, b []float32) float64 {
+	var ab, aa, bb float64
+	for i := range a {
+		ab += float64(a[i]) * float64(b[i])
+		aa += float64(a[i]) * float64(a[i])
+		bb += float64(b[i]) * float64(b[i])
+	}
+	if aa == 0 || bb == 0 {
+		return 0
+	}
+	return ab / math.Sqrt(aa*bb)
+}
+
+// Norm is the L2 norm of v.
+func Norm(v []float32) float64 {
+	var s float64
+	for _, x := range v {
+		s += float64(x) * float64(x)
+	}
+	return math.Sqrt(s)
+}
