@@ -269,15 +269,15 @@ func TestRegistry(t *testing.T) {
 
 func TestExtractMarkdownInline(t *testing.T) {
 	tests := map[string]string{
-		"**bold** and __strong__ and *em* and _em_":    "bold and strong and em and em",
-		"snake_case_name and 2 * 3 * 4":                "snake_case_name and 2 * 3 * 4",
-		"`code *not em*` and ``a ` b``":               "code *not em* and a ` b",
-		"[link **text**](http://x.y/z \"t\") end":      "link text end",
-		"![alt text](a.png) [ref link][r] [plain]":    "alt text ref link [plain]",
+		"**bold** and __strong__ and *em* and _em_":       "bold and strong and em and em",
+		"snake_case_name and 2 * 3 * 4":                   "snake_case_name and 2 * 3 * 4",
+		"`code *not em*` and ``a ` b``":                   "code *not em* and a ` b",
+		"[link **text**](http://x.y/z \"t\") end":         "link text end",
+		"![alt text](a.png) [ref link][r] [plain]":        "alt text ref link [plain]",
 		"<https://a.b/c> <me@example.com> <span>x</span>": "https://a.b/c me@example.com x",
-		`escaped \*stars\* and \_under\_`:              "escaped *stars* and _under_",
-		"~~gone~~ stays":                               "gone stays",
-		"x <!-- comment --> y":                         "x  y",
+		`escaped \*stars\* and \_under\_`:                 "escaped *stars* and _under_",
+		"~~gone~~ stays":                                  "gone stays",
+		"x <!-- comment --> y":                            "x  y",
 	}
 	for in, want := range tests {
 		if got := stripInline(in); got != want {
