@@ -3,6 +3,7 @@ package api
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -11,6 +12,10 @@ import (
 
 	"capsuled/internal/domain"
 )
+
+// unsupportedProperty finds the property name in kin-openapi's reason for an
+// additionalProperties failure, so that the error names the unknown field.
+var unsupportedProperty = regexp.MustCompile(`^property "(.+)" is unsupported$`)
 
 // newValidationOptions are the kin-openapi options for request validation.
 // Authentication is done by gate itself; defaults are applied by the
@@ -33,6 +38,9 @@ func (s *Server) validationError(err error) error {
 	switch {
 	case errors.As(re.Err, &se):
 		se, ptr := refine(se)
+		if m := unsupportedProperty.FindStringSubmatch(se.Reason); m != nil {
+			ptr = append(ptr, m[1])
+		}
 		param := pointerToParam(ptr)
 		if re.Parameter != nil {
 			param = joinParam(re.Parameter.Name, param)

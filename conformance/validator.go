@@ -157,8 +157,8 @@ func (v *Validator) Validate(ctx context.Context, ex Exchange) (Result, error) {
 
 	route, params, err := v.spec.Router.FindRoute(req)
 	if err != nil {
-		if !errors.Is(err, routers.ErrPathNotFound) && !errors.Is(err, routers.ErrMethodNotAllowed) &&
-			!strings.Contains(err.Error(), "not found") && !strings.Contains(err.Error(), "not allowed") {
+		var re *routers.RouteError
+		if !errors.As(err, &re) {
 			return res, fmt.Errorf("%s %s: find route: %w", req.Method, u.Path, err)
 		}
 		if status != http.StatusNotFound {
