@@ -21,6 +21,8 @@ import (
 	"strings"
 	"time"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/oapi-codegen/runtime"
 	openapi_types "github.com/oapi-codegen/runtime/types"
@@ -124,19 +126,19 @@ func (e ChatCompletionChunkObject) Valid() bool {
 
 // Defines values for ChatCompletionRequestToolChoice0.
 const (
-	Auto     ChatCompletionRequestToolChoice0 = "auto"
-	None     ChatCompletionRequestToolChoice0 = "none"
-	Required ChatCompletionRequestToolChoice0 = "required"
+	ChatCompletionRequestToolChoice0Auto     ChatCompletionRequestToolChoice0 = "auto"
+	ChatCompletionRequestToolChoice0None     ChatCompletionRequestToolChoice0 = "none"
+	ChatCompletionRequestToolChoice0Required ChatCompletionRequestToolChoice0 = "required"
 )
 
 // Valid indicates whether the value is a known member of the ChatCompletionRequestToolChoice0 enum.
 func (e ChatCompletionRequestToolChoice0) Valid() bool {
 	switch e {
-	case Auto:
+	case ChatCompletionRequestToolChoice0Auto:
 		return true
-	case None:
+	case ChatCompletionRequestToolChoice0None:
 		return true
-	case Required:
+	case ChatCompletionRequestToolChoice0Required:
 		return true
 	default:
 		return false
@@ -173,6 +175,24 @@ const (
 func (e ChunkDeltaRole) Valid() bool {
 	switch e {
 	case ChunkDeltaRoleAssistant:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CreateMemoryRequestKind.
+const (
+	CreateMemoryRequestKindFact CreateMemoryRequestKind = "fact"
+	CreateMemoryRequestKindNote CreateMemoryRequestKind = "note"
+)
+
+// Valid indicates whether the value is a known member of the CreateMemoryRequestKind enum.
+func (e CreateMemoryRequestKind) Valid() bool {
+	switch e {
+	case CreateMemoryRequestKindFact:
+		return true
+	case CreateMemoryRequestKindNote:
 		return true
 	default:
 		return false
@@ -232,22 +252,79 @@ func (e ItemKind) Valid() bool {
 
 // Defines values for ItemStatus.
 const (
-	Failed   ItemStatus = "failed"
-	Indexing ItemStatus = "indexing"
-	Queued   ItemStatus = "queued"
-	Ready    ItemStatus = "ready"
+	ItemStatusFailed   ItemStatus = "failed"
+	ItemStatusIndexing ItemStatus = "indexing"
+	ItemStatusQueued   ItemStatus = "queued"
+	ItemStatusReady    ItemStatus = "ready"
 )
 
 // Valid indicates whether the value is a known member of the ItemStatus enum.
 func (e ItemStatus) Valid() bool {
 	switch e {
-	case Failed:
+	case ItemStatusFailed:
 		return true
-	case Indexing:
+	case ItemStatusIndexing:
 		return true
-	case Queued:
+	case ItemStatusQueued:
 		return true
-	case Ready:
+	case ItemStatusReady:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for MemoryFailureStage.
+const (
+	Extraction MemoryFailureStage = "extraction"
+)
+
+// Valid indicates whether the value is a known member of the MemoryFailureStage enum.
+func (e MemoryFailureStage) Valid() bool {
+	switch e {
+	case Extraction:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for MemoryKind.
+const (
+	MemoryKindFact MemoryKind = "fact"
+	MemoryKindNote MemoryKind = "note"
+	MemoryKindTurn MemoryKind = "turn"
+)
+
+// Valid indicates whether the value is a known member of the MemoryKind enum.
+func (e MemoryKind) Valid() bool {
+	switch e {
+	case MemoryKindFact:
+		return true
+	case MemoryKindNote:
+		return true
+	case MemoryKindTurn:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for MemoryReportExtraction.
+const (
+	MemoryReportExtractionFailed MemoryReportExtraction = "failed"
+	MemoryReportExtractionNone   MemoryReportExtraction = "none"
+	MemoryReportExtractionOk     MemoryReportExtraction = "ok"
+)
+
+// Valid indicates whether the value is a known member of the MemoryReportExtraction enum.
+func (e MemoryReportExtraction) Valid() bool {
+	switch e {
+	case MemoryReportExtractionFailed:
+		return true
+	case MemoryReportExtractionNone:
+		return true
+	case MemoryReportExtractionOk:
 		return true
 	default:
 		return false
@@ -367,25 +444,25 @@ func (e ResponseFormatPlainType) Valid() bool {
 
 // Defines values for Scope.
 const (
-	Admin         Scope = "admin"
-	CapsulesRead  Scope = "capsules:read"
-	CapsulesWrite Scope = "capsules:write"
-	Chat          Scope = "chat"
-	Memory        Scope = "memory"
+	ScopeAdmin         Scope = "admin"
+	ScopeCapsulesRead  Scope = "capsules:read"
+	ScopeCapsulesWrite Scope = "capsules:write"
+	ScopeChat          Scope = "chat"
+	ScopeMemory        Scope = "memory"
 )
 
 // Valid indicates whether the value is a known member of the Scope enum.
 func (e Scope) Valid() bool {
 	switch e {
-	case Admin:
+	case ScopeAdmin:
 		return true
-	case CapsulesRead:
+	case ScopeCapsulesRead:
 		return true
-	case CapsulesWrite:
+	case ScopeCapsulesWrite:
 		return true
-	case Chat:
+	case ScopeChat:
 		return true
-	case Memory:
+	case ScopeMemory:
 		return true
 	default:
 		return false
@@ -811,6 +888,22 @@ type CreateKeyRequest struct {
 	Scopes     []Scope          `json:"scopes"`
 }
 
+// CreateMemoryRequest defines model for CreateMemoryRequest.
+type CreateMemoryRequest struct {
+	Content        string                   `json:"content"`
+	ConversationId *string                  `json:"conversation_id,omitempty"`
+	ExpiresAt      *time.Time               `json:"expires_at,omitempty"`
+	Kind           *CreateMemoryRequestKind `json:"kind,omitempty"`
+	Metadata       *map[string]interface{}  `json:"metadata,omitempty"`
+	Role           *string                  `json:"role,omitempty"`
+
+	// ValidFrom Default now.
+	ValidFrom *time.Time `json:"valid_from,omitempty"`
+}
+
+// CreateMemoryRequestKind defines model for CreateMemoryRequest.Kind.
+type CreateMemoryRequestKind string
+
 // CreateTokenRequest defines model for CreateTokenRequest.
 type CreateTokenRequest struct {
 	Namespaces *[]NamespaceName `json:"namespaces,omitempty"`
@@ -893,6 +986,15 @@ type Health struct {
 // HealthStatus defines model for Health.Status.
 type HealthStatus string
 
+// ImportResult defines model for ImportResult.
+type ImportResult struct {
+	Imported  int    `json:"imported"`
+	Namespace string `json:"namespace"`
+
+	// Skipped Lines whose id (or conversation turn) was already there.
+	Skipped int `json:"skipped"`
+}
+
 // Item defines model for Item.
 type Item struct {
 	Capsule    string `json:"capsule"`
@@ -956,6 +1058,67 @@ type KeyList struct {
 	Data []Key `json:"data"`
 }
 
+// Memory defines model for Memory.
+type Memory struct {
+	Content        string     `json:"content"`
+	ConversationId *string    `json:"conversation_id"`
+	CreatedAt      time.Time  `json:"created_at"`
+	ExpiresAt      *time.Time `json:"expires_at"`
+	Id             string     `json:"id"`
+
+	// InvalidFrom When a later fact superseded it; null while it holds.
+	InvalidFrom *time.Time `json:"invalid_from"`
+
+	// Kind `turn`: a conversation turn as said; `fact`: a durable fact extracted from turns (or written as one); `note`: written directly.
+	Kind      MemoryKind             `json:"kind"`
+	Metadata  map[string]interface{} `json:"metadata"`
+	Namespace string                 `json:"namespace"`
+
+	// Role For turns: `user` or `assistant` (or the speaker's role as sent).
+	Role *string `json:"role"`
+
+	// Score Search results only: relevance, higher is better.
+	Score        *float32  `json:"score,omitempty"`
+	SupersededBy *string   `json:"superseded_by"`
+	UpdatedAt    time.Time `json:"updated_at"`
+
+	// ValidFrom When the fact became true
+	ValidFrom time.Time `json:"valid_from"`
+}
+
+// MemoryFailure defines model for MemoryFailure.
+type MemoryFailure struct {
+	Attempts       int       `json:"attempts"`
+	ConversationId *string   `json:"conversation_id"`
+	CreatedAt      time.Time `json:"created_at"`
+	Error          string    `json:"error"`
+	Id             string    `json:"id"`
+
+	// Input The text extraction ran on.
+	Input     string             `json:"input"`
+	Namespace string             `json:"namespace"`
+	Stage     MemoryFailureStage `json:"stage"`
+}
+
+// MemoryFailureStage defines model for MemoryFailure.Stage.
+type MemoryFailureStage string
+
+// MemoryFailureList defines model for MemoryFailureList.
+type MemoryFailureList struct {
+	Data []MemoryFailure `json:"data"`
+}
+
+// MemoryKind `turn`: a conversation turn as said; `fact`: a durable fact extracted from turns (or written as one); `note`: written directly.
+type MemoryKind string
+
+// MemoryList defines model for MemoryList.
+type MemoryList struct {
+	Data []Memory `json:"data"`
+
+	// Next Cursor of the next page, or null.
+	Next *string `json:"next"`
+}
+
 // MemoryOptions capsuled extension, read by the memory operation only (ignored by the
 // retrieval chat): how much memory to inject for this request.
 type MemoryOptions struct {
@@ -966,14 +1129,46 @@ type MemoryOptions struct {
 	ConversationId *string `json:"conversation_id,omitempty"`
 }
 
+// MemoryRecord One line of an import; the export's `Memory` objects are valid records.
+type MemoryRecord struct {
+	Content        string     `json:"content"`
+	ConversationId *string    `json:"conversation_id,omitempty"`
+	CreatedAt      *time.Time `json:"created_at,omitempty"`
+	ExpiresAt      *time.Time `json:"expires_at,omitempty"`
+	Id             *string    `json:"id,omitempty"`
+	InvalidFrom    *time.Time `json:"invalid_from,omitempty"`
+
+	// Kind `turn`: a conversation turn as said; `fact`: a durable fact extracted from turns (or written as one); `note`: written directly.
+	Kind         *MemoryKind             `json:"kind,omitempty"`
+	Metadata     *map[string]interface{} `json:"metadata,omitempty"`
+	Namespace    *string                 `json:"namespace,omitempty"`
+	Role         *string                 `json:"role,omitempty"`
+	Score        *float32                `json:"score,omitempty"`
+	SupersededBy *string                 `json:"superseded_by,omitempty"`
+	UpdatedAt    *time.Time              `json:"updated_at,omitempty"`
+	ValidFrom    *time.Time              `json:"valid_from,omitempty"`
+}
+
 // MemoryReport capsuled extension on memory-operation responses (standard clients ignore
 // it): the namespace used and the ids of the memories read (injected into
 // the prompt) and written (persisted) by this request.
 type MemoryReport struct {
-	Namespace string   `json:"namespace"`
-	Read      []string `json:"read"`
-	Written   []string `json:"written"`
+	// Extraction Fact extraction of this turn: `none` (no upstream model, turns are
+	// the memories), `ok`, or `failed` after retries (recorded; see
+	// `GET /v1/memory/namespaces/{namespace}/failures`).
+	Extraction *MemoryReportExtraction `json:"extraction,omitempty"`
+	Namespace  string                  `json:"namespace"`
+	Read       []string                `json:"read"`
+
+	// Superseded Ids of earlier facts that facts written by this request superseded.
+	Superseded *[]string `json:"superseded,omitempty"`
+	Written    []string  `json:"written"`
 }
+
+// MemoryReportExtraction Fact extraction of this turn: `none` (no upstream model, turns are
+// the memories), `ok`, or `failed` after retries (recorded; see
+// `GET /v1/memory/namespaces/{namespace}/failures`).
+type MemoryReportExtraction string
 
 // MetadataCondition defines model for MetadataCondition.
 type MetadataCondition struct {
@@ -1057,6 +1252,37 @@ type NamedToolChoice struct {
 
 // NamedToolChoiceType defines model for NamedToolChoice.Type.
 type NamedToolChoiceType string
+
+// NamespaceDeleted defines model for NamespaceDeleted.
+type NamespaceDeleted struct {
+	// Deleted Memories deleted.
+	Deleted   int    `json:"deleted"`
+	Namespace string `json:"namespace"`
+}
+
+// NamespaceInfo defines model for NamespaceInfo.
+type NamespaceInfo struct {
+	// CreatedAt Time of its oldest memory.
+	CreatedAt time.Time `json:"created_at"`
+	FactCount int       `json:"fact_count"`
+
+	// FailureCount Recorded extraction failures.
+	FailureCount int `json:"failure_count"`
+
+	// MemoryCount Live memories (not expired
+	MemoryCount int    `json:"memory_count"`
+	Name        string `json:"name"`
+	NoteCount   int    `json:"note_count"`
+	TurnCount   int    `json:"turn_count"`
+
+	// UpdatedAt Time of its latest change.
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// NamespaceList defines model for NamespaceList.
+type NamespaceList struct {
+	Data []NamespaceInfo `json:"data"`
+}
 
 // NamespaceName defines model for NamespaceName.
 type NamespaceName = string
@@ -1167,6 +1393,13 @@ type ResponseFormatStructuralTag struct {
 
 // Scope defines model for Scope.
 type Scope string
+
+// SetExpiryRequest Exactly one of `expires_at` and `ttl_seconds`.
+type SetExpiryRequest struct {
+	// ExpiresAt The expiry; null clears it.
+	ExpiresAt  *time.Time `json:"expires_at,omitempty"`
+	TtlSeconds *int       `json:"ttl_seconds,omitempty"`
+}
 
 // StreamOptions defines model for StreamOptions.
 type StreamOptions struct {
@@ -1296,6 +1529,13 @@ type ToolStub struct {
 // ToolStubType defines model for ToolStub.Type.
 type ToolStubType string
 
+// UpdateMemoryRequest defines model for UpdateMemoryRequest.
+type UpdateMemoryRequest struct {
+	Content   *string                 `json:"content,omitempty"`
+	Metadata  *map[string]interface{} `json:"metadata,omitempty"`
+	ValidFrom *time.Time              `json:"valid_from,omitempty"`
+}
+
 // Usage defines model for Usage.
 type Usage struct {
 	CompletionTokens int `json:"completion_tokens"`
@@ -1357,6 +1597,12 @@ type CapsulePath = CapsuleName
 
 // ItemPath defines model for ItemPath.
 type ItemPath = string
+
+// MemoryPath defines model for MemoryPath.
+type MemoryPath = string
+
+// NamespacePath defines model for NamespacePath.
+type NamespacePath = NamespaceName
 
 // NamespaceQuery defines model for NamespaceQuery.
 type NamespaceQuery = NamespaceName
@@ -1429,6 +1675,20 @@ type CreateMemoryChatCompletionParams struct {
 	Namespace *NamespaceQuery `form:"namespace,omitempty" json:"namespace,omitempty"`
 }
 
+// ListMemoriesParams defines parameters for ListMemories.
+type ListMemoriesParams struct {
+	// Q Search text.
+	Q              *string     `form:"q,omitempty" json:"q,omitempty"`
+	Kind           *MemoryKind `form:"kind,omitempty" json:"kind,omitempty"`
+	ConversationId *string     `form:"conversation_id,omitempty" json:"conversation_id,omitempty"`
+	Limit          *int        `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next` of the previous page.
+	Cursor            *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+	IncludeExpired    *bool   `form:"include_expired,omitempty" json:"include_expired,omitempty"`
+	IncludeSuperseded *bool   `form:"include_superseded,omitempty" json:"include_superseded,omitempty"`
+}
+
 // QueryCapsuleJSONRequestBody defines body for QueryCapsule for application/json ContentType.
 type QueryCapsuleJSONRequestBody = QueryRequest
 
@@ -1452,6 +1712,15 @@ type CreateKeyJSONRequestBody = CreateKeyRequest
 
 // CreateMemoryChatCompletionJSONRequestBody defines body for CreateMemoryChatCompletion for application/json ContentType.
 type CreateMemoryChatCompletionJSONRequestBody = ChatCompletionRequest
+
+// CreateMemoryJSONRequestBody defines body for CreateMemory for application/json ContentType.
+type CreateMemoryJSONRequestBody = CreateMemoryRequest
+
+// UpdateMemoryJSONRequestBody defines body for UpdateMemory for application/json ContentType.
+type UpdateMemoryJSONRequestBody = UpdateMemoryRequest
+
+// SetMemoryExpiryJSONRequestBody defines body for SetMemoryExpiry for application/json ContentType.
+type SetMemoryExpiryJSONRequestBody = SetExpiryRequest
 
 // CreateAccessTokenJSONRequestBody defines body for CreateAccessToken for application/json ContentType.
 type CreateAccessTokenJSONRequestBody = CreateTokenRequest
@@ -2614,6 +2883,11 @@ type ClientInterface interface {
 	// Corresponds with GET /metrics (the `GetMetrics` operationId).
 	GetMetrics(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetOpenAPISpec This document, openapi.yaml, as the server validates against it.
+	//
+	// Corresponds with GET /openapi.yaml (the `GetOpenAPISpec` operationId).
+	GetOpenAPISpec(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// QueryCapsuleByHostWithBody Hybrid search over a capsule's items (host-based capsule_url).
 	//
 	// The same operation as `queryCapsule`, with the capsule named by the first
@@ -2964,6 +3238,151 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/memory/chat/completions (the `CreateMemoryChatCompletion` operationId).
 	CreateMemoryChatCompletion(ctx context.Context, params *CreateMemoryChatCompletionParams, body CreateMemoryChatCompletionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListMemoryNamespaces List the memory namespaces with their counts.
+	//
+	// Lists every namespace that holds at least one memory (or a recorded
+	// extraction failure), by name, limited to the namespaces the credential
+	// may use. The global namespace is named `global`.
+	//
+	// Corresponds with GET /v1/memory/namespaces (the `ListMemoryNamespaces` operationId).
+	ListMemoryNamespaces(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteMemoryNamespace Delete a namespace with everything in it.
+	//
+	// Deletes every memory, vector and recorded failure of the namespace, in
+	// one transaction. 404 when the namespace holds nothing.
+	//
+	// Corresponds with DELETE /v1/memory/namespaces/{namespace} (the `DeleteMemoryNamespace` operationId).
+	DeleteMemoryNamespace(ctx context.Context, namespace NamespacePath, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetMemoryNamespace One namespace with its counts.
+	//
+	// 404 when the namespace holds nothing.
+	//
+	// Corresponds with GET /v1/memory/namespaces/{namespace} (the `GetMemoryNamespace` operationId).
+	GetMemoryNamespace(ctx context.Context, namespace NamespacePath, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ExportMemoryNamespace Export a namespace as JSON lines.
+	//
+	// Every memory of the namespace (expired and superseded included), oldest
+	// first, one `Memory` object a line (`application/x-ndjson`). Feeding the
+	// body to the import operation restores it. An empty namespace gives an
+	// empty body.
+	//
+	// Corresponds with GET /v1/memory/namespaces/{namespace}/export (the `ExportMemoryNamespace` operationId).
+	ExportMemoryNamespace(ctx context.Context, namespace NamespacePath, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListMemoryFailures Recorded extraction failures of a namespace.
+	//
+	// Fact extraction that failed after its retries (the upstream sent bad
+	// JSON, timed out or refused) is recorded here with the turn it was
+	// extracting from, newest first; the turn itself is stored regardless.
+	//
+	// Corresponds with GET /v1/memory/namespaces/{namespace}/failures (the `ListMemoryFailures` operationId).
+	ListMemoryFailures(ctx context.Context, namespace NamespacePath, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ImportMemoryNamespaceWithBody Import memories from JSON lines.
+	//
+	// Reads one memory a line (the export format; only `content` is
+	// required) into the namespace in one transaction: all lines or none.
+	// The `namespace` of a line is ignored (the path names the target). A line
+	// whose `id` already exists in this namespace is skipped (so importing the
+	// same file twice is harmless); an `id` that exists in another namespace
+	// is given a fresh id. A bad line gives 400 naming it, and nothing is
+	// stored. Turns keep their conversation deduplication.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/memory/namespaces/{namespace}/import (the `ImportMemoryNamespace` operationId).
+	ImportMemoryNamespaceWithBody(ctx context.Context, namespace NamespacePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListMemories List or search the memories of a namespace.
+	//
+	// Without `q`: the namespace's memories, newest first, `limit` a page
+	// (default 50, at most 200), with `next` as the cursor of the next page.
+	// With `q`: hybrid search (BM25 and, when an embedder is configured,
+	// dense vectors, fused by reciprocal rank, with a small recency bonus),
+	// best first, each with its `score`; no paging. Expired memories and
+	// superseded facts are left out unless asked for. An empty namespace
+	// gives an empty list.
+	//
+	// Corresponds with GET /v1/memory/namespaces/{namespace}/memories (the `ListMemories` operationId).
+	ListMemories(ctx context.Context, namespace NamespacePath, params *ListMemoriesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateMemoryWithBody Write a memory directly (no extraction).
+	//
+	// Stores `content` as a memory of kind `note` (default) or `fact`, as
+	// given: no extraction, no deduplication. It is searchable at once.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/memory/namespaces/{namespace}/memories (the `CreateMemory` operationId).
+	CreateMemoryWithBody(ctx context.Context, namespace NamespacePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateMemory Write a memory directly (no extraction).
+	//
+	// Stores `content` as a memory of kind `note` (default) or `fact`, as
+	// given: no extraction, no deduplication. It is searchable at once.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/memory/namespaces/{namespace}/memories (the `CreateMemory` operationId).
+	CreateMemory(ctx context.Context, namespace NamespacePath, body CreateMemoryJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteMemory Delete a memory.
+	//
+	// Corresponds with DELETE /v1/memory/namespaces/{namespace}/memories/{memory} (the `DeleteMemory` operationId).
+	DeleteMemory(ctx context.Context, namespace NamespacePath, memory MemoryPath, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetMemory One memory.
+	//
+	// 404 when the memory is not in this namespace (whether or not it exists in another).
+	//
+	// Corresponds with GET /v1/memory/namespaces/{namespace}/memories/{memory} (the `GetMemory` operationId).
+	GetMemory(ctx context.Context, namespace NamespacePath, memory MemoryPath, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateMemoryWithBody Change a memory's content, metadata or valid-from time.
+	//
+	// Changes the given fields and re-indexes the memory. A superseded fact
+	// cannot be edited (409 `memory_superseded`): add a new memory instead.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /v1/memory/namespaces/{namespace}/memories/{memory} (the `UpdateMemory` operationId).
+	UpdateMemoryWithBody(ctx context.Context, namespace NamespacePath, memory MemoryPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateMemory Change a memory's content, metadata or valid-from time.
+	//
+	// Changes the given fields and re-indexes the memory. A superseded fact
+	// cannot be edited (409 `memory_superseded`): add a new memory instead.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /v1/memory/namespaces/{namespace}/memories/{memory} (the `UpdateMemory` operationId).
+	UpdateMemory(ctx context.Context, namespace NamespacePath, memory MemoryPath, body UpdateMemoryJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SetMemoryExpiryWithBody Set or clear a memory's expiry.
+	//
+	// Give exactly one of `expires_at` (a time; null clears the expiry) and
+	// `ttl_seconds` (from now). An expired memory is never selected nor
+	// listed (unless `include_expired`), and is deleted by the periodic sweep.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /v1/memory/namespaces/{namespace}/memories/{memory}/expiry (the `SetMemoryExpiry` operationId).
+	SetMemoryExpiryWithBody(ctx context.Context, namespace NamespacePath, memory MemoryPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SetMemoryExpiry Set or clear a memory's expiry.
+	//
+	// Give exactly one of `expires_at` (a time; null clears the expiry) and
+	// `ttl_seconds` (from now). An expired memory is never selected nor
+	// listed (unless `include_expired`), and is deleted by the periodic sweep.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /v1/memory/namespaces/{namespace}/memories/{memory}/expiry (the `SetMemoryExpiry` operationId).
+	SetMemoryExpiry(ctx context.Context, namespace NamespacePath, memory MemoryPath, body SetMemoryExpiryJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListModels The models this server serves, in OpenAI's format.
 	//
 	// Lists `svc-1` (retrieval chat) and the models the memory operation accepts.
@@ -3073,6 +3492,21 @@ func (c *Client) GetHealth(ctx context.Context, reqEditors ...RequestEditorFn) (
 // Corresponds with GET /metrics (the `GetMetrics` operationId).
 func (c *Client) GetMetrics(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetMetricsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetOpenAPISpec This document, openapi.yaml, as the server validates against it.
+//
+// Corresponds with GET /openapi.yaml (the `GetOpenAPISpec` operationId).
+func (c *Client) GetOpenAPISpec(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetOpenAPISpecRequest(c.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -3673,6 +4107,301 @@ func (c *Client) CreateMemoryChatCompletion(ctx context.Context, params *CreateM
 	return c.Client.Do(req)
 }
 
+// ListMemoryNamespaces List the memory namespaces with their counts.
+//
+// Lists every namespace that holds at least one memory (or a recorded
+// extraction failure), by name, limited to the namespaces the credential
+// may use. The global namespace is named `global`.
+//
+// Corresponds with GET /v1/memory/namespaces (the `ListMemoryNamespaces` operationId).
+func (c *Client) ListMemoryNamespaces(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListMemoryNamespacesRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteMemoryNamespace Delete a namespace with everything in it.
+//
+// Deletes every memory, vector and recorded failure of the namespace, in
+// one transaction. 404 when the namespace holds nothing.
+//
+// Corresponds with DELETE /v1/memory/namespaces/{namespace} (the `DeleteMemoryNamespace` operationId).
+func (c *Client) DeleteMemoryNamespace(ctx context.Context, namespace NamespacePath, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteMemoryNamespaceRequest(c.Server, namespace)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetMemoryNamespace One namespace with its counts.
+//
+// 404 when the namespace holds nothing.
+//
+// Corresponds with GET /v1/memory/namespaces/{namespace} (the `GetMemoryNamespace` operationId).
+func (c *Client) GetMemoryNamespace(ctx context.Context, namespace NamespacePath, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetMemoryNamespaceRequest(c.Server, namespace)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ExportMemoryNamespace Export a namespace as JSON lines.
+//
+// Every memory of the namespace (expired and superseded included), oldest
+// first, one `Memory` object a line (`application/x-ndjson`). Feeding the
+// body to the import operation restores it. An empty namespace gives an
+// empty body.
+//
+// Corresponds with GET /v1/memory/namespaces/{namespace}/export (the `ExportMemoryNamespace` operationId).
+func (c *Client) ExportMemoryNamespace(ctx context.Context, namespace NamespacePath, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewExportMemoryNamespaceRequest(c.Server, namespace)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListMemoryFailures Recorded extraction failures of a namespace.
+//
+// Fact extraction that failed after its retries (the upstream sent bad
+// JSON, timed out or refused) is recorded here with the turn it was
+// extracting from, newest first; the turn itself is stored regardless.
+//
+// Corresponds with GET /v1/memory/namespaces/{namespace}/failures (the `ListMemoryFailures` operationId).
+func (c *Client) ListMemoryFailures(ctx context.Context, namespace NamespacePath, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListMemoryFailuresRequest(c.Server, namespace)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ImportMemoryNamespaceWithBody Import memories from JSON lines.
+//
+// Reads one memory a line (the export format; only `content` is
+// required) into the namespace in one transaction: all lines or none.
+// The `namespace` of a line is ignored (the path names the target). A line
+// whose `id` already exists in this namespace is skipped (so importing the
+// same file twice is harmless); an `id` that exists in another namespace
+// is given a fresh id. A bad line gives 400 naming it, and nothing is
+// stored. Turns keep their conversation deduplication.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/memory/namespaces/{namespace}/import (the `ImportMemoryNamespace` operationId).
+func (c *Client) ImportMemoryNamespaceWithBody(ctx context.Context, namespace NamespacePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewImportMemoryNamespaceRequestWithBody(c.Server, namespace, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListMemories List or search the memories of a namespace.
+//
+// Without `q`: the namespace's memories, newest first, `limit` a page
+// (default 50, at most 200), with `next` as the cursor of the next page.
+// With `q`: hybrid search (BM25 and, when an embedder is configured,
+// dense vectors, fused by reciprocal rank, with a small recency bonus),
+// best first, each with its `score`; no paging. Expired memories and
+// superseded facts are left out unless asked for. An empty namespace
+// gives an empty list.
+//
+// Corresponds with GET /v1/memory/namespaces/{namespace}/memories (the `ListMemories` operationId).
+func (c *Client) ListMemories(ctx context.Context, namespace NamespacePath, params *ListMemoriesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListMemoriesRequest(c.Server, namespace, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateMemoryWithBody Write a memory directly (no extraction).
+//
+// Stores `content` as a memory of kind `note` (default) or `fact`, as
+// given: no extraction, no deduplication. It is searchable at once.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/memory/namespaces/{namespace}/memories (the `CreateMemory` operationId).
+func (c *Client) CreateMemoryWithBody(ctx context.Context, namespace NamespacePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateMemoryRequestWithBody(c.Server, namespace, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateMemory Write a memory directly (no extraction).
+//
+// Stores `content` as a memory of kind `note` (default) or `fact`, as
+// given: no extraction, no deduplication. It is searchable at once.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/memory/namespaces/{namespace}/memories (the `CreateMemory` operationId).
+func (c *Client) CreateMemory(ctx context.Context, namespace NamespacePath, body CreateMemoryJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateMemoryRequest(c.Server, namespace, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteMemory Delete a memory.
+//
+// Corresponds with DELETE /v1/memory/namespaces/{namespace}/memories/{memory} (the `DeleteMemory` operationId).
+func (c *Client) DeleteMemory(ctx context.Context, namespace NamespacePath, memory MemoryPath, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteMemoryRequest(c.Server, namespace, memory)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetMemory One memory.
+//
+// 404 when the memory is not in this namespace (whether or not it exists in another).
+//
+// Corresponds with GET /v1/memory/namespaces/{namespace}/memories/{memory} (the `GetMemory` operationId).
+func (c *Client) GetMemory(ctx context.Context, namespace NamespacePath, memory MemoryPath, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetMemoryRequest(c.Server, namespace, memory)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateMemoryWithBody Change a memory's content, metadata or valid-from time.
+//
+// Changes the given fields and re-indexes the memory. A superseded fact
+// cannot be edited (409 `memory_superseded`): add a new memory instead.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /v1/memory/namespaces/{namespace}/memories/{memory} (the `UpdateMemory` operationId).
+func (c *Client) UpdateMemoryWithBody(ctx context.Context, namespace NamespacePath, memory MemoryPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateMemoryRequestWithBody(c.Server, namespace, memory, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateMemory Change a memory's content, metadata or valid-from time.
+//
+// Changes the given fields and re-indexes the memory. A superseded fact
+// cannot be edited (409 `memory_superseded`): add a new memory instead.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /v1/memory/namespaces/{namespace}/memories/{memory} (the `UpdateMemory` operationId).
+func (c *Client) UpdateMemory(ctx context.Context, namespace NamespacePath, memory MemoryPath, body UpdateMemoryJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateMemoryRequest(c.Server, namespace, memory, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetMemoryExpiryWithBody Set or clear a memory's expiry.
+//
+// Give exactly one of `expires_at` (a time; null clears the expiry) and
+// `ttl_seconds` (from now). An expired memory is never selected nor
+// listed (unless `include_expired`), and is deleted by the periodic sweep.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /v1/memory/namespaces/{namespace}/memories/{memory}/expiry (the `SetMemoryExpiry` operationId).
+func (c *Client) SetMemoryExpiryWithBody(ctx context.Context, namespace NamespacePath, memory MemoryPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetMemoryExpiryRequestWithBody(c.Server, namespace, memory, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetMemoryExpiry Set or clear a memory's expiry.
+//
+// Give exactly one of `expires_at` (a time; null clears the expiry) and
+// `ttl_seconds` (from now). An expired memory is never selected nor
+// listed (unless `include_expired`), and is deleted by the periodic sweep.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /v1/memory/namespaces/{namespace}/memories/{memory}/expiry (the `SetMemoryExpiry` operationId).
+func (c *Client) SetMemoryExpiry(ctx context.Context, namespace NamespacePath, memory MemoryPath, body SetMemoryExpiryJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetMemoryExpiryRequest(c.Server, namespace, memory, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ListModels The models this server serves, in OpenAI's format.
 //
 // Lists `svc-1` (retrieval chat) and the models the memory operation accepts.
@@ -3821,6 +4550,33 @@ func NewGetMetricsRequest(server string) (*http.Request, error) {
 	}
 
 	operationPath := fmt.Sprintf("/metrics")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetOpenAPISpecRequest constructs an http.Request for the GetOpenAPISpec method
+func NewGetOpenAPISpecRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/openapi.yaml")
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -4617,6 +5373,575 @@ func NewCreateMemoryChatCompletionRequestWithBody(server string, params *CreateM
 	return req, nil
 }
 
+// NewListMemoryNamespacesRequest constructs an http.Request for the ListMemoryNamespaces method
+func NewListMemoryNamespacesRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/memory/namespaces")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewDeleteMemoryNamespaceRequest constructs an http.Request for the DeleteMemoryNamespace method
+func NewDeleteMemoryNamespaceRequest(server string, namespace NamespacePath) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "namespace", namespace, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/memory/namespaces/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetMemoryNamespaceRequest constructs an http.Request for the GetMemoryNamespace method
+func NewGetMemoryNamespaceRequest(server string, namespace NamespacePath) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "namespace", namespace, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/memory/namespaces/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewExportMemoryNamespaceRequest constructs an http.Request for the ExportMemoryNamespace method
+func NewExportMemoryNamespaceRequest(server string, namespace NamespacePath) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "namespace", namespace, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/memory/namespaces/%s/export", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListMemoryFailuresRequest constructs an http.Request for the ListMemoryFailures method
+func NewListMemoryFailuresRequest(server string, namespace NamespacePath) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "namespace", namespace, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/memory/namespaces/%s/failures", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewImportMemoryNamespaceRequestWithBody constructs an http.Request for the ImportMemoryNamespace method, with any body, and a specified content type
+func NewImportMemoryNamespaceRequestWithBody(server string, namespace NamespacePath, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "namespace", namespace, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/memory/namespaces/%s/import", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewListMemoriesRequest constructs an http.Request for the ListMemories method
+func NewListMemoriesRequest(server string, namespace NamespacePath, params *ListMemoriesParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "namespace", namespace, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/memory/namespaces/%s/memories", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Q != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "q", *params.Q, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Kind != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "kind", *params.Kind, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.ConversationId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "conversation_id", *params.ConversationId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.IncludeExpired != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "include_expired", *params.IncludeExpired, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.IncludeSuperseded != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "include_superseded", *params.IncludeSuperseded, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateMemoryRequest calls the generic CreateMemory builder with application/json body
+func NewCreateMemoryRequest(server string, namespace NamespacePath, body CreateMemoryJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateMemoryRequestWithBody(server, namespace, "application/json", bodyReader)
+}
+
+// NewCreateMemoryRequestWithBody constructs an http.Request for the CreateMemory method, with any body, and a specified content type
+func NewCreateMemoryRequestWithBody(server string, namespace NamespacePath, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "namespace", namespace, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/memory/namespaces/%s/memories", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewDeleteMemoryRequest constructs an http.Request for the DeleteMemory method
+func NewDeleteMemoryRequest(server string, namespace NamespacePath, memory MemoryPath) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "namespace", namespace, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "memory", memory, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/memory/namespaces/%s/memories/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetMemoryRequest constructs an http.Request for the GetMemory method
+func NewGetMemoryRequest(server string, namespace NamespacePath, memory MemoryPath) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "namespace", namespace, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "memory", memory, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/memory/namespaces/%s/memories/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewUpdateMemoryRequest calls the generic UpdateMemory builder with application/json body
+func NewUpdateMemoryRequest(server string, namespace NamespacePath, memory MemoryPath, body UpdateMemoryJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateMemoryRequestWithBody(server, namespace, memory, "application/json", bodyReader)
+}
+
+// NewUpdateMemoryRequestWithBody constructs an http.Request for the UpdateMemory method, with any body, and a specified content type
+func NewUpdateMemoryRequestWithBody(server string, namespace NamespacePath, memory MemoryPath, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "namespace", namespace, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "memory", memory, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/memory/namespaces/%s/memories/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewSetMemoryExpiryRequest calls the generic SetMemoryExpiry builder with application/json body
+func NewSetMemoryExpiryRequest(server string, namespace NamespacePath, memory MemoryPath, body SetMemoryExpiryJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSetMemoryExpiryRequestWithBody(server, namespace, memory, "application/json", bodyReader)
+}
+
+// NewSetMemoryExpiryRequestWithBody constructs an http.Request for the SetMemoryExpiry method, with any body, and a specified content type
+func NewSetMemoryExpiryRequestWithBody(server string, namespace NamespacePath, memory MemoryPath, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "namespace", namespace, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "memory", memory, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/memory/namespaces/%s/memories/%s/expiry", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewListModelsRequest constructs an http.Request for the ListModels method
 func NewListModelsRequest(server string) (*http.Request, error) {
 	var err error
@@ -4775,6 +6100,13 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /metrics (the `GetMetrics` operationId).
 	GetMetricsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetMetricsResponse, error)
+
+	// GetOpenAPISpecWithResponse This document, openapi.yaml, as the server validates against it.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /openapi.yaml (the `GetOpenAPISpec` operationId).
+	GetOpenAPISpecWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetOpenAPISpecResponse, error)
 
 	// QueryCapsuleByHostWithBodyWithResponse Hybrid search over a capsule's items (host-based capsule_url).
 	//
@@ -5150,6 +6482,167 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/memory/chat/completions (the `CreateMemoryChatCompletion` operationId).
 	CreateMemoryChatCompletionWithResponse(ctx context.Context, params *CreateMemoryChatCompletionParams, body CreateMemoryChatCompletionJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateMemoryChatCompletionResponse, error)
 
+	// ListMemoryNamespacesWithResponse List the memory namespaces with their counts.
+	//
+	// Lists every namespace that holds at least one memory (or a recorded
+	// extraction failure), by name, limited to the namespaces the credential
+	// may use. The global namespace is named `global`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/memory/namespaces (the `ListMemoryNamespaces` operationId).
+	ListMemoryNamespacesWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListMemoryNamespacesResponse, error)
+
+	// DeleteMemoryNamespaceWithResponse Delete a namespace with everything in it.
+	//
+	// Deletes every memory, vector and recorded failure of the namespace, in
+	// one transaction. 404 when the namespace holds nothing.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/memory/namespaces/{namespace} (the `DeleteMemoryNamespace` operationId).
+	DeleteMemoryNamespaceWithResponse(ctx context.Context, namespace NamespacePath, reqEditors ...RequestEditorFn) (*DeleteMemoryNamespaceResponse, error)
+
+	// GetMemoryNamespaceWithResponse One namespace with its counts.
+	//
+	// 404 when the namespace holds nothing.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/memory/namespaces/{namespace} (the `GetMemoryNamespace` operationId).
+	GetMemoryNamespaceWithResponse(ctx context.Context, namespace NamespacePath, reqEditors ...RequestEditorFn) (*GetMemoryNamespaceResponse, error)
+
+	// ExportMemoryNamespaceWithResponse Export a namespace as JSON lines.
+	//
+	// Every memory of the namespace (expired and superseded included), oldest
+	// first, one `Memory` object a line (`application/x-ndjson`). Feeding the
+	// body to the import operation restores it. An empty namespace gives an
+	// empty body.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/memory/namespaces/{namespace}/export (the `ExportMemoryNamespace` operationId).
+	ExportMemoryNamespaceWithResponse(ctx context.Context, namespace NamespacePath, reqEditors ...RequestEditorFn) (*ExportMemoryNamespaceResponse, error)
+
+	// ListMemoryFailuresWithResponse Recorded extraction failures of a namespace.
+	//
+	// Fact extraction that failed after its retries (the upstream sent bad
+	// JSON, timed out or refused) is recorded here with the turn it was
+	// extracting from, newest first; the turn itself is stored regardless.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/memory/namespaces/{namespace}/failures (the `ListMemoryFailures` operationId).
+	ListMemoryFailuresWithResponse(ctx context.Context, namespace NamespacePath, reqEditors ...RequestEditorFn) (*ListMemoryFailuresResponse, error)
+
+	// ImportMemoryNamespaceWithBodyWithResponse Import memories from JSON lines.
+	//
+	// Reads one memory a line (the export format; only `content` is
+	// required) into the namespace in one transaction: all lines or none.
+	// The `namespace` of a line is ignored (the path names the target). A line
+	// whose `id` already exists in this namespace is skipped (so importing the
+	// same file twice is harmless); an `id` that exists in another namespace
+	// is given a fresh id. A bad line gives 400 naming it, and nothing is
+	// stored. Turns keep their conversation deduplication.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/memory/namespaces/{namespace}/import (the `ImportMemoryNamespace` operationId).
+	ImportMemoryNamespaceWithBodyWithResponse(ctx context.Context, namespace NamespacePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ImportMemoryNamespaceResponse, error)
+
+	// ListMemoriesWithResponse List or search the memories of a namespace.
+	//
+	// Without `q`: the namespace's memories, newest first, `limit` a page
+	// (default 50, at most 200), with `next` as the cursor of the next page.
+	// With `q`: hybrid search (BM25 and, when an embedder is configured,
+	// dense vectors, fused by reciprocal rank, with a small recency bonus),
+	// best first, each with its `score`; no paging. Expired memories and
+	// superseded facts are left out unless asked for. An empty namespace
+	// gives an empty list.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/memory/namespaces/{namespace}/memories (the `ListMemories` operationId).
+	ListMemoriesWithResponse(ctx context.Context, namespace NamespacePath, params *ListMemoriesParams, reqEditors ...RequestEditorFn) (*ListMemoriesResponse, error)
+
+	// CreateMemoryWithBodyWithResponse Write a memory directly (no extraction).
+	//
+	// Stores `content` as a memory of kind `note` (default) or `fact`, as
+	// given: no extraction, no deduplication. It is searchable at once.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/memory/namespaces/{namespace}/memories (the `CreateMemory` operationId).
+	CreateMemoryWithBodyWithResponse(ctx context.Context, namespace NamespacePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateMemoryResponse, error)
+
+	// CreateMemoryWithResponse Write a memory directly (no extraction).
+	//
+	// Stores `content` as a memory of kind `note` (default) or `fact`, as
+	// given: no extraction, no deduplication. It is searchable at once.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/memory/namespaces/{namespace}/memories (the `CreateMemory` operationId).
+	CreateMemoryWithResponse(ctx context.Context, namespace NamespacePath, body CreateMemoryJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateMemoryResponse, error)
+
+	// DeleteMemoryWithResponse Delete a memory.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/memory/namespaces/{namespace}/memories/{memory} (the `DeleteMemory` operationId).
+	DeleteMemoryWithResponse(ctx context.Context, namespace NamespacePath, memory MemoryPath, reqEditors ...RequestEditorFn) (*DeleteMemoryResponse, error)
+
+	// GetMemoryWithResponse One memory.
+	//
+	// 404 when the memory is not in this namespace (whether or not it exists in another).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/memory/namespaces/{namespace}/memories/{memory} (the `GetMemory` operationId).
+	GetMemoryWithResponse(ctx context.Context, namespace NamespacePath, memory MemoryPath, reqEditors ...RequestEditorFn) (*GetMemoryResponse, error)
+
+	// UpdateMemoryWithBodyWithResponse Change a memory's content, metadata or valid-from time.
+	//
+	// Changes the given fields and re-indexes the memory. A superseded fact
+	// cannot be edited (409 `memory_superseded`): add a new memory instead.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /v1/memory/namespaces/{namespace}/memories/{memory} (the `UpdateMemory` operationId).
+	UpdateMemoryWithBodyWithResponse(ctx context.Context, namespace NamespacePath, memory MemoryPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateMemoryResponse, error)
+
+	// UpdateMemoryWithResponse Change a memory's content, metadata or valid-from time.
+	//
+	// Changes the given fields and re-indexes the memory. A superseded fact
+	// cannot be edited (409 `memory_superseded`): add a new memory instead.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /v1/memory/namespaces/{namespace}/memories/{memory} (the `UpdateMemory` operationId).
+	UpdateMemoryWithResponse(ctx context.Context, namespace NamespacePath, memory MemoryPath, body UpdateMemoryJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateMemoryResponse, error)
+
+	// SetMemoryExpiryWithBodyWithResponse Set or clear a memory's expiry.
+	//
+	// Give exactly one of `expires_at` (a time; null clears the expiry) and
+	// `ttl_seconds` (from now). An expired memory is never selected nor
+	// listed (unless `include_expired`), and is deleted by the periodic sweep.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/memory/namespaces/{namespace}/memories/{memory}/expiry (the `SetMemoryExpiry` operationId).
+	SetMemoryExpiryWithBodyWithResponse(ctx context.Context, namespace NamespacePath, memory MemoryPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetMemoryExpiryResponse, error)
+
+	// SetMemoryExpiryWithResponse Set or clear a memory's expiry.
+	//
+	// Give exactly one of `expires_at` (a time; null clears the expiry) and
+	// `ttl_seconds` (from now). An expired memory is never selected nor
+	// listed (unless `include_expired`), and is deleted by the periodic sweep.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/memory/namespaces/{namespace}/memories/{memory}/expiry (the `SetMemoryExpiry` operationId).
+	SetMemoryExpiryWithResponse(ctx context.Context, namespace NamespacePath, memory MemoryPath, body SetMemoryExpiryJSONRequestBody, reqEditors ...RequestEditorFn) (*SetMemoryExpiryResponse, error)
+
 	// ListModelsWithResponse The models this server serves, in OpenAI's format.
 	//
 	// Lists `svc-1` (retrieval chat) and the models the memory operation accepts.
@@ -5367,6 +6860,47 @@ func (r GetMetricsResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetMetricsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetOpenAPISpecResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// YAML200 the response for an HTTP 200 `application/yaml` response
+	YAML200 *string
+}
+
+// GetYAML200 returns the response for an HTTP 200 `application/yaml` response
+func (r GetOpenAPISpecResponse) GetYAML200() *string {
+	return r.YAML200
+}
+
+// GetBody returns the raw response body bytes
+func (r GetOpenAPISpecResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetOpenAPISpecResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetOpenAPISpecResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetOpenAPISpecResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -7147,6 +8681,1135 @@ func (r CreateMemoryChatCompletionResponse) ContentType() string {
 	return ""
 }
 
+// ListMemoryNamespacesResponse401Headers the declared response headers of an HTTP 401 response for ListMemoryNamespaces
+type ListMemoryNamespacesResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ListMemoryNamespacesResponse429Headers the declared response headers of an HTTP 429 response for ListMemoryNamespaces
+type ListMemoryNamespacesResponse429Headers struct {
+	RetryAfter *int
+}
+
+type ListMemoryNamespacesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *NamespaceList
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListMemoryNamespacesResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListMemoryNamespacesResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListMemoryNamespacesResponse) GetJSON200() *NamespaceList {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListMemoryNamespacesResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListMemoryNamespacesResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListMemoryNamespacesResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListMemoryNamespacesResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r ListMemoryNamespacesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListMemoryNamespacesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListMemoryNamespacesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListMemoryNamespacesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DeleteMemoryNamespaceResponse401Headers the declared response headers of an HTTP 401 response for DeleteMemoryNamespace
+type DeleteMemoryNamespaceResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// DeleteMemoryNamespaceResponse429Headers the declared response headers of an HTTP 429 response for DeleteMemoryNamespace
+type DeleteMemoryNamespaceResponse429Headers struct {
+	RetryAfter *int
+}
+
+type DeleteMemoryNamespaceResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *NamespaceDeleted
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeleteMemoryNamespaceResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DeleteMemoryNamespaceResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r DeleteMemoryNamespaceResponse) GetJSON200() *NamespaceDeleted {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r DeleteMemoryNamespaceResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteMemoryNamespaceResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeleteMemoryNamespaceResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DeleteMemoryNamespaceResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DeleteMemoryNamespaceResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r DeleteMemoryNamespaceResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteMemoryNamespaceResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteMemoryNamespaceResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteMemoryNamespaceResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteMemoryNamespaceResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetMemoryNamespaceResponse401Headers the declared response headers of an HTTP 401 response for GetMemoryNamespace
+type GetMemoryNamespaceResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// GetMemoryNamespaceResponse429Headers the declared response headers of an HTTP 429 response for GetMemoryNamespace
+type GetMemoryNamespaceResponse429Headers struct {
+	RetryAfter *int
+}
+
+type GetMemoryNamespaceResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *NamespaceInfo
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetMemoryNamespaceResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetMemoryNamespaceResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetMemoryNamespaceResponse) GetJSON200() *NamespaceInfo {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetMemoryNamespaceResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetMemoryNamespaceResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetMemoryNamespaceResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetMemoryNamespaceResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetMemoryNamespaceResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetMemoryNamespaceResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetMemoryNamespaceResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetMemoryNamespaceResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetMemoryNamespaceResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetMemoryNamespaceResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ExportMemoryNamespaceResponse401Headers the declared response headers of an HTTP 401 response for ExportMemoryNamespace
+type ExportMemoryNamespaceResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ExportMemoryNamespaceResponse429Headers the declared response headers of an HTTP 429 response for ExportMemoryNamespace
+type ExportMemoryNamespaceResponse429Headers struct {
+	RetryAfter *int
+}
+
+type ExportMemoryNamespaceResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ExportMemoryNamespaceResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ExportMemoryNamespaceResponse429Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ExportMemoryNamespaceResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ExportMemoryNamespaceResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ExportMemoryNamespaceResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ExportMemoryNamespaceResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ExportMemoryNamespaceResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r ExportMemoryNamespaceResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ExportMemoryNamespaceResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ExportMemoryNamespaceResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ExportMemoryNamespaceResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListMemoryFailuresResponse401Headers the declared response headers of an HTTP 401 response for ListMemoryFailures
+type ListMemoryFailuresResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ListMemoryFailuresResponse429Headers the declared response headers of an HTTP 429 response for ListMemoryFailures
+type ListMemoryFailuresResponse429Headers struct {
+	RetryAfter *int
+}
+
+type ListMemoryFailuresResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *MemoryFailureList
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListMemoryFailuresResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListMemoryFailuresResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListMemoryFailuresResponse) GetJSON200() *MemoryFailureList {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListMemoryFailuresResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListMemoryFailuresResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListMemoryFailuresResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListMemoryFailuresResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListMemoryFailuresResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r ListMemoryFailuresResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListMemoryFailuresResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListMemoryFailuresResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListMemoryFailuresResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ImportMemoryNamespaceResponse401Headers the declared response headers of an HTTP 401 response for ImportMemoryNamespace
+type ImportMemoryNamespaceResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ImportMemoryNamespaceResponse429Headers the declared response headers of an HTTP 429 response for ImportMemoryNamespace
+type ImportMemoryNamespaceResponse429Headers struct {
+	RetryAfter *int
+}
+
+type ImportMemoryNamespaceResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ImportResult
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ImportMemoryNamespaceResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ImportMemoryNamespaceResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ImportMemoryNamespaceResponse) GetJSON200() *ImportResult {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ImportMemoryNamespaceResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ImportMemoryNamespaceResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ImportMemoryNamespaceResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r ImportMemoryNamespaceResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ImportMemoryNamespaceResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ImportMemoryNamespaceResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r ImportMemoryNamespaceResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ImportMemoryNamespaceResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ImportMemoryNamespaceResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ImportMemoryNamespaceResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListMemoriesResponse401Headers the declared response headers of an HTTP 401 response for ListMemories
+type ListMemoriesResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ListMemoriesResponse429Headers the declared response headers of an HTTP 429 response for ListMemories
+type ListMemoriesResponse429Headers struct {
+	RetryAfter *int
+}
+
+type ListMemoriesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *MemoryList
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListMemoriesResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListMemoriesResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListMemoriesResponse) GetJSON200() *MemoryList {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListMemoriesResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListMemoriesResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListMemoriesResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListMemoriesResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListMemoriesResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r ListMemoriesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListMemoriesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListMemoriesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListMemoriesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateMemoryResponse401Headers the declared response headers of an HTTP 401 response for CreateMemory
+type CreateMemoryResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// CreateMemoryResponse429Headers the declared response headers of an HTTP 429 response for CreateMemory
+type CreateMemoryResponse429Headers struct {
+	RetryAfter *int
+}
+
+type CreateMemoryResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *Memory
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateMemoryResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateMemoryResponse429Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateMemoryResponse) GetJSON201() *Memory {
+	return r.JSON201
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreateMemoryResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateMemoryResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CreateMemoryResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CreateMemoryResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CreateMemoryResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CreateMemoryResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateMemoryResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateMemoryResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateMemoryResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateMemoryResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DeleteMemoryResponse401Headers the declared response headers of an HTTP 401 response for DeleteMemory
+type DeleteMemoryResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// DeleteMemoryResponse429Headers the declared response headers of an HTTP 429 response for DeleteMemory
+type DeleteMemoryResponse429Headers struct {
+	RetryAfter *int
+}
+
+type DeleteMemoryResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeleteMemoryResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DeleteMemoryResponse429Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r DeleteMemoryResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteMemoryResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeleteMemoryResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DeleteMemoryResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DeleteMemoryResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r DeleteMemoryResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteMemoryResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteMemoryResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteMemoryResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteMemoryResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetMemoryResponse401Headers the declared response headers of an HTTP 401 response for GetMemory
+type GetMemoryResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// GetMemoryResponse429Headers the declared response headers of an HTTP 429 response for GetMemory
+type GetMemoryResponse429Headers struct {
+	RetryAfter *int
+}
+
+type GetMemoryResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Memory
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetMemoryResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetMemoryResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetMemoryResponse) GetJSON200() *Memory {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetMemoryResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetMemoryResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetMemoryResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetMemoryResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetMemoryResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetMemoryResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetMemoryResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetMemoryResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetMemoryResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetMemoryResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UpdateMemoryResponse401Headers the declared response headers of an HTTP 401 response for UpdateMemory
+type UpdateMemoryResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// UpdateMemoryResponse429Headers the declared response headers of an HTTP 429 response for UpdateMemory
+type UpdateMemoryResponse429Headers struct {
+	RetryAfter *int
+}
+
+type UpdateMemoryResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Memory
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UpdateMemoryResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *UpdateMemoryResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UpdateMemoryResponse) GetJSON200() *Memory {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r UpdateMemoryResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r UpdateMemoryResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r UpdateMemoryResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r UpdateMemoryResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r UpdateMemoryResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r UpdateMemoryResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r UpdateMemoryResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r UpdateMemoryResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r UpdateMemoryResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdateMemoryResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdateMemoryResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UpdateMemoryResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// SetMemoryExpiryResponse401Headers the declared response headers of an HTTP 401 response for SetMemoryExpiry
+type SetMemoryExpiryResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// SetMemoryExpiryResponse429Headers the declared response headers of an HTTP 429 response for SetMemoryExpiry
+type SetMemoryExpiryResponse429Headers struct {
+	RetryAfter *int
+}
+
+type SetMemoryExpiryResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Memory
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *SetMemoryExpiryResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *SetMemoryExpiryResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SetMemoryExpiryResponse) GetJSON200() *Memory {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r SetMemoryExpiryResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r SetMemoryExpiryResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r SetMemoryExpiryResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r SetMemoryExpiryResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r SetMemoryExpiryResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r SetMemoryExpiryResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r SetMemoryExpiryResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SetMemoryExpiryResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SetMemoryExpiryResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SetMemoryExpiryResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListModelsResponse401Headers the declared response headers of an HTTP 401 response for ListModels
 type ListModelsResponse401Headers struct {
 	WWWAuthenticate *string
@@ -7390,6 +10053,19 @@ func (c *ClientWithResponses) GetMetricsWithResponse(ctx context.Context, reqEdi
 		return nil, err
 	}
 	return ParseGetMetricsResponse(rsp)
+}
+
+// GetOpenAPISpecWithResponse This document, openapi.yaml, as the server validates against it.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /openapi.yaml (the `GetOpenAPISpec` operationId).
+func (c *ClientWithResponses) GetOpenAPISpecWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetOpenAPISpecResponse, error) {
+	rsp, err := c.GetOpenAPISpec(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetOpenAPISpecResponse(rsp)
 }
 
 // QueryCapsuleByHostWithBodyWithResponse Hybrid search over a capsule's items (host-based capsule_url).
@@ -7910,6 +10586,257 @@ func (c *ClientWithResponses) CreateMemoryChatCompletionWithResponse(ctx context
 	return ParseCreateMemoryChatCompletionResponse(rsp)
 }
 
+// ListMemoryNamespacesWithResponse List the memory namespaces with their counts.
+//
+// Lists every namespace that holds at least one memory (or a recorded
+// extraction failure), by name, limited to the namespaces the credential
+// may use. The global namespace is named `global`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/memory/namespaces (the `ListMemoryNamespaces` operationId).
+func (c *ClientWithResponses) ListMemoryNamespacesWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListMemoryNamespacesResponse, error) {
+	rsp, err := c.ListMemoryNamespaces(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListMemoryNamespacesResponse(rsp)
+}
+
+// DeleteMemoryNamespaceWithResponse Delete a namespace with everything in it.
+//
+// Deletes every memory, vector and recorded failure of the namespace, in
+// one transaction. 404 when the namespace holds nothing.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/memory/namespaces/{namespace} (the `DeleteMemoryNamespace` operationId).
+func (c *ClientWithResponses) DeleteMemoryNamespaceWithResponse(ctx context.Context, namespace NamespacePath, reqEditors ...RequestEditorFn) (*DeleteMemoryNamespaceResponse, error) {
+	rsp, err := c.DeleteMemoryNamespace(ctx, namespace, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteMemoryNamespaceResponse(rsp)
+}
+
+// GetMemoryNamespaceWithResponse One namespace with its counts.
+//
+// 404 when the namespace holds nothing.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/memory/namespaces/{namespace} (the `GetMemoryNamespace` operationId).
+func (c *ClientWithResponses) GetMemoryNamespaceWithResponse(ctx context.Context, namespace NamespacePath, reqEditors ...RequestEditorFn) (*GetMemoryNamespaceResponse, error) {
+	rsp, err := c.GetMemoryNamespace(ctx, namespace, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetMemoryNamespaceResponse(rsp)
+}
+
+// ExportMemoryNamespaceWithResponse Export a namespace as JSON lines.
+//
+// Every memory of the namespace (expired and superseded included), oldest
+// first, one `Memory` object a line (`application/x-ndjson`). Feeding the
+// body to the import operation restores it. An empty namespace gives an
+// empty body.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/memory/namespaces/{namespace}/export (the `ExportMemoryNamespace` operationId).
+func (c *ClientWithResponses) ExportMemoryNamespaceWithResponse(ctx context.Context, namespace NamespacePath, reqEditors ...RequestEditorFn) (*ExportMemoryNamespaceResponse, error) {
+	rsp, err := c.ExportMemoryNamespace(ctx, namespace, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseExportMemoryNamespaceResponse(rsp)
+}
+
+// ListMemoryFailuresWithResponse Recorded extraction failures of a namespace.
+//
+// Fact extraction that failed after its retries (the upstream sent bad
+// JSON, timed out or refused) is recorded here with the turn it was
+// extracting from, newest first; the turn itself is stored regardless.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/memory/namespaces/{namespace}/failures (the `ListMemoryFailures` operationId).
+func (c *ClientWithResponses) ListMemoryFailuresWithResponse(ctx context.Context, namespace NamespacePath, reqEditors ...RequestEditorFn) (*ListMemoryFailuresResponse, error) {
+	rsp, err := c.ListMemoryFailures(ctx, namespace, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListMemoryFailuresResponse(rsp)
+}
+
+// ImportMemoryNamespaceWithBodyWithResponse Import memories from JSON lines.
+//
+// Reads one memory a line (the export format; only `content` is
+// required) into the namespace in one transaction: all lines or none.
+// The `namespace` of a line is ignored (the path names the target). A line
+// whose `id` already exists in this namespace is skipped (so importing the
+// same file twice is harmless); an `id` that exists in another namespace
+// is given a fresh id. A bad line gives 400 naming it, and nothing is
+// stored. Turns keep their conversation deduplication.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/memory/namespaces/{namespace}/import (the `ImportMemoryNamespace` operationId).
+func (c *ClientWithResponses) ImportMemoryNamespaceWithBodyWithResponse(ctx context.Context, namespace NamespacePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ImportMemoryNamespaceResponse, error) {
+	rsp, err := c.ImportMemoryNamespaceWithBody(ctx, namespace, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseImportMemoryNamespaceResponse(rsp)
+}
+
+// ListMemoriesWithResponse List or search the memories of a namespace.
+//
+// Without `q`: the namespace's memories, newest first, `limit` a page
+// (default 50, at most 200), with `next` as the cursor of the next page.
+// With `q`: hybrid search (BM25 and, when an embedder is configured,
+// dense vectors, fused by reciprocal rank, with a small recency bonus),
+// best first, each with its `score`; no paging. Expired memories and
+// superseded facts are left out unless asked for. An empty namespace
+// gives an empty list.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/memory/namespaces/{namespace}/memories (the `ListMemories` operationId).
+func (c *ClientWithResponses) ListMemoriesWithResponse(ctx context.Context, namespace NamespacePath, params *ListMemoriesParams, reqEditors ...RequestEditorFn) (*ListMemoriesResponse, error) {
+	rsp, err := c.ListMemories(ctx, namespace, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListMemoriesResponse(rsp)
+}
+
+// CreateMemoryWithBodyWithResponse Write a memory directly (no extraction).
+//
+// Stores `content` as a memory of kind `note` (default) or `fact`, as
+// given: no extraction, no deduplication. It is searchable at once.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/memory/namespaces/{namespace}/memories (the `CreateMemory` operationId).
+func (c *ClientWithResponses) CreateMemoryWithBodyWithResponse(ctx context.Context, namespace NamespacePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateMemoryResponse, error) {
+	rsp, err := c.CreateMemoryWithBody(ctx, namespace, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateMemoryResponse(rsp)
+}
+
+// CreateMemoryWithResponse Write a memory directly (no extraction).
+//
+// Stores `content` as a memory of kind `note` (default) or `fact`, as
+// given: no extraction, no deduplication. It is searchable at once.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/memory/namespaces/{namespace}/memories (the `CreateMemory` operationId).
+func (c *ClientWithResponses) CreateMemoryWithResponse(ctx context.Context, namespace NamespacePath, body CreateMemoryJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateMemoryResponse, error) {
+	rsp, err := c.CreateMemory(ctx, namespace, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateMemoryResponse(rsp)
+}
+
+// DeleteMemoryWithResponse Delete a memory.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/memory/namespaces/{namespace}/memories/{memory} (the `DeleteMemory` operationId).
+func (c *ClientWithResponses) DeleteMemoryWithResponse(ctx context.Context, namespace NamespacePath, memory MemoryPath, reqEditors ...RequestEditorFn) (*DeleteMemoryResponse, error) {
+	rsp, err := c.DeleteMemory(ctx, namespace, memory, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteMemoryResponse(rsp)
+}
+
+// GetMemoryWithResponse One memory.
+//
+// 404 when the memory is not in this namespace (whether or not it exists in another).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/memory/namespaces/{namespace}/memories/{memory} (the `GetMemory` operationId).
+func (c *ClientWithResponses) GetMemoryWithResponse(ctx context.Context, namespace NamespacePath, memory MemoryPath, reqEditors ...RequestEditorFn) (*GetMemoryResponse, error) {
+	rsp, err := c.GetMemory(ctx, namespace, memory, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetMemoryResponse(rsp)
+}
+
+// UpdateMemoryWithBodyWithResponse Change a memory's content, metadata or valid-from time.
+//
+// Changes the given fields and re-indexes the memory. A superseded fact
+// cannot be edited (409 `memory_superseded`): add a new memory instead.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /v1/memory/namespaces/{namespace}/memories/{memory} (the `UpdateMemory` operationId).
+func (c *ClientWithResponses) UpdateMemoryWithBodyWithResponse(ctx context.Context, namespace NamespacePath, memory MemoryPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateMemoryResponse, error) {
+	rsp, err := c.UpdateMemoryWithBody(ctx, namespace, memory, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateMemoryResponse(rsp)
+}
+
+// UpdateMemoryWithResponse Change a memory's content, metadata or valid-from time.
+//
+// Changes the given fields and re-indexes the memory. A superseded fact
+// cannot be edited (409 `memory_superseded`): add a new memory instead.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /v1/memory/namespaces/{namespace}/memories/{memory} (the `UpdateMemory` operationId).
+func (c *ClientWithResponses) UpdateMemoryWithResponse(ctx context.Context, namespace NamespacePath, memory MemoryPath, body UpdateMemoryJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateMemoryResponse, error) {
+	rsp, err := c.UpdateMemory(ctx, namespace, memory, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateMemoryResponse(rsp)
+}
+
+// SetMemoryExpiryWithBodyWithResponse Set or clear a memory's expiry.
+//
+// Give exactly one of `expires_at` (a time; null clears the expiry) and
+// `ttl_seconds` (from now). An expired memory is never selected nor
+// listed (unless `include_expired`), and is deleted by the periodic sweep.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/memory/namespaces/{namespace}/memories/{memory}/expiry (the `SetMemoryExpiry` operationId).
+func (c *ClientWithResponses) SetMemoryExpiryWithBodyWithResponse(ctx context.Context, namespace NamespacePath, memory MemoryPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetMemoryExpiryResponse, error) {
+	rsp, err := c.SetMemoryExpiryWithBody(ctx, namespace, memory, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSetMemoryExpiryResponse(rsp)
+}
+
+// SetMemoryExpiryWithResponse Set or clear a memory's expiry.
+//
+// Give exactly one of `expires_at` (a time; null clears the expiry) and
+// `ttl_seconds` (from now). An expired memory is never selected nor
+// listed (unless `include_expired`), and is deleted by the periodic sweep.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/memory/namespaces/{namespace}/memories/{memory}/expiry (the `SetMemoryExpiry` operationId).
+func (c *ClientWithResponses) SetMemoryExpiryWithResponse(ctx context.Context, namespace NamespacePath, memory MemoryPath, body SetMemoryExpiryJSONRequestBody, reqEditors ...RequestEditorFn) (*SetMemoryExpiryResponse, error) {
+	rsp, err := c.SetMemoryExpiry(ctx, namespace, memory, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSetMemoryExpiryResponse(rsp)
+}
+
 // ListModelsWithResponse The models this server serves, in OpenAI's format.
 //
 // Lists `svc-1` (retrieval chat) and the models the memory operation accepts.
@@ -8106,6 +11033,32 @@ func ParseGetMetricsResponse(rsp *http.Response) (*GetMetricsResponse, error) {
 	response := &GetMetricsResponse{
 		Body:         bodyBytes,
 		HTTPResponse: rsp,
+	}
+
+	return response, nil
+}
+
+// ParseGetOpenAPISpecResponse parses an HTTP response from a GetOpenAPISpecWithResponse call
+func ParseGetOpenAPISpecResponse(rsp *http.Response) (*GetOpenAPISpecResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetOpenAPISpecResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "yaml") && rsp.StatusCode == 200:
+		var dest string
+		if err := yaml.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.YAML200 = &dest
+
 	}
 
 	return response, nil
@@ -9786,6 +12739,1066 @@ func ParseCreateMemoryChatCompletionResponse(rsp *http.Response) (*CreateMemoryC
 	return response, nil
 }
 
+// ParseListMemoryNamespacesResponse parses an HTTP response from a ListMemoryNamespacesWithResponse call
+func ParseListMemoryNamespacesResponse(rsp *http.Response) (*ListMemoryNamespacesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListMemoryNamespacesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest NamespaceList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListMemoryNamespacesResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListMemoryNamespacesResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeleteMemoryNamespaceResponse parses an HTTP response from a DeleteMemoryNamespaceWithResponse call
+func ParseDeleteMemoryNamespaceResponse(rsp *http.Response) (*DeleteMemoryNamespaceResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteMemoryNamespaceResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest NamespaceDeleted
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers DeleteMemoryNamespaceResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers DeleteMemoryNamespaceResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetMemoryNamespaceResponse parses an HTTP response from a GetMemoryNamespaceWithResponse call
+func ParseGetMemoryNamespaceResponse(rsp *http.Response) (*GetMemoryNamespaceResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetMemoryNamespaceResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest NamespaceInfo
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetMemoryNamespaceResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetMemoryNamespaceResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseExportMemoryNamespaceResponse parses an HTTP response from a ExportMemoryNamespaceWithResponse call
+func ParseExportMemoryNamespaceResponse(rsp *http.Response) (*ExportMemoryNamespaceResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ExportMemoryNamespaceResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ExportMemoryNamespaceResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ExportMemoryNamespaceResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListMemoryFailuresResponse parses an HTTP response from a ListMemoryFailuresWithResponse call
+func ParseListMemoryFailuresResponse(rsp *http.Response) (*ListMemoryFailuresResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListMemoryFailuresResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest MemoryFailureList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListMemoryFailuresResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListMemoryFailuresResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseImportMemoryNamespaceResponse parses an HTTP response from a ImportMemoryNamespaceWithResponse call
+func ParseImportMemoryNamespaceResponse(rsp *http.Response) (*ImportMemoryNamespaceResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ImportMemoryNamespaceResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ImportResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ImportMemoryNamespaceResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ImportMemoryNamespaceResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListMemoriesResponse parses an HTTP response from a ListMemoriesWithResponse call
+func ParseListMemoriesResponse(rsp *http.Response) (*ListMemoriesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListMemoriesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest MemoryList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListMemoriesResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListMemoriesResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateMemoryResponse parses an HTTP response from a CreateMemoryWithResponse call
+func ParseCreateMemoryResponse(rsp *http.Response) (*CreateMemoryResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateMemoryResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest Memory
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers CreateMemoryResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreateMemoryResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeleteMemoryResponse parses an HTTP response from a DeleteMemoryWithResponse call
+func ParseDeleteMemoryResponse(rsp *http.Response) (*DeleteMemoryResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteMemoryResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers DeleteMemoryResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers DeleteMemoryResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetMemoryResponse parses an HTTP response from a GetMemoryWithResponse call
+func ParseGetMemoryResponse(rsp *http.Response) (*GetMemoryResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetMemoryResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Memory
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetMemoryResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetMemoryResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUpdateMemoryResponse parses an HTTP response from a UpdateMemoryWithResponse call
+func ParseUpdateMemoryResponse(rsp *http.Response) (*UpdateMemoryResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdateMemoryResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Memory
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers UpdateMemoryResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers UpdateMemoryResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseSetMemoryExpiryResponse parses an HTTP response from a SetMemoryExpiryWithResponse call
+func ParseSetMemoryExpiryResponse(rsp *http.Response) (*SetMemoryExpiryResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SetMemoryExpiryResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Memory
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers SetMemoryExpiryResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers SetMemoryExpiryResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseListModelsResponse parses an HTTP response from a ListModelsWithResponse call
 func ParseListModelsResponse(rsp *http.Response) (*ListModelsResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -9958,6 +13971,9 @@ type ServerInterface interface {
 	// GetMetrics Prometheus metrics (requests by route and status, latency histograms, ingestion).
 	// (GET /metrics)
 	GetMetrics(w http.ResponseWriter, r *http.Request)
+	// GetOpenAPISpec This document, openapi.yaml, as the server validates against it.
+	// (GET /openapi.yaml)
+	GetOpenAPISpec(w http.ResponseWriter, r *http.Request)
 	// QueryCapsuleByHost Hybrid search over a capsule's items (host-based capsule_url).
 	// (POST /query)
 	QueryCapsuleByHost(w http.ResponseWriter, r *http.Request)
@@ -10012,6 +14028,42 @@ type ServerInterface interface {
 	// CreateMemoryChatCompletion A chat completion that reads and persists memory in a namespace.
 	// (POST /v1/memory/chat/completions)
 	CreateMemoryChatCompletion(w http.ResponseWriter, r *http.Request, params CreateMemoryChatCompletionParams)
+	// ListMemoryNamespaces List the memory namespaces with their counts.
+	// (GET /v1/memory/namespaces)
+	ListMemoryNamespaces(w http.ResponseWriter, r *http.Request)
+	// DeleteMemoryNamespace Delete a namespace with everything in it.
+	// (DELETE /v1/memory/namespaces/{namespace})
+	DeleteMemoryNamespace(w http.ResponseWriter, r *http.Request, namespace NamespacePath)
+	// GetMemoryNamespace One namespace with its counts.
+	// (GET /v1/memory/namespaces/{namespace})
+	GetMemoryNamespace(w http.ResponseWriter, r *http.Request, namespace NamespacePath)
+	// ExportMemoryNamespace Export a namespace as JSON lines.
+	// (GET /v1/memory/namespaces/{namespace}/export)
+	ExportMemoryNamespace(w http.ResponseWriter, r *http.Request, namespace NamespacePath)
+	// ListMemoryFailures Recorded extraction failures of a namespace.
+	// (GET /v1/memory/namespaces/{namespace}/failures)
+	ListMemoryFailures(w http.ResponseWriter, r *http.Request, namespace NamespacePath)
+	// ImportMemoryNamespace Import memories from JSON lines.
+	// (POST /v1/memory/namespaces/{namespace}/import)
+	ImportMemoryNamespace(w http.ResponseWriter, r *http.Request, namespace NamespacePath)
+	// ListMemories List or search the memories of a namespace.
+	// (GET /v1/memory/namespaces/{namespace}/memories)
+	ListMemories(w http.ResponseWriter, r *http.Request, namespace NamespacePath, params ListMemoriesParams)
+	// CreateMemory Write a memory directly (no extraction).
+	// (POST /v1/memory/namespaces/{namespace}/memories)
+	CreateMemory(w http.ResponseWriter, r *http.Request, namespace NamespacePath)
+	// DeleteMemory Delete a memory.
+	// (DELETE /v1/memory/namespaces/{namespace}/memories/{memory})
+	DeleteMemory(w http.ResponseWriter, r *http.Request, namespace NamespacePath, memory MemoryPath)
+	// GetMemory One memory.
+	// (GET /v1/memory/namespaces/{namespace}/memories/{memory})
+	GetMemory(w http.ResponseWriter, r *http.Request, namespace NamespacePath, memory MemoryPath)
+	// UpdateMemory Change a memory's content, metadata or valid-from time.
+	// (PATCH /v1/memory/namespaces/{namespace}/memories/{memory})
+	UpdateMemory(w http.ResponseWriter, r *http.Request, namespace NamespacePath, memory MemoryPath)
+	// SetMemoryExpiry Set or clear a memory's expiry.
+	// (PUT /v1/memory/namespaces/{namespace}/memories/{memory}/expiry)
+	SetMemoryExpiry(w http.ResponseWriter, r *http.Request, namespace NamespacePath, memory MemoryPath)
 	// ListModels The models this server serves, in OpenAI's format.
 	// (GET /v1/models)
 	ListModels(w http.ResponseWriter, r *http.Request)
@@ -10074,6 +14126,20 @@ func (siw *ServerInterfaceWrapper) GetMetrics(w http.ResponseWriter, r *http.Req
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.GetMetrics(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// GetOpenAPISpec operation middleware
+func (siw *ServerInterfaceWrapper) GetOpenAPISpec(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetOpenAPISpec(w, r)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -10581,6 +14647,436 @@ func (siw *ServerInterfaceWrapper) CreateMemoryChatCompletion(w http.ResponseWri
 	handler.ServeHTTP(w, r)
 }
 
+// ListMemoryNamespaces operation middleware
+func (siw *ServerInterfaceWrapper) ListMemoryNamespaces(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ListMemoryNamespaces(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// DeleteMemoryNamespace operation middleware
+func (siw *ServerInterfaceWrapper) DeleteMemoryNamespace(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "namespace" -------------
+	var namespace NamespacePath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "namespace", r.PathValue("namespace"), &namespace, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "namespace", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.DeleteMemoryNamespace(w, r, namespace)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// GetMemoryNamespace operation middleware
+func (siw *ServerInterfaceWrapper) GetMemoryNamespace(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "namespace" -------------
+	var namespace NamespacePath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "namespace", r.PathValue("namespace"), &namespace, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "namespace", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetMemoryNamespace(w, r, namespace)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// ExportMemoryNamespace operation middleware
+func (siw *ServerInterfaceWrapper) ExportMemoryNamespace(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "namespace" -------------
+	var namespace NamespacePath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "namespace", r.PathValue("namespace"), &namespace, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "namespace", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ExportMemoryNamespace(w, r, namespace)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// ListMemoryFailures operation middleware
+func (siw *ServerInterfaceWrapper) ListMemoryFailures(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "namespace" -------------
+	var namespace NamespacePath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "namespace", r.PathValue("namespace"), &namespace, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "namespace", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ListMemoryFailures(w, r, namespace)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// ImportMemoryNamespace operation middleware
+func (siw *ServerInterfaceWrapper) ImportMemoryNamespace(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "namespace" -------------
+	var namespace NamespacePath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "namespace", r.PathValue("namespace"), &namespace, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "namespace", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ImportMemoryNamespace(w, r, namespace)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// ListMemories operation middleware
+func (siw *ServerInterfaceWrapper) ListMemories(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "namespace" -------------
+	var namespace NamespacePath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "namespace", r.PathValue("namespace"), &namespace, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "namespace", Err: err})
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListMemoriesParams
+
+	// ------------- Optional query parameter "q" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "q", r.URL.Query(), &params.Q, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "q"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "q", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "kind" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "kind", r.URL.Query(), &params.Kind, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "kind"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "kind", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "conversation_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "conversation_id", r.URL.Query(), &params.ConversationId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "conversation_id"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "conversation_id", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", r.URL.Query(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "limit"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "limit", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", r.URL.Query(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "cursor"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "cursor", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "include_expired" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "include_expired", r.URL.Query(), &params.IncludeExpired, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "include_expired"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "include_expired", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "include_superseded" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "include_superseded", r.URL.Query(), &params.IncludeSuperseded, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "include_superseded"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "include_superseded", Err: err})
+		}
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ListMemories(w, r, namespace, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// CreateMemory operation middleware
+func (siw *ServerInterfaceWrapper) CreateMemory(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "namespace" -------------
+	var namespace NamespacePath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "namespace", r.PathValue("namespace"), &namespace, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "namespace", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.CreateMemory(w, r, namespace)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// DeleteMemory operation middleware
+func (siw *ServerInterfaceWrapper) DeleteMemory(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "namespace" -------------
+	var namespace NamespacePath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "namespace", r.PathValue("namespace"), &namespace, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "namespace", Err: err})
+		return
+	}
+
+	// ------------- Path parameter "memory" -------------
+	var memory MemoryPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "memory", r.PathValue("memory"), &memory, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "memory", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.DeleteMemory(w, r, namespace, memory)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// GetMemory operation middleware
+func (siw *ServerInterfaceWrapper) GetMemory(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "namespace" -------------
+	var namespace NamespacePath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "namespace", r.PathValue("namespace"), &namespace, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "namespace", Err: err})
+		return
+	}
+
+	// ------------- Path parameter "memory" -------------
+	var memory MemoryPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "memory", r.PathValue("memory"), &memory, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "memory", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetMemory(w, r, namespace, memory)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// UpdateMemory operation middleware
+func (siw *ServerInterfaceWrapper) UpdateMemory(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "namespace" -------------
+	var namespace NamespacePath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "namespace", r.PathValue("namespace"), &namespace, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "namespace", Err: err})
+		return
+	}
+
+	// ------------- Path parameter "memory" -------------
+	var memory MemoryPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "memory", r.PathValue("memory"), &memory, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "memory", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.UpdateMemory(w, r, namespace, memory)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// SetMemoryExpiry operation middleware
+func (siw *ServerInterfaceWrapper) SetMemoryExpiry(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "namespace" -------------
+	var namespace NamespacePath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "namespace", r.PathValue("namespace"), &namespace, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "namespace", Err: err})
+		return
+	}
+
+	// ------------- Path parameter "memory" -------------
+	var memory MemoryPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "memory", r.PathValue("memory"), &memory, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "memory", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.SetMemoryExpiry(w, r, namespace, memory)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
 // ListModels operation middleware
 func (siw *ServerInterfaceWrapper) ListModels(w http.ResponseWriter, r *http.Request) {
 
@@ -10731,6 +15227,18 @@ func HandlerWithOptions(si ServerInterface, options StdHTTPServerOptions) http.H
 
 	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/v1/chat/completions", wrapper.CreateChatCompletion)
 	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/v1/memory/chat/completions", wrapper.CreateMemoryChatCompletion)
+	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/memory/namespaces", wrapper.ListMemoryNamespaces)
+	m.HandleFunc(http.MethodDelete+" "+options.BaseURL+"/v1/memory/namespaces/{namespace}", wrapper.DeleteMemoryNamespace)
+	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/memory/namespaces/{namespace}", wrapper.GetMemoryNamespace)
+	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/memory/namespaces/{namespace}/memories", wrapper.ListMemories)
+	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/v1/memory/namespaces/{namespace}/memories", wrapper.CreateMemory)
+	m.HandleFunc(http.MethodDelete+" "+options.BaseURL+"/v1/memory/namespaces/{namespace}/memories/{memory}", wrapper.DeleteMemory)
+	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/memory/namespaces/{namespace}/memories/{memory}", wrapper.GetMemory)
+	m.HandleFunc(http.MethodPatch+" "+options.BaseURL+"/v1/memory/namespaces/{namespace}/memories/{memory}", wrapper.UpdateMemory)
+	m.HandleFunc(http.MethodPut+" "+options.BaseURL+"/v1/memory/namespaces/{namespace}/memories/{memory}/expiry", wrapper.SetMemoryExpiry)
+	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/memory/namespaces/{namespace}/export", wrapper.ExportMemoryNamespace)
+	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/v1/memory/namespaces/{namespace}/import", wrapper.ImportMemoryNamespace)
+	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/memory/namespaces/{namespace}/failures", wrapper.ListMemoryFailures)
 	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/capsules/{capsule}/query", wrapper.QueryCapsule)
 	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/query", wrapper.QueryCapsuleByHost)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/capsules", wrapper.ListCapsules)
@@ -10751,6 +15259,7 @@ func HandlerWithOptions(si ServerInterface, options StdHTTPServerOptions) http.H
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/models", wrapper.ListModels)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/healthz", wrapper.GetHealth)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/readyz", wrapper.GetReadiness)
+	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/openapi.yaml", wrapper.GetOpenAPISpec)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/metrics", wrapper.GetMetrics)
 
 	return m
@@ -10980,6 +15489,33 @@ func (response GetMetrics200TextResponse) VisitGetMetricsResponse(w http.Respons
 	w.WriteHeader(200)
 
 	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
+type GetOpenAPISpecRequestObject struct {
+}
+
+type GetOpenAPISpecResponseObject interface {
+	VisitGetOpenAPISpecResponse(w http.ResponseWriter) error
+}
+
+type GetOpenAPISpec200ApplicationyamlResponse struct {
+	Body          io.Reader
+	ContentLength int64
+}
+
+func (response GetOpenAPISpec200ApplicationyamlResponse) VisitGetOpenAPISpecResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "application/yaml")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
 	return err
 }
 
@@ -13163,6 +17699,1339 @@ func (response CreateMemoryChatCompletion504JSONResponse) VisitCreateMemoryChatC
 	return err
 }
 
+type ListMemoryNamespacesRequestObject struct {
+}
+
+type ListMemoryNamespacesResponseObject interface {
+	VisitListMemoryNamespacesResponse(w http.ResponseWriter) error
+}
+
+type ListMemoryNamespaces200JSONResponse NamespaceList
+
+func (response ListMemoryNamespaces200JSONResponse) VisitListMemoryNamespacesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListMemoryNamespaces401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListMemoryNamespaces401JSONResponse) VisitListMemoryNamespacesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListMemoryNamespaces403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListMemoryNamespaces403JSONResponse) VisitListMemoryNamespacesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListMemoryNamespaces429JSONResponse struct{ RateLimitedJSONResponse }
+
+func (response ListMemoryNamespaces429JSONResponse) VisitListMemoryNamespacesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListMemoryNamespaces500JSONResponse struct{ InternalJSONResponse }
+
+func (response ListMemoryNamespaces500JSONResponse) VisitListMemoryNamespacesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteMemoryNamespaceRequestObject struct {
+	Namespace NamespacePath `json:"namespace"`
+}
+
+type DeleteMemoryNamespaceResponseObject interface {
+	VisitDeleteMemoryNamespaceResponse(w http.ResponseWriter) error
+}
+
+type DeleteMemoryNamespace200JSONResponse NamespaceDeleted
+
+func (response DeleteMemoryNamespace200JSONResponse) VisitDeleteMemoryNamespaceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteMemoryNamespace400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response DeleteMemoryNamespace400JSONResponse) VisitDeleteMemoryNamespaceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteMemoryNamespace401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DeleteMemoryNamespace401JSONResponse) VisitDeleteMemoryNamespaceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteMemoryNamespace403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response DeleteMemoryNamespace403JSONResponse) VisitDeleteMemoryNamespaceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteMemoryNamespace404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DeleteMemoryNamespace404JSONResponse) VisitDeleteMemoryNamespaceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteMemoryNamespace429JSONResponse struct{ RateLimitedJSONResponse }
+
+func (response DeleteMemoryNamespace429JSONResponse) VisitDeleteMemoryNamespaceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteMemoryNamespace500JSONResponse struct{ InternalJSONResponse }
+
+func (response DeleteMemoryNamespace500JSONResponse) VisitDeleteMemoryNamespaceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMemoryNamespaceRequestObject struct {
+	Namespace NamespacePath `json:"namespace"`
+}
+
+type GetMemoryNamespaceResponseObject interface {
+	VisitGetMemoryNamespaceResponse(w http.ResponseWriter) error
+}
+
+type GetMemoryNamespace200JSONResponse NamespaceInfo
+
+func (response GetMemoryNamespace200JSONResponse) VisitGetMemoryNamespaceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMemoryNamespace400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetMemoryNamespace400JSONResponse) VisitGetMemoryNamespaceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMemoryNamespace401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetMemoryNamespace401JSONResponse) VisitGetMemoryNamespaceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMemoryNamespace403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetMemoryNamespace403JSONResponse) VisitGetMemoryNamespaceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMemoryNamespace404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetMemoryNamespace404JSONResponse) VisitGetMemoryNamespaceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMemoryNamespace429JSONResponse struct{ RateLimitedJSONResponse }
+
+func (response GetMemoryNamespace429JSONResponse) VisitGetMemoryNamespaceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMemoryNamespace500JSONResponse struct{ InternalJSONResponse }
+
+func (response GetMemoryNamespace500JSONResponse) VisitGetMemoryNamespaceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExportMemoryNamespaceRequestObject struct {
+	Namespace NamespacePath `json:"namespace"`
+}
+
+type ExportMemoryNamespaceResponseObject interface {
+	VisitExportMemoryNamespaceResponse(w http.ResponseWriter) error
+}
+
+type ExportMemoryNamespace200ApplicationxNdjsonResponse struct {
+	Body          io.Reader
+	ContentLength int64
+}
+
+func (response ExportMemoryNamespace200ApplicationxNdjsonResponse) VisitExportMemoryNamespaceResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		// If w doesn't support flushing, fall back to io.Copy.
+		_, err := io.Copy(w, response.Body)
+		return err
+	}
+	// text/event-stream messages are typically small; use a
+	// modest buffer and flush after each chunk so clients see
+	// events immediately instead of waiting on OS buffering.
+	buf := make([]byte, 4096)
+	for {
+		n, err := response.Body.Read(buf)
+		if n > 0 {
+			if _, writeErr := w.Write(buf[:n]); writeErr != nil {
+				return writeErr
+			}
+			flusher.Flush()
+		}
+		if err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+type ExportMemoryNamespace400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ExportMemoryNamespace400JSONResponse) VisitExportMemoryNamespaceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExportMemoryNamespace401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ExportMemoryNamespace401JSONResponse) VisitExportMemoryNamespaceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExportMemoryNamespace403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ExportMemoryNamespace403JSONResponse) VisitExportMemoryNamespaceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExportMemoryNamespace429JSONResponse struct{ RateLimitedJSONResponse }
+
+func (response ExportMemoryNamespace429JSONResponse) VisitExportMemoryNamespaceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExportMemoryNamespace500JSONResponse struct{ InternalJSONResponse }
+
+func (response ExportMemoryNamespace500JSONResponse) VisitExportMemoryNamespaceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListMemoryFailuresRequestObject struct {
+	Namespace NamespacePath `json:"namespace"`
+}
+
+type ListMemoryFailuresResponseObject interface {
+	VisitListMemoryFailuresResponse(w http.ResponseWriter) error
+}
+
+type ListMemoryFailures200JSONResponse MemoryFailureList
+
+func (response ListMemoryFailures200JSONResponse) VisitListMemoryFailuresResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListMemoryFailures400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListMemoryFailures400JSONResponse) VisitListMemoryFailuresResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListMemoryFailures401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListMemoryFailures401JSONResponse) VisitListMemoryFailuresResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListMemoryFailures403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListMemoryFailures403JSONResponse) VisitListMemoryFailuresResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListMemoryFailures429JSONResponse struct{ RateLimitedJSONResponse }
+
+func (response ListMemoryFailures429JSONResponse) VisitListMemoryFailuresResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListMemoryFailures500JSONResponse struct{ InternalJSONResponse }
+
+func (response ListMemoryFailures500JSONResponse) VisitListMemoryFailuresResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ImportMemoryNamespaceRequestObject struct {
+	Namespace NamespacePath `json:"namespace"`
+	Body      io.Reader
+}
+
+type ImportMemoryNamespaceResponseObject interface {
+	VisitImportMemoryNamespaceResponse(w http.ResponseWriter) error
+}
+
+type ImportMemoryNamespace200JSONResponse ImportResult
+
+func (response ImportMemoryNamespace200JSONResponse) VisitImportMemoryNamespaceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ImportMemoryNamespace400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ImportMemoryNamespace400JSONResponse) VisitImportMemoryNamespaceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ImportMemoryNamespace401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ImportMemoryNamespace401JSONResponse) VisitImportMemoryNamespaceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ImportMemoryNamespace403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ImportMemoryNamespace403JSONResponse) VisitImportMemoryNamespaceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ImportMemoryNamespace413JSONResponse struct{ TooLargeJSONResponse }
+
+func (response ImportMemoryNamespace413JSONResponse) VisitImportMemoryNamespaceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ImportMemoryNamespace429JSONResponse struct{ RateLimitedJSONResponse }
+
+func (response ImportMemoryNamespace429JSONResponse) VisitImportMemoryNamespaceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ImportMemoryNamespace500JSONResponse struct{ InternalJSONResponse }
+
+func (response ImportMemoryNamespace500JSONResponse) VisitImportMemoryNamespaceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListMemoriesRequestObject struct {
+	Namespace NamespacePath `json:"namespace"`
+	Params    ListMemoriesParams
+}
+
+type ListMemoriesResponseObject interface {
+	VisitListMemoriesResponse(w http.ResponseWriter) error
+}
+
+type ListMemories200JSONResponse MemoryList
+
+func (response ListMemories200JSONResponse) VisitListMemoriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListMemories400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListMemories400JSONResponse) VisitListMemoriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListMemories401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListMemories401JSONResponse) VisitListMemoriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListMemories403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListMemories403JSONResponse) VisitListMemoriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListMemories429JSONResponse struct{ RateLimitedJSONResponse }
+
+func (response ListMemories429JSONResponse) VisitListMemoriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListMemories500JSONResponse struct{ InternalJSONResponse }
+
+func (response ListMemories500JSONResponse) VisitListMemoriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateMemoryRequestObject struct {
+	Namespace NamespacePath `json:"namespace"`
+	Body      *CreateMemoryJSONRequestBody
+}
+
+type CreateMemoryResponseObject interface {
+	VisitCreateMemoryResponse(w http.ResponseWriter) error
+}
+
+type CreateMemory201JSONResponse Memory
+
+func (response CreateMemory201JSONResponse) VisitCreateMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateMemory400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateMemory400JSONResponse) VisitCreateMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateMemory401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateMemory401JSONResponse) VisitCreateMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateMemory403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateMemory403JSONResponse) VisitCreateMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateMemory413JSONResponse struct{ TooLargeJSONResponse }
+
+func (response CreateMemory413JSONResponse) VisitCreateMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateMemory429JSONResponse struct{ RateLimitedJSONResponse }
+
+func (response CreateMemory429JSONResponse) VisitCreateMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateMemory500JSONResponse struct{ InternalJSONResponse }
+
+func (response CreateMemory500JSONResponse) VisitCreateMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteMemoryRequestObject struct {
+	Namespace NamespacePath `json:"namespace"`
+	Memory    MemoryPath    `json:"memory"`
+}
+
+type DeleteMemoryResponseObject interface {
+	VisitDeleteMemoryResponse(w http.ResponseWriter) error
+}
+
+type DeleteMemory204Response struct {
+}
+
+func (response DeleteMemory204Response) VisitDeleteMemoryResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type DeleteMemory400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response DeleteMemory400JSONResponse) VisitDeleteMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteMemory401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DeleteMemory401JSONResponse) VisitDeleteMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteMemory403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response DeleteMemory403JSONResponse) VisitDeleteMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteMemory404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DeleteMemory404JSONResponse) VisitDeleteMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteMemory429JSONResponse struct{ RateLimitedJSONResponse }
+
+func (response DeleteMemory429JSONResponse) VisitDeleteMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteMemory500JSONResponse struct{ InternalJSONResponse }
+
+func (response DeleteMemory500JSONResponse) VisitDeleteMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMemoryRequestObject struct {
+	Namespace NamespacePath `json:"namespace"`
+	Memory    MemoryPath    `json:"memory"`
+}
+
+type GetMemoryResponseObject interface {
+	VisitGetMemoryResponse(w http.ResponseWriter) error
+}
+
+type GetMemory200JSONResponse Memory
+
+func (response GetMemory200JSONResponse) VisitGetMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMemory400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetMemory400JSONResponse) VisitGetMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMemory401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetMemory401JSONResponse) VisitGetMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMemory403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetMemory403JSONResponse) VisitGetMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMemory404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetMemory404JSONResponse) VisitGetMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMemory429JSONResponse struct{ RateLimitedJSONResponse }
+
+func (response GetMemory429JSONResponse) VisitGetMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMemory500JSONResponse struct{ InternalJSONResponse }
+
+func (response GetMemory500JSONResponse) VisitGetMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateMemoryRequestObject struct {
+	Namespace NamespacePath `json:"namespace"`
+	Memory    MemoryPath    `json:"memory"`
+	Body      *UpdateMemoryJSONRequestBody
+}
+
+type UpdateMemoryResponseObject interface {
+	VisitUpdateMemoryResponse(w http.ResponseWriter) error
+}
+
+type UpdateMemory200JSONResponse Memory
+
+func (response UpdateMemory200JSONResponse) VisitUpdateMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateMemory400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response UpdateMemory400JSONResponse) VisitUpdateMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateMemory401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response UpdateMemory401JSONResponse) VisitUpdateMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateMemory403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response UpdateMemory403JSONResponse) VisitUpdateMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateMemory404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response UpdateMemory404JSONResponse) VisitUpdateMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateMemory409JSONResponse struct{ ConflictJSONResponse }
+
+func (response UpdateMemory409JSONResponse) VisitUpdateMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateMemory413JSONResponse struct{ TooLargeJSONResponse }
+
+func (response UpdateMemory413JSONResponse) VisitUpdateMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateMemory429JSONResponse struct{ RateLimitedJSONResponse }
+
+func (response UpdateMemory429JSONResponse) VisitUpdateMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateMemory500JSONResponse struct{ InternalJSONResponse }
+
+func (response UpdateMemory500JSONResponse) VisitUpdateMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetMemoryExpiryRequestObject struct {
+	Namespace NamespacePath `json:"namespace"`
+	Memory    MemoryPath    `json:"memory"`
+	Body      *SetMemoryExpiryJSONRequestBody
+}
+
+type SetMemoryExpiryResponseObject interface {
+	VisitSetMemoryExpiryResponse(w http.ResponseWriter) error
+}
+
+type SetMemoryExpiry200JSONResponse Memory
+
+func (response SetMemoryExpiry200JSONResponse) VisitSetMemoryExpiryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetMemoryExpiry400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response SetMemoryExpiry400JSONResponse) VisitSetMemoryExpiryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetMemoryExpiry401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response SetMemoryExpiry401JSONResponse) VisitSetMemoryExpiryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetMemoryExpiry403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response SetMemoryExpiry403JSONResponse) VisitSetMemoryExpiryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetMemoryExpiry404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response SetMemoryExpiry404JSONResponse) VisitSetMemoryExpiryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetMemoryExpiry429JSONResponse struct{ RateLimitedJSONResponse }
+
+func (response SetMemoryExpiry429JSONResponse) VisitSetMemoryExpiryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetMemoryExpiry500JSONResponse struct{ InternalJSONResponse }
+
+func (response SetMemoryExpiry500JSONResponse) VisitSetMemoryExpiryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListModelsRequestObject struct {
 }
 
@@ -13355,6 +19224,9 @@ type StrictServerInterface interface {
 	// GetMetrics Prometheus metrics (requests by route and status, latency histograms, ingestion).
 	// (GET /metrics)
 	GetMetrics(ctx context.Context, request GetMetricsRequestObject) (GetMetricsResponseObject, error)
+	// GetOpenAPISpec This document, openapi.yaml, as the server validates against it.
+	// (GET /openapi.yaml)
+	GetOpenAPISpec(ctx context.Context, request GetOpenAPISpecRequestObject) (GetOpenAPISpecResponseObject, error)
 	// QueryCapsuleByHost Hybrid search over a capsule's items (host-based capsule_url).
 	// (POST /query)
 	QueryCapsuleByHost(ctx context.Context, request QueryCapsuleByHostRequestObject) (QueryCapsuleByHostResponseObject, error)
@@ -13409,6 +19281,42 @@ type StrictServerInterface interface {
 	// CreateMemoryChatCompletion A chat completion that reads and persists memory in a namespace.
 	// (POST /v1/memory/chat/completions)
 	CreateMemoryChatCompletion(ctx context.Context, request CreateMemoryChatCompletionRequestObject) (CreateMemoryChatCompletionResponseObject, error)
+	// ListMemoryNamespaces List the memory namespaces with their counts.
+	// (GET /v1/memory/namespaces)
+	ListMemoryNamespaces(ctx context.Context, request ListMemoryNamespacesRequestObject) (ListMemoryNamespacesResponseObject, error)
+	// DeleteMemoryNamespace Delete a namespace with everything in it.
+	// (DELETE /v1/memory/namespaces/{namespace})
+	DeleteMemoryNamespace(ctx context.Context, request DeleteMemoryNamespaceRequestObject) (DeleteMemoryNamespaceResponseObject, error)
+	// GetMemoryNamespace One namespace with its counts.
+	// (GET /v1/memory/namespaces/{namespace})
+	GetMemoryNamespace(ctx context.Context, request GetMemoryNamespaceRequestObject) (GetMemoryNamespaceResponseObject, error)
+	// ExportMemoryNamespace Export a namespace as JSON lines.
+	// (GET /v1/memory/namespaces/{namespace}/export)
+	ExportMemoryNamespace(ctx context.Context, request ExportMemoryNamespaceRequestObject) (ExportMemoryNamespaceResponseObject, error)
+	// ListMemoryFailures Recorded extraction failures of a namespace.
+	// (GET /v1/memory/namespaces/{namespace}/failures)
+	ListMemoryFailures(ctx context.Context, request ListMemoryFailuresRequestObject) (ListMemoryFailuresResponseObject, error)
+	// ImportMemoryNamespace Import memories from JSON lines.
+	// (POST /v1/memory/namespaces/{namespace}/import)
+	ImportMemoryNamespace(ctx context.Context, request ImportMemoryNamespaceRequestObject) (ImportMemoryNamespaceResponseObject, error)
+	// ListMemories List or search the memories of a namespace.
+	// (GET /v1/memory/namespaces/{namespace}/memories)
+	ListMemories(ctx context.Context, request ListMemoriesRequestObject) (ListMemoriesResponseObject, error)
+	// CreateMemory Write a memory directly (no extraction).
+	// (POST /v1/memory/namespaces/{namespace}/memories)
+	CreateMemory(ctx context.Context, request CreateMemoryRequestObject) (CreateMemoryResponseObject, error)
+	// DeleteMemory Delete a memory.
+	// (DELETE /v1/memory/namespaces/{namespace}/memories/{memory})
+	DeleteMemory(ctx context.Context, request DeleteMemoryRequestObject) (DeleteMemoryResponseObject, error)
+	// GetMemory One memory.
+	// (GET /v1/memory/namespaces/{namespace}/memories/{memory})
+	GetMemory(ctx context.Context, request GetMemoryRequestObject) (GetMemoryResponseObject, error)
+	// UpdateMemory Change a memory's content, metadata or valid-from time.
+	// (PATCH /v1/memory/namespaces/{namespace}/memories/{memory})
+	UpdateMemory(ctx context.Context, request UpdateMemoryRequestObject) (UpdateMemoryResponseObject, error)
+	// SetMemoryExpiry Set or clear a memory's expiry.
+	// (PUT /v1/memory/namespaces/{namespace}/memories/{memory}/expiry)
+	SetMemoryExpiry(ctx context.Context, request SetMemoryExpiryRequestObject) (SetMemoryExpiryResponseObject, error)
 	// ListModels The models this server serves, in OpenAI's format.
 	// (GET /v1/models)
 	ListModels(ctx context.Context, request ListModelsRequestObject) (ListModelsResponseObject, error)
@@ -13530,6 +19438,30 @@ func (sh *strictHandler) GetMetrics(w http.ResponseWriter, r *http.Request) {
 		sh.options.ResponseErrorHandlerFunc(w, r, err)
 	} else if validResponse, ok := response.(GetMetricsResponseObject); ok {
 		if err := validResponse.VisitGetMetricsResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetOpenAPISpec operation middleware
+func (sh *strictHandler) GetOpenAPISpec(w http.ResponseWriter, r *http.Request) {
+	var request GetOpenAPISpecRequestObject
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.GetOpenAPISpec(ctx, request.(GetOpenAPISpecRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetOpenAPISpec")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(GetOpenAPISpecResponseObject); ok {
+		if err := validResponse.VisitGetOpenAPISpecResponse(w); err != nil {
 			sh.options.ResponseErrorHandlerFunc(w, r, err)
 		}
 	} else if response != nil {
@@ -14050,6 +19982,344 @@ func (sh *strictHandler) CreateMemoryChatCompletion(w http.ResponseWriter, r *ht
 	}
 }
 
+// ListMemoryNamespaces operation middleware
+func (sh *strictHandler) ListMemoryNamespaces(w http.ResponseWriter, r *http.Request) {
+	var request ListMemoryNamespacesRequestObject
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.ListMemoryNamespaces(ctx, request.(ListMemoryNamespacesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListMemoryNamespaces")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(ListMemoryNamespacesResponseObject); ok {
+		if err := validResponse.VisitListMemoryNamespacesResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// DeleteMemoryNamespace operation middleware
+func (sh *strictHandler) DeleteMemoryNamespace(w http.ResponseWriter, r *http.Request, namespace NamespacePath) {
+	var request DeleteMemoryNamespaceRequestObject
+
+	request.Namespace = namespace
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteMemoryNamespace(ctx, request.(DeleteMemoryNamespaceRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteMemoryNamespace")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(DeleteMemoryNamespaceResponseObject); ok {
+		if err := validResponse.VisitDeleteMemoryNamespaceResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetMemoryNamespace operation middleware
+func (sh *strictHandler) GetMemoryNamespace(w http.ResponseWriter, r *http.Request, namespace NamespacePath) {
+	var request GetMemoryNamespaceRequestObject
+
+	request.Namespace = namespace
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.GetMemoryNamespace(ctx, request.(GetMemoryNamespaceRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetMemoryNamespace")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(GetMemoryNamespaceResponseObject); ok {
+		if err := validResponse.VisitGetMemoryNamespaceResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ExportMemoryNamespace operation middleware
+func (sh *strictHandler) ExportMemoryNamespace(w http.ResponseWriter, r *http.Request, namespace NamespacePath) {
+	var request ExportMemoryNamespaceRequestObject
+
+	request.Namespace = namespace
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.ExportMemoryNamespace(ctx, request.(ExportMemoryNamespaceRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ExportMemoryNamespace")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(ExportMemoryNamespaceResponseObject); ok {
+		if err := validResponse.VisitExportMemoryNamespaceResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListMemoryFailures operation middleware
+func (sh *strictHandler) ListMemoryFailures(w http.ResponseWriter, r *http.Request, namespace NamespacePath) {
+	var request ListMemoryFailuresRequestObject
+
+	request.Namespace = namespace
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.ListMemoryFailures(ctx, request.(ListMemoryFailuresRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListMemoryFailures")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(ListMemoryFailuresResponseObject); ok {
+		if err := validResponse.VisitListMemoryFailuresResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ImportMemoryNamespace operation middleware
+func (sh *strictHandler) ImportMemoryNamespace(w http.ResponseWriter, r *http.Request, namespace NamespacePath) {
+	var request ImportMemoryNamespaceRequestObject
+
+	request.Namespace = namespace
+
+	request.Body = r.Body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.ImportMemoryNamespace(ctx, request.(ImportMemoryNamespaceRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ImportMemoryNamespace")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(ImportMemoryNamespaceResponseObject); ok {
+		if err := validResponse.VisitImportMemoryNamespaceResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListMemories operation middleware
+func (sh *strictHandler) ListMemories(w http.ResponseWriter, r *http.Request, namespace NamespacePath, params ListMemoriesParams) {
+	var request ListMemoriesRequestObject
+
+	request.Namespace = namespace
+	request.Params = params
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.ListMemories(ctx, request.(ListMemoriesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListMemories")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(ListMemoriesResponseObject); ok {
+		if err := validResponse.VisitListMemoriesResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateMemory operation middleware
+func (sh *strictHandler) CreateMemory(w http.ResponseWriter, r *http.Request, namespace NamespacePath) {
+	var request CreateMemoryRequestObject
+
+	request.Namespace = namespace
+
+	var body CreateMemoryJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateMemory(ctx, request.(CreateMemoryRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateMemory")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(CreateMemoryResponseObject); ok {
+		if err := validResponse.VisitCreateMemoryResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// DeleteMemory operation middleware
+func (sh *strictHandler) DeleteMemory(w http.ResponseWriter, r *http.Request, namespace NamespacePath, memory MemoryPath) {
+	var request DeleteMemoryRequestObject
+
+	request.Namespace = namespace
+	request.Memory = memory
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteMemory(ctx, request.(DeleteMemoryRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteMemory")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(DeleteMemoryResponseObject); ok {
+		if err := validResponse.VisitDeleteMemoryResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetMemory operation middleware
+func (sh *strictHandler) GetMemory(w http.ResponseWriter, r *http.Request, namespace NamespacePath, memory MemoryPath) {
+	var request GetMemoryRequestObject
+
+	request.Namespace = namespace
+	request.Memory = memory
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.GetMemory(ctx, request.(GetMemoryRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetMemory")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(GetMemoryResponseObject); ok {
+		if err := validResponse.VisitGetMemoryResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// UpdateMemory operation middleware
+func (sh *strictHandler) UpdateMemory(w http.ResponseWriter, r *http.Request, namespace NamespacePath, memory MemoryPath) {
+	var request UpdateMemoryRequestObject
+
+	request.Namespace = namespace
+	request.Memory = memory
+
+	var body UpdateMemoryJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateMemory(ctx, request.(UpdateMemoryRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateMemory")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(UpdateMemoryResponseObject); ok {
+		if err := validResponse.VisitUpdateMemoryResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// SetMemoryExpiry operation middleware
+func (sh *strictHandler) SetMemoryExpiry(w http.ResponseWriter, r *http.Request, namespace NamespacePath, memory MemoryPath) {
+	var request SetMemoryExpiryRequestObject
+
+	request.Namespace = namespace
+	request.Memory = memory
+
+	var body SetMemoryExpiryJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.SetMemoryExpiry(ctx, request.(SetMemoryExpiryRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "SetMemoryExpiry")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(SetMemoryExpiryResponseObject); ok {
+		if err := validResponse.VisitSetMemoryExpiryResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // ListModels operation middleware
 func (sh *strictHandler) ListModels(w http.ResponseWriter, r *http.Request) {
 	var request ListModelsRequestObject
@@ -14113,224 +20383,272 @@ func (sh *strictHandler) CreateAccessToken(w http.ResponseWriter, r *http.Reques
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H3rchu5cvCroJhTZcrfiKLkS3ykSqW03puzvmxsbzYVU+GAMyCJoyHAHWAkcb2q2l9f5edXqTzDeYX8",
-	"z6Psk3zV3cAM5sKLZFt7NuUfuxZJXBqNRqPR1/e9RC+WWgllTe/4fW/Jc74QVuT46SlfmiIT33M7h4+p",
-	"MEkul1Zq1TvuvZ0LllCDe4YpvhCsz9mXL9+wjE9EtjfoRT0JDZfQPepBi95xz3XpRb1c/FTIXKS9Y5sX",
-	"IuqZZC4WHCb6Uy6mvePe3x1UwB3Qr+bAwfQSRru+jnrPrFisB1BasbhnmExZP5Z2Mf7t17/G6yCDthvB",
-	"WnJrRQ4d/x3Gene6/298/+fh/p/P3h9Gjx9e/6kX9exqCWMZm0s1QwABUrPkifjnQuSrbjAXYqHzFSIR",
-	"mx6zQ2Y1Ozx6wpI5z3kCO8L0lGUCQDARS+VMWhOxeBBHLB7H0UjF+zHjKmXxcRwxY3lupZqxS2nnjLuO",
-	"TOfUc8C+FFNeZPaY2blgs0xPeDZSJQARwpKymH6JByPlkfYTLqPEWtmlt+sOlghxe3gNODdLrYxAqvuC",
-	"p99wKy45IivRygpl4U++XGYy4YC3g78YQN77Haf8Ks91/tpNQlO2N6FYGpsLvmBCzaQSLBfTwog0Yrkw",
-	"wiKeEq2USKAPYNIIZdmM5xM+E4PedQSQvxY/FcLYu4U8p0mZNGzBs6nOYet0zia54OeGcZYXmThhMZ7u",
-	"mMgM1zOVIksR9KdaTTOZ3DngRhd5IhjPcsHTFRNX0gBZ6xwWo7RlUjEO1GwFs3NuGc8yfQnQS4OAf63z",
-	"iUxToe4W8iQXqVBW8oxlPDkndJpELwUCbyvmCB/LQwKr0oU1MgXeZGg1+5k0Fhfj6P6tXAhd2N+X/FOZ",
-	"4gZwZS5FDvtg5YLo/JkCPsizuwPwVLFCiaulSKxI2ZTLrMjFCaJ5IYzhM0B3nktH1+WBIOJ+qe3XulDp",
-	"3cH7gzpX+lKxhU5FFnlSiPA+iti5WEUBTejcXQAe2GeLZSYWQllxhyC/hL2+4DLjk0zgds+lYZNCZshL",
-	"Eq2mclbkODcC+ppb8Vwu5J1C+epC5Iyzpcj3z8WK5cAXMgACLvW54KkTXV4Lm6/2T6dW5O0r941ItEoN",
-	"XLGXXFo2EVOdA9XYfCXVbFC7ytyNLpUVM5EDTNdR763Wz3k+E3d7RCc6XcFeFMtM8xR5CaADGInDwXXU",
-	"+0Hxws51Ln++y315IY2RahZVF1DECjoEcIFe6HO6ksTVEoSrgH82Nu7HH3/cPy3sHH5MuBXt3Yu/EDwX",
-	"edy1S6XcdU2Y8PT8+7JSDSSbiqVQqVDJiiVcAWedAMnxZC7SuyXeH9Qy1wmwzTvFzI8iy/Y9bUwKy+Ri",
-	"qY2RwG7mIhesP0UC4cD9mBELDiTAjOB5MmeXcwlsCYUcPZ3uDVC4dpMDbKcJLOmtPidRYJnrpcitJJmS",
-	"yM6MOS4SgIC/eim3Yh+utbbkHpV9pFq/CYWyMgOoXONBNVCJ86iSkU23+F/9DkMt+IoVRpwwsVjaFVsI",
-	"rlBQwGeLFQvTQe/lrDzP+Qo/e0S0W8IvY/r6fU+oYtE7fteb4KHqnXU9Yaon0Ts3bm2UKERvDW+1pVdD",
-	"68lfRGIBltM0/VpmAh5xgeRc37upzEQ33uCXE2R/S57bmgQAP9GjFJ5EGnvxLFth6xfPXnzFABZAaUkM",
-	"E6k4vmxaGIPBSoS176Ncpm5WAONeY/wFv3ou1AxeqEePHnWMvhCWp9zy9uCn7J/evHrJCF0R44ZZcWUb",
-	"gz5+9OjB445hgazHdBXQRbAb1Re5hMYh1MOHT7ZRBe7Rmg1+K65sY4N5mkrake+DrZ7yzIiosfsBb2oT",
-	"AKCD9bllC20se8JeyC/2Guh58uDJk8fDJ1FvIZX/7nDLLnSDR+qABb8Kv3z8sGPRd4p6j6BO7BsjjeXK",
-	"viAhuX24AvSqInN3Ja1UK/Fq2jt+V4PocPjwyaO/76C39xVv2nRLADF8z3OEbsGvnlGfo0ePmxzs7Nqr",
-	"GOoYedRF6/hUp/dIF6zNlbX766zGDLnHWwc/BNans3HCswxXu9uytc6e8iyrL/vw6Elz2Y3NRcA27uxr",
-	"scxWG/e1fWwuJN26cHxOSFVkvKIoHhXD4YPEzqU6xz/Fb7/+lb47CL6M2STTyTkrVCaMYbFUSVakYpwL",
-	"brSSahbDRY0nGg7k9h2odvBva7e2b0+08Qg6fWXHDs0LdT5OdEG71JYaklxwK9IbySy1ve64+2H5m+b0",
-	"J24zy8FW9clq4NbmiWor3YCi57Lr9vc8eaeN88jetm846AZQXjo01I8O6mQfP2CZvhT5fsKNaOpjUW+l",
-	"lMjZfLWcC2XaKvFAifzOaY/7/3js/tw/ez+MHh9e+1/2/vFPXbv8dM7t07mWieiSlpQ0c3cOw1NirF72",
-	"ol5GzLF2LrqOjVSpuOomkkzPlrmemG1X5ZqDXGF7Ud1Km3a1weuam0mQVqNFDRx07jNgUMNDwx+V5uEE",
-	"7O7OMYId6ZDF3dFoU9QPSl45tVogiEplHz/sfEjItPNUk/ZoG4wvsNVrsdTu+tWpyDrHc3gKiCeZcztI",
-	"KoR1UYxZGTj1U6lmIl/msluqaEs9u5DAD9iotfNprwS2wrJfWVTuop9kOyU8BVb1McihUOc70cMfaNMH",
-	"yMc/ydbzLHOi5g5EcNbkLLcli+3kEDxZ6gf34vnzF/cMAwztVxjyeucB++pC5CsyrzA9xbch7Gg+dTYA",
-	"niRiaUU6Uih2wdUBoESMViYzaVf4ck3JTHdCY5nGSKkWaCUhyx3juWBypuDVga9FgBLbkPmuTtM8Tccz",
-	"oQRpdMfLXC+WbqU4ZWPXJlpngivAEfQ0S5FIno1RDWBq3dwzrqNfBjdnSn3GMq2fpzbhV4Kye+OuIajy",
-	"XE14Or7UeffAwcnZ9O6IkOzHViyWmVM/th/bWym7Nsb4/JLnsw+/LkHMlKoQcM54Ng5uz+24F8lc79Zy",
-	"ikSsktV4KRTP7KrWbYjokwvgEEf4qKa/94/WLkAVi4njZEibY6F3JJjWo2In8vS9QOAZG5uPpRrrwi4L",
-	"u9usJCF1rv6wY1GZnkk7nki+YYPft7tt3e1QymoCvaZzsIgFvxpXjCk4puWOHa4dpn4Ea0d8mYuEri7q",
-	"UeeKX5a/M55Jjh4LcSckMWppbgbKDe67VwiRCWTMm4lyXl1Sf60Pjx4i0P5zm3UspBovHcsol1Yuc7jD",
-	"EYEROnjqsD5MB3b8vd6wlZiLZP8wZlOdo4VAigue4bV1wowQLP7mq7fs4OLwAPsbamgrjxQgYWfxi1pq",
-	"mC0aNdU8OhVSHt9085c851km4L4JX/MNXrD9WCxzYYRKxMfnbXR/jsNTu8PGB0ssmdxYTKcgrdVvngdH",
-	"O2lRlsJKus+rBd6IAL0rzthLpptPizf4fE2tcQBb5Kp+yW/fmLCXGXNz0/5GrJGntyPenMvlJnlm7ZRo",
-	"1hhPhL0UQt1qBHiSd2j94XtGu0rmXnQGe+wkyUXpvMWUVp3qtU7VbafqNGCKW7WsASvsVNfihXtz4Q4n",
-	"2ybakUH1dnch9R1rdylsoeg32Dq4QYzNi8QWuUidGLHLEK7HK9cBHoFigcy0yEXthji64Q1BHLDU/jT4",
-	"PVBEHLGYF1bDv/5dFEdkhSa3vmmh0IstcAOkHl4LDJMwY4tJxGhI/EEXdjO1+ZcjdOlFPRgy9Kg866K/",
-	"ba6CKWpj3Vv6zCGgw5B66qxAWokK/AF7Zg1z+lkTPpBOmLQMeI5hWlEHvFbwBhT4fMMv0a8Ln7eMWDxZ",
-	"a2vG2G265De2mDQO0HaKh8N0voH5BWcJmnaKi7UbbRjd8EaCYT9MmrF5oUAedK/LW4uhhRHjCZxhcgbY",
-	"TY4vDLlPNPnallu0oUzwSoNSjtyuNXgT8Kqm6SW24soeiAuh7D7xpRjdeo4ZZ4YeXgLF5pRbfszI8PIX",
-	"o5U3u2BXEwGZj9QSvX/Egm4GCQSe81XEhEpL318g4ExakfOMOvux33356uVXZ/FI9S/nMpl7h0uucMi9",
-	"AfuKw7cwPIzMUP1DbEQxked0TpRll3OhYJqRcm4vUy4zw/jUInhsImZcOQ9if2QqnrFVrdpQzm3jGQ0/",
-	"lLMO/Vso4rct+qr0KRyw+/f/heeSK4sutMf37yM6L9x30rBkro1QbLJica4zEQ/Yqe89UpfwI4PvoWmc",
-	"iguRgUQNjJl4CvwFdIos26u5Y8BxDNwnZtKM1AXPZEqvqhmXyljyhIVx75kSGK2y1QnjasW0nYucpjUi",
-	"E4k1tDtJYaxe+A5uf92ne8YtgBEeGU8X0homrnhinduEvlTsgmeFMCPVRw/X2oD3DM0prvD97f0wLgSD",
-	"VaU8T/F3sxcxoxkv14We1ASmnw14uF9XxY8dXiNUjPEKzYgN5+sMcDYQIw2TNBfLOaLGzrlywBNZ7kaN",
-	"X/r9q56HW+QA3ONdW/9gdh+5Zdjf1gGuoV3bPkXMlK3P8MRUCu22iU5klu+kEv8SW15Ht7VSbX0AfXqr",
-	"1RrjE+Gg+24oF34T74vfz+pdblLLhNpeG+rWndH0dv49DYt1zX1jOOxSKzjb7E2ChFrG67O1i/lOrG7p",
-	"qERzdkmmpZM/3NM+LADFSO/kB5fqBONJXHxD099v59XWNVYBBsvbr8Or5nA43K7O2eDEWF9hM5rp46yy",
-	"ETa0fZ0YjbE7+b+B5vVxH21S90W9QsmfCuF+7jJEOT8JB8h6mkOn1dtRXX1XPg0irc3Ghhxea5L3g8fD",
-	"8IHx5PHDYfjGeNyhqFzPRNLvRIcb07nYqvGFfqgASnKxxt/p9Ptn7FysBuzNHGQYrRJxgvISigtzblD4",
-	"NRbehYPethcBwFTO17mpeH8+Jd6Ozm4dOh54B0TMuT1RyJBU5yC1L3luo1CwhAlQYb6bmBK42G3T3eHk",
-	"O7V966CjxmflKndxLPwkjoRtJH9kj8LA5PRBPoWh9fBhk8sqXbO4ly+Enrep99w7Ngrue7rde8HLpuPe",
-	"H5PbwA0fvx/buXG7kkPfcKJb6FJ29alsyfebiHrbCXSU2bsR0TVEvIoctrrl7+CJWH8Yt0Mk4OeuJaei",
-	"i38teDKXSuzngqcYMUYnJmKmSOaMGxaj5mSstB1PdaHSeCc/0MW6Z/mP8Mi7RHVDrtUswnchBoIZsk61",
-	"hsJo1+4LwccHkoOG1WyS8YVAnwlOPvdLbueo6wCId4K8Oz4AY0UzbtAWiihG1Q3AjVGthWF9IwS+lW0V",
-	"eSdYMMze9jup8n1zERm0+Ii272zbK4b2votovhU8o+D6pkeUSM43WrybYr7lco3j0Xnwdam/a0CozzvB",
-	"a31BOA0PkT5HUa0KBet6Ll2I3HT7zDbgcON3wQLsqANRlf9vh5fINhdgOs5jEFHatPWtuGJvvj3dP3rk",
-	"TUNM53ImFc/YZGVr0UhBWJM/583ztWJSzYRBR6YplxnJQlvpHoNj1vgNN0Jn2s/1bte2c0mxupt4LGD7",
-	"O2h3g9iNNrXIn8WOXngVYW2D6g21LONA0vQmQSC7xY5s50YwTLFMW36Gu0SgbD4C6F5XpfHAzaKuITGE",
-	"W+8Q3aDnYN9qqGrioLGYcis8KW93MC9pJWALIH87IDs5AvT5CB7pyBQ6VNAKpm8dwqdFbnTuDzO0YUvU",
-	"eO5+EXV5urvp1qHmTYtn/lSIAlGN6i0YFyXiFB4+xBrW4uytW1gdZ9Lxxp1Q5UbYQoUkHNt1C+t8ToY6",
-	"mt1DKW8TiLGGs2Xc2HFhNg+29XCv5bZrtAFbV7jMxVRedUsv9NC9Z9hU5sYG+WgiEJxykeiZkkYwCsHv",
-	"eEhh7PcHrfe2mpyNzwBkY45VufWXM0UVpdSQ2ohyqe1mbalrKPIjMBSn7rhdeEvdO26bpqlOCw4jKRNX",
-	"ViiQliKQ+VM2WXV6jJGCpe/M7a7VSNW90PaO2VxfsgW8GdwAVjOpAGDniyZN6VaNtpomtdRxOSnSmbA1",
-	"J5waQcP3jBpVjtl/obQiDgAKbOs7NRdDnZjP6WJEfiHye4YZYa1UMx9t6v3ahsOtnnqJViBtkte17AgK",
-	"+SbXxdI43wSprGachZ0QL6lIizJSv3IISkUuL0TKprleOPsbHNrCiLw0atY9+cIYxIDVriEdF0jQgrlN",
-	"HEwrh9D9iiTKPE+sX9oEk0yibwYRykhJIAobRsUD+Cka/XC7UuN3DseXwhAd9suNBKSNFAZko9/BHna+",
-	"zKW1QrE+vBmlsSLdI6psUtgaDWsnJ4WZb8ZrHRg36dShVvYpt3D+atDuQ09S1lOt6LDXdXJt/VvTjaP9",
-	"OIu2OeHSjK9w43VuSPnW/nobB1pIFX572Nwb8dN2f2Ca803CM55TWgdprOl6cka9md11vFd5KmA7sJO4",
-	"RS+pdmb57TVs09hnt1lHdqt1KHFz8NUnXPz1hhPgwb4Z/Yek66D44AOEY3qX7YaM+jGCw9rBXOTH1CW1",
-	"60sl0vFktePLryOwqhyhk/3AxB9B8CF0dTDU9lozmG2ryrRcyFpxqel+2A62dX6U7V/W6Xw3Gll3tVRX",
-	"qkZniasAiUoklF9tRURHyzoOKmthPQtmkAGz+nMwPsYw5sOjv7/ujF7GPJi3s3Zilqt6WMGwlYmKpDFG",
-	"pw9EhVyYIrMmFOki5pOGHA6HDSGuJsIddh26n9Zn8nTZirAF62PE+MPhnx+TPi5CBzuUiy/n0hJemwlL",
-	"oPlWY/ylNPPMnalNh+ZH366557SErg1322OKzN4grYQzd3jJDDUyg942dWEjAx1fCD8A5u/pTynnk1iU",
-	"LgT4JhBXlr7dG9wwXU+ZmedjzCPTjifzM5WKqxoa0A3TafVhtO4cUZgxQXbHiP9UgNgrlJVTKUr1UGOs",
-	"T68+bZiAypbMD7AGskDfmui8Y1dei0xccJWg8ePdMGKHZxGby9lcYBrQCSZZqB/SzldW4Hhc07w2Nd2i",
-	"2gx2yQ3DhnBUg7SdtYj8m2lst03nlfTZivlurI8hwHIhHDDoU+sS6O3tDotT4DYo6PUzxo3RiUQn0tIr",
-	"eA0BdSjaxnjzA71XJkav8nX633Wa342KXaKHgAK3MKTddUAhF+uQGV6LRKhkdUMVyPe5mIqcKXHp/K7N",
-	"McMlsN/+7/9j/cPf/uM/L4Wcze3e//w3ff9/GH3xP/999O/93/7jP/lMHMx5Nh1nckqcv5m9Q2Rp/Wpv",
-	"4qzBbgAKH5zBuKooCompMGhalHlAW4NASOjUtNNudYmKJejjlK8azkChK9CDx4/qipDBcNgVO0vIqYcs",
-	"DB7sfM67ZP3QqaV1fW3JE7XWpuvR5ftvz5JHxN9uHwJai5xrh/LA9RNHLP6L0WpM/cqPROYx6+Nhrn23",
-	"5yJ9fNgSz5jlM9avPMPJoSgiRhATY6Gs6Osje3aPAfw+41Lt4HsU9vmnN69evqEskzfr+KZc5Fs+o2fV",
-	"2pFb1BBgrcsDd6Of6s46+q1OHxUAH5QcAAZM7C7Bkjd9ZXjiD9G16wHo7rPuEBDptPapCYgz3QXnYkd4",
-	"tkNQp6f2e2/NWUXJv3be7mEg2YJbOnjoU4KxE3uDELcN/6+OlTVweL0j4h2kXSsm80gjz0uvDLCvbB/H",
-	"TrlYfr7MpcW4vnQhu3MA1YMntx4ql9FCF2aMuWDGxnJ7y4wHPu1D0UqKsVtweNdl0g7k3Lqk8YQn54IE",
-	"8K1MwjceX3IzxmjJnSLbqujP9RrkbZ53qcT0v+OK6YybDG8bGOUQajWu3rM36zvlWQZI2K3XLOeLBenf",
-	"tuLWZy/uTKlKx8k5fFWR1ly5ZKubL8O2xu8GXidn1/UDvmN4/IziWrbbSks2NLbEwrZ2qfZuXCp33u/g",
-	"Z9A+LrV4p9/be9I50H4M18kQpM54/RxznxMF4RHDpzD5b+TW1J23f690qmXj9g3rXC5uJRQ3XDA230tr",
-	"/TVqDuZt0sm0EWm30cY7zt9+AX6AnRfR7hAsxHtDb9QWdySzdr9ScCeaN3UqKCqdHm2N/F35rFj4uk3b",
-	"8kZ7Jtc0/q7F0Y6nrjvgpQKtC0Hdjuk7+tPGHk1xMw32w2gX64UXjzapvOuBcDdQ+te2ZFevneu1KLpJ",
-	"dGOTpnfX/tOg6/DwkZl5k0dTIMMt4hhuxNIbw61bK4YWdBwm2Lh91NovM56Iuc5SkQ/Yl5ri5dOUxUEX",
-	"it6uCqnFGNpvi4kLVJ5zjIzGoPpcOI8FfIo/HA5ZP9GpYLELWKZ0R9A53uvyTQhJ8YZBY10LDZZXufGn",
-	"xWKxik9c4HtWYCy78+q5cVaov0UL1w/rCLwje1pHZqpmZouuPBq2lheoIyguBLY+YtQBSGPI7kX97YSx",
-	"YADTxxDDfgysXjdQ275y1R/YVGZYSI+rlC1RlytUIkyVrhN+ZlgCRRgmFZbpKh3WBiP1Vi4EZZF5/fVT",
-	"9uDBgz8PmC/1dC5Whs3khcBzrPgC3hRwaM7Fak3+TZGOuS/yspt+nzpRyZcb9HIK3hvP5vvddMLSAGA2",
-	"mODQjauyvNUCgbcXzahygz5sP26dzaJuLtji9Lbdq+ZcqtTcyPO7tLBVonlH0kB+NUZDoRkvRT72rtLd",
-	"2Y3QW23B1Ypsi4hDrZxxyRkZnb37plbt7WbA3Tx1Kj+zVgmgr90B1JRjpjQcVjFRWBqNZxmsi9LSLApj",
-	"GVxKA3ZKF9BIScOERF02ZwZdcljfzHVu53C0p3ABi5/ivdqTHjHlPc+ORwpaRCymdFlS4d9SxayPG2P2",
-	"IhbPUOE+s9gks/R/EbM+GSDMSAEagB2oYiFyCQLGKip5g5O5DRZuAc4ROQW8+36kMnFFnWA2ckyLWd+9",
-	"bfYG7CsqhgTQvh/1Mq5mo94xG/WEGvUiNuqtBM/hm/ej3swK+OtoeDSEXzLrPj26ho9pzqfWtaR54ANy",
-	"y+trV92zUdnkwVFXxnapxmuMuF/melm6WkAb4H8TkelLV6zxBubbRRl06K//+WqSy7b5K6bvYzYtjDDs",
-	"ixdHj1zaZGUC1n3CYl9PCutS0M/koPzw6Iisrc2KU67Q1AmLz8XqUucpdsUpoGdoRiuh82P0op7r1Cnd",
-	"5pX5cbOtg5qRYXdceenvUCKmHfBnRFLk0q7QHCK6amZRDShvkKqcejk2YyhusH5i7Pi3X/+619qMU2bk",
-	"TIk0ompYsP+1ngtgNs43mSsflV/Zo53/Nfrgs/73r95QalKScvbKwmb4/KdqVeUy59YusSzKUrrAj3Vr",
-	"8bP2E3O+ZhklaBFzPm5IU76K3WSFWp50IVUZrMnNfKJ5nkb48enzZ8B6AHiQCnaA/Bpfd1O9wbMac3AZ",
-	"kU3359oATEbkFzIRFAg7w3p5gbDCngHHmwK3tfNciJEq3bBNxC5lLjBxObdYCabcg8o9v8wyfjxSI3U4",
-	"YPfvv6757t+/z3779b9YjBv1fsKNGBd5dn0Avx1UQquJI6fJcMlojxlXI8VYG2jXjrJbCZLCCLIqPV8/",
-	"puMZRzgGWknH/isW54Kn9O9S53Y8F9lyWsCrz8R77kJBJw90Omd5oYxPqoXD+TRXjgU49XxU1XkjILqG",
-	"H4zUESCJHOU7METkTTi6ODygjy1s/WPp3f0PL9/ExwgVtGFBG48hXsYs0JkKXOZRxCU/d4q7gGHCIAK4",
-	"iMRgpB4AzC6DDLmt1aF29Edg4+/xMSN+57GERSg5TVEWBCeZDkjn7/6OnaZpLowRBj6TsL3kdu6uB3wI",
-	"Z9yC7OyccCjOguVaWxa/p08IQlyrEjhSMZyf44ODw6O/HwwHw8Hh8ZPhk2G8N2Bvw0z599DJh2BgC75k",
-	"WlkN+8kNm2pMRoNk/kuQXN91YL+wihH6r0bql/39ffwPOsUV+cfslzrEBxeHMXOtAhJotSsbhRhvj+aN",
-	"cQe+HaAEkLkPIKRk/Y/fE7+5Pj6o2g3KkYGBjE0xncor6A0fqXdU5vLzO4B5UXhe6ih4mb8IejEahHJJ",
-	"Y/xxGeoRI604wvpi9a02Nt6DJRJBVBU+pVYVVVT9xVUilqQHnWMMOlvmeiLo8UZpqxfANxITMyVEakYq",
-	"PnWFT3GEY0Z1Ql0OxargqMukCOJkUMU5ECkVu3/f3QD3749UP3ZXRfxh98FIxf5GKEXT+/fDG/L+fQaT",
-	"WTfZlvtypGKip9hdmXae62I2dye3ujrjk9bFHJUVKMrArM74LZ8Fsvq2Kh5Ok0pL6GdSjVR8te+f9Pv4",
-	"c3zCYsRMzOSCGDrl8sNfB+w7eDQv+AprN66CcthmpKpcWbTpYT4prpyfJuacCrJJASnts8Wtq9Ees/v3",
-	"Hw4PYd/3GSUNDIjE+1nVi33z7lLfQZ1v4I3V2miOBzAHHgZMzBGwRsqt6fSEPksEsUofBIWVgONaRo/Y",
-	"vRKwtxP1fYpEfCyAwEF/oXKS/kx0KkY9eAM4tyA4CDZMWoHEQSD165kr4NEC/WPG16cD8UXng7LcI1XP",
-	"u8H6QdKNIH+Iy7j67vBs4LRCdG4wEpq4tUPOL+TT+wuxr5A7ew79cDgEVur1qg6SMa4LmGxVNx8giRin",
-	"NCOuKgsvfTEZiPz0DIVGpBAFktBTlnOF2SkxV2iZkaE8OZMcpWAHziGAw2tsMICG6Bdr+PMaBbreD6D3",
-	"UuTYMOxJhxKIskrJ5vo8hD5lOpaqS3GrWuV+1D/DqIlW00wmAT7t+ur+ruchrsFvhNV6nPF8JqBzo851",
-	"vci16350BN2LsJTxGHBkVxUQl1XF4e6Cw2IwG2ytNOwnxJXm3IoxwlFN0y5GfsLioIZzzAxfGXe1aqrU",
-	"TIM+Iqp093s5IGeTYrZLdXs/yqHfWllVjq+GUxsqu7sBCJmubHUAiGrVskaXRuCnuTDCMkzeqiyb8XwC",
-	"cLrxHvhlyUSMg+Qr3UNvrY/th0UStnIhdGG7h0pl6rIYG3TSVeT4+kvFXX0MaonS+F/3XTTK/rPU6UIy",
-	"mQiXJYnU3r3TJUCyfzQYks+3zUTwOusFKWR6w8EhtdJLofhS9o57DwbDwQOq/jfHl3eHHHdQhpUsdVfN",
-	"qTdIno4GKkGbjhaK204socjhBbfAkmdOURixiWO9OdxA5J4ME1CuaBRUFIud5jQuP6dXMeunwgKvUdJY",
-	"mewNRuoNdHf51Ne77EeM9GNIdzzJtTHIZehdEONRiX2JK6xofjjENYBEALsIQqBI2eFwOGCxj3mJQz3+",
-	"SAWKfFTdr1qKe8o37HqJ1AXnGCuzrMRWsRzBi8DD5PVYThzmlnSuiNNK5e8hQt1/hKw65RZeObAI+Fgq",
-	"HDstA3gNghxainVxzfcuHinABMGL2qpg60HiQq4YcPo+3AyoY7yURjiTYXkDPUt7x+RN/7TM3lLZKde6",
-	"+VZNfKbR77mdYx02x4m+0Onqo9WRr4WHXdetRJhks6pRgifpaDj82HNTqEFHCfsXXWeKYuzRrfMhwdI1",
-	"RQnzwRc8LZcHXQ63d/lBcfe0oaDbh8MH2zt9rfOJTFOhqMfD7T1eavs1yAbY4XCHKd5q/RwubexwdLTL",
-	"QoL7mnr9eXuv19yK53AwafWPdsHyM3jHK56R6rNYLDjw1t63HZqLptYifE+z4DVOUWB8ZtBp1icIOYt6",
-	"zVdPdTE4H1qA4YCesT8D6DPKVFo/md8I67KtfUIKdzN00PZpJi/EoKYp7h2/OwuR91xeCCWMGbCj4dDJ",
-	"SS7LAj5iUY4pkymYEF3eGQ8x4R7umzDxwjXZigqsp7D0juMVEpoa8fZZphn8k/37XC+EnYuCiuw77+3N",
-	"+Aj6uCWxvl88vKtzXVhSxdE7JWIZtyjhzKWxepbzhYmqrGt7axG2RTJA93MMniwfG/CACjUwPtwjuEBc",
-	"LRiXvgWZ2EhhoWL/dolRa8PmgqciZ/14myppD+4y6ONcXXx5SiZUEHYGjwU5K+Ampo4+YIU0Tk7dRJUx",
-	"8WWlRITXp8FHDI5DXjIeiCDH5JYbjxRRvc831+eb6w9yc+GhIOGskf2x1NqGdxTpvf0JlyZIAlQ72tDb",
-	"HWx6aNJR9D3KPEfx/r4bDM1O+9QMnS+LPOsd93bXNMMbiecS8NfMjFnZeVOdYOrEjgHqDf0FO8h0wjNo",
-	"hpr/MqKqaT+2dhkabOkj/GOAx16f3VxImHduwAcICZ93+852Gy5VfDhvFMdeC55KEHh+H4kMpl8NiG88",
-	"uIP5XmoyKq6IRqZcZnRjiOTcMMNX7HK+2iwRlRjzIqK3JlmdC6eUMSeoICqfqQP2HNWCgidzmmytHHRx",
-	"eBCmcOzcNxjsaZW975Ptm5vjufSXfSMhhgMhAgELJK3BXd6Zd/yqeu7MzJVuAj9UausFXzEjxIfwRi/6",
-	"1ne7VoHmE8l1nVVudpLvDj82tXVR2ltMFXtZJa74GxfndiDNp86ecEtx7m6Jn8ijkhBuQ+QUWdvkcdUd",
-	"68psCUrRVj8CX+L34RGo0eDDDlc97JH+rxP873jjCY2B+Zc8JLIM1bIoJUbeTRf9UmUmzAdQR7RWUFm7",
-	"+cO7YkB/FObzN05S3wjbpCdPS0hClFAKM52bD7pMP0Dtv5ZJHZR+8WsFM/KCb83frMCZeYOWN1Yayy0y",
-	"VgkNSB3mI1KqfPC7UXKYo/86ak7+PZ8JZuTPa2ejHHThZEEyumHd5X6Lz317diwRq8SVjVlSywW/zMWF",
-	"1IXBfPDrQKPwjhC0bWFzZ5+QY5QZ9DtYxislcCWwPBf98ZlxfLAE3lJSRJiryiv6KhWwzINaH3R8fi9u",
-	"Eq3RaZ+mqfG1iJH1YU0CWBc6PJfgn1S51YBPoMoG7c0a88lZM1LOSUgacg9exazvIkyAt/oL2mIP5z9J",
-	"RQ7Kcujeq2mkYvI6GLDTFEssu5PCMEt3XOQyJnOxd3mZ82oVztLg0DdSVNHCefNii/7RcLjHpDJW8BSL",
-	"RYJsiY70zOf7FtDqcM/pcfhCjJQHAj2ZyVFc6X29HLAfnQ4dIYsYr3Ia3jOsyCXWF47NnB89enxMjpJz",
-	"Sl8oq7rpvvQ0ld0FKeYeYRP+dL0wjgvYkPeuHKmR+hoEHtZfFJmVS57bg6nOF/spt9yl+IYvaZi45uHi",
-	"smUCDPDjSMHIMH/EtAvmy1b0e5XRsW+UnE597jxXaBLdLkMephMrytLbewP2plgudW5FeszQiuQK873g",
-	"+XmK7oLfvn3xPGLff/l1NFJfvnr6rxF7+uZfDt6++ZcIXcUO0HMtk8p5KTqXp0Sn4sSF+1CwG5CUo6eR",
-	"Iu+4AfsBPZzgfkPvFatZKs35Cekca6o55wtFLlA+k+lIPX7IXsgv9rx95PABIv5H9CW45NL+AzxMY0d3",
-	"gb8D4qjiAUCmVJNXpKyvcyrePVI4xth73LgikKEtiY4nHkt0GJGm0+vgNE2fUcGOjTf/j1xa52sfnmo6",
-	"SjoPyhJ1XX8Aa/fFvCahTPv+/VZfskyrGSEvZvB/43PFbpq3iaNuOB6H8sHjreLBJ/KwOE3Tt+IKZbFK",
-	"mxH1Oo4pRfEmOnXpNbBaTgXGWxfJuOZ40RW1K0jALOog3akBjarPdJjFFbktAhOmDJ5E+pL45yWHo0nV",
-	"2eHcYDpRx/spZWvCM8r59THVQWuhRU1QmWnUuat/tvDdsTR2mqaV7OIcCvpwUZDfv3HXaHA1Ov6+9ymU",
-	"R/QuO3gP/+ygSXKM+rMa6Y7VSCrgL5Vg+kn0Rd1b/OmZ6dsy6/BnkvlgNVGTXn7Xd1y0tTnQxG4aJMep",
-	"DnJRJjy6K8jWmZleEyjd5+bozs5NRK/gzyz3A8/PPwMWqydGTaHgXtFhmCm9hhj3GdnmXM3Ep7+qD3xa",
-	"vk1s/C2ljP2krBzn2ECW+PDFBPbi6n+fO9mNDZZ3TMx+F+4ZNi2yjIkrixUaUyd3Xvp8ghQcT8H0Tg+w",
-	"90e6LhqR8uv9YV8pgeXzvPJ8TaIB8p6iM60ExpsXyiB+zDGTdqTWJSEoUzR25BFo5BAYqTKJAF8uKdgG",
-	"s93EMF5cBngtRU4amn6VD8P5bI5UHOavi/cisgUhKMStKp1JlTTSjNSaPAUjdf8+llMa3L+POMDYEuop",
-	"MdOES9Vwwqqs8R0euCPVLvLuu8IoS6kUFdYAnEzEnF9IXeTH+EgtPzIzl0szUoVKqbhCCYkZuEjvi8MD",
-	"/M7EGPBrmLRuGW9hs/wypjAabp8PlJV5MA/HiKepVJXXM3kXjRTlXKP6PJMV7Y3BmFj8A3WqLgMT7N19",
-	"Y4sJhoa/93G1x2xUppmj0NrqE8bionIUm2FGPQy63WOXc22EV7RiQNVIueR6J6hUQ22dViH14c2EsWz4",
-	"ZbUOV+6QwjUHI/VC53DLcYVAA8xlbYBi4qYu047OMdlfPY/hSIWJDCsv7I15ClHp7CfBwG1dUjAmro6j",
-	"cDWwK1qxfswLq+O9ExYrrUTsVo6ZEvV0GiExE0eKAQMY7mVZJrjbExgtcjkw0mpZrimc2JHy31aKce7Q",
-	"UoPP620Bcw6acuVId0B1+3hay5Sf9L53uaYMJl316Z+kYnHZLt5ziSYQBb8EA/xSxeSj56SypjOU2SdA",
-	"wdQQI1JGAmH5LMQjMlHCV06ViGkkfvv1v1yGiTBlyq0HobuEesu06kopK1KdUBRhEFAYy9Qcs3eYrSw9",
-	"i8txWhyqHBWTVL3zIP3261/PrmOWc3UuUjqLrpdzef2FxeEwkQfDoOUj0YsF3zcCCBrT51DW71/8fpYx",
-	"fwu+YhOBnI/U9GhOMnO+FMfMRaq7HM95kFtsjrYmUvArYKMU5N6PafEOB12I+e3Xv1KFUgo8gW4G0064",
-	"oPeIlbVAjJLLpbCuE57mymrhnoLANk99fgQ4w1Vsu63W6ZwIgE6VRuAdR32Nfrb372NUt5WqEOOpVDwb",
-	"u5sKBIiZwANCIYs8TcczoZxsOiYeFI9Un9LthOGdNi/EXnWWjpkRdt0A0B719sxqMnEBLM7DWfGMcWOk",
-	"sVzZsrItixf8ymXFJJ7NUrHMRUI5OzLJDdNTuLX41biVVjM+Acgwa5m2c1pcKqcYXGop0t/U+EAskrmO",
-	"j11M9jJb3StNZnj7YbqusOBSBrzKARu0vZwL5SJmvDQg0WrYtUJj9dLN6fsLlcLtOiVuL1yML4OWnsr7",
-	"ZNxxBO1G2RsAA6eqCfSDVDOXFS5muVjoC2Gojm5MVj5MfE0Wvt9+/St9dxB8GVPx5AFlfcgykY1LycWU",
-	"IyNnMWhWXWYr3F5gCuWdMGCxiktLlWLElUEYMEJQFjbPKckKOilkZvelGikXpI4p3oKQZYwAFj8VPCuD",
-	"0ygg138XiHlwYnzoUSlmfIXj0rGo5Bs0zpWyhIciEDOXOpPJCo8pZokZqTJQ/dVSqNNnYQ4uF//Uv3j+",
-	"/EXEsowv+CBZLiP2Cv+O2JtvnnM12yPbnVaUB7GKphqwU1be1qXxEHbfYcWF1c+1AmmousthtXDC4EIv",
-	"lPEG0XE5WByFUcvVHD4bCY1/QsRXoqGWMMCwONOzZa4nJmZ95AN46S7HwddERGy4B7e9S4Nb/hzhCNKO",
-	"J5LjJ1MW5xhrqs5Bib/ouTR2dY1GKrzMPR8tjBhPBF+U12AJErwyxlYslhm3IiaxAwjRMYkxN/QX3VSY",
-	"jChsQF/TaPS+8DteEueSYxYq4dJgVRuG2XscwWFSYiS3WjpgN2Obd6EYhSw9SOlT339iGh6ce/RIwe7y",
-	"Z2DmWHHO/Xriiq+395MyGlXFNS91nrKlFIkoy3LzLNt/IZV8/mL/+eP9iyNWqIQbkY7UjzpPv4e2wbx9",
-	"pKDFRJBDBcr598xeZQLHq01PHcJ8ShuF3gAOSuIkUei0wJZZ4WIKSsZyzzDvSFDJXQ7hVLlGqhkgnezn",
-	"hIpjVpnQy9wR8ETCyFNxIVTpTnBMjCxOueXHLu/U0zm3T8vtejovKl6JffHhl4rMcsIE8e7AGWKkcp3B",
-	"4QpF5hyYFwfRMhVwxeAABh6G7nKsKk/6G1Oaufc7gGYFpRXBZn2SFWLHaOM9dyU5DIzJ58IMaiV2KFNQ",
-	"XgiC213ze5Q4YqQcEt59+erlV2exexTE3QV/Yre3zrvRrR0bDEYKZBlMP0RaOAonQR46ETOuiBErTOXW",
-	"wn4tQ5LD+0gh4n2GiwacRAcuxZfSyu2tSMtbwqeoQ9cbn4uF8lf570siRA5ZblyXZ4QLLqhRyaeKY6hN",
-	"8jvZ2RsrxVSlzYN029HeeLeDTk1lKU1h0hSQPMgkW9XLw1w0U+8RhgzRHYGS2D+b0j+9dhM6HO2E4G+4",
-	"FZeURfvRLrj6ocpERH12wJab4y359zR0r01NYzOVKcqKNR3rnKqydelX4SdvGjgXq82e1N9Bg094Tr8T",
-	"q3XOu28pqb0JUukpTEeDt0P6vz7QzSViNKxPWmPSMxqR5MLCHRz63IZ7D4tds/dUUW9LlNt3YvVJI9y+",
-	"E6vfK7qN/JRggevpzfl/qkSQoEcI/1tnyH+U6LUyv+iAPSuRi6VeXAhGKfv65Oe7k3XA0w7en4tVwwmp",
-	"GfV8oc/J5Rk3PTOaOTUzekuTqLg2sbjEI9e03gOb8sfn0zHMdcTr2SRg97Pl/oPIlbYyINeIielUJJg8",
-	"WlNCNAUPRscmB+xZKhZLDft7U168zuz++xHSZwL6KK5T8Ez03O6m9/Mm93W3RfcMkynrx+dihZmc90rH",
-	"8SXH7F7Ob/y8vM+rWzZ0mC6Lcfb+HYZ6d7r/b3z/5+H+n8/eH0aPH17/qaN2vzeWr8kuvyG7JDxb/WuW",
-	"8kg6fu/qGHPTykMfuUcT2qhL8Y89w6Jo0sdpeKFYGEodKytNUZVXNheZuOAYSEMa5wyYvWWFEbnX+URM",
-	"KrSuufppyr3EvfE2yHnvNCe1jPcu/KacExU/QSJyrwDmqna7+LKerXIV9ezbJwR2tSKsWzMRZdRPmQzh",
-	"3k1TNtIVTXUFWoqCmzlhvPTgYb6oT5bD8bOm4bOm4Y+iaTjcaRnPqsTKfwQFRZWep1Hk593ZdfS+LJPz",
-	"7qye+Oq0yeKrSiOmzl5dEnCpwqoj4WXqqsl3X6fuR/8wIN+eQN1RP1KUHsjb3fp5rQrNXmmFolHCSkJB",
-	"OkS0FxrUJq/aef0X3FUSoDG6mDAA8YLg/IQ8C2fYpHdxAN7+oN9R1rqQ/ipii9rUeNZ0ZSy30RtYc5dX",
-	"FK5/Zza9Z8r8nO1MUd0CnKrIrarE2S0KvZDoGOGKZtSfmvjG9NGU8EotnyFhtTp+IboqdJBBkAYKw11J",
-	"ZgyK95TiQcQUz3N9KVJKT13VwIjp1pjJC6FYH+1cXuLA7pVdGqF7OHzgLKEoZrhKIMI4o0psbVaGd5bh",
-	"pezB4+EwKj3fnjx+OByS8+FIGauXhl3qHN/qFE5qDUpIqCzAF++AnQbIM94CDe9199V6eScklE+p9cIZ",
-	"AhHlU+q5wjWtOeCIls9KrQ975MEJbsrxpa24eTns+AQs76wN/O1sUwrHIE1OGha4GtTLR0nTrh910qwd",
-	"1WyELeqFo1rjdFSOChM7Vi2bqRurn9pZFlult3qUTNMhtK3cC+9u1g+sJPhKdi9jMoW0orOD0mpUJoA+",
-	"V0wxGMJvV2uQKjGfS4RBiTK8FJGEpdBCkLxzfHvE0h6AfgUhwwv6I2V1LAlvu8jXuKJVYSrpoK+72a7P",
-	"rv9/AAAA//8=",
+	"7L3bchs5kjf+KgjuRJj0v0RR8mE8UmxsqN2H8bbd7rXd2/vfppYFViVJjIoAu4CSxHYroq++2MsvNvYZ",
+	"5hX2fh+ln+QLZAJVqGLxIMmSPRO+6LZIFlBAIpFI5OGX7zuJmi+UBGl05+h9Z8FzPgcDOX56zhe6yOB7",
+	"bmb2Ywo6ycXCCCU7R513M2AJPfBAM8nnwLqcffndW5bxMWS9fifqCPvgwjaPOvaJzlHHNelEnRx+LkQO",
+	"aefI5AVEHZ3MYM7ti/6Qw6Rz1PmH/Wpw+/Sr3ndj+s72dnUVdV4YmK8foDAwf6CZSFk3FmY++v23v8br",
+	"Rmaf3TisBTcGctvwP2xfP53s/Tvf+2Ww96fT9wfR08dXf+hEHbNc2L60yYWc4gBfwVzly/VDnOPvfpBz",
+	"2DxIenrXYdredhymJahe8AS2jRSXGp88YgfMKHZw+IwlM57zxPINUxOWgR2BjlgqpsLoiMX9OGLxKI6G",
+	"Mt6LGZcpi4/iiGnDcyPklF0IM2PcNWQqp5asG08zNeZZzIRmZgYshQkvMjOU5SDs+0w1OLWAnNsx9/pD",
+	"2U7CsumNebCkVcmF5Tf/UkC+/ETI12dfErmOkEJEyoB0EY4lZZ7IAcV+xmm0kuxmJLqytNYLJTWgaPmC",
+	"p99wAxcciZUoaUAa+ydfLDKR4BLu/0Vb4r3f8ZVf5bnK37iX0CtXF6FYaJMDnzOQUyGB5TApNKQRy0GD",
+	"QTolSkpIbBtLSQ3SsCnPx3wK/c5VZEf+Bn4uQJv7HXlOL7U7Yc6zicrt0qmcjXPgZ5pxlhcZHLMYRXhM",
+	"bIbzmQjIUhz6cyUnmUjufeBaFXkCjGc58HTJ4FJoy9Yqt5ORyjAhGbfcbICZGTeMZ5m6sKMXGgf+tcrH",
+	"Ik1B3u/IkxxSkEbwjGU8OSNy6kQtAAdvqhPQfqxEktBMFUaL1B5AmmazlwltcDKO79+JOajCfFz2T0WK",
+	"C8ClvoDcroMRc+LzF9KeIjy7vwGeSFZIuFxAYiBlEy6yIodjJ9215lNL7jwXjq/LDUHM/Z0yX6tCpvc3",
+	"3h/kmVQXks1VClnkWSFCpSNiZ7CMAp5QuTsA/GBfzBcZzEEauMchf2fX+pyLjI8zwOWeCc3GhchQliRK",
+	"TsS0oBMUB/qGG3gp5uJeR/n6HHLG2QLyvTNYstzKhcwOwipFM+Cp00/fgMmXeycTA/nqkfsWEiVTbY/Y",
+	"Cy4MG8NE5ZZrTL4UctqvHWVOHxLSwBRyO6arqPNOqZc8n8L9btGxSpd2LYpFpniKssSSwwoSR4OrqPOD",
+	"5IWZqVz8cp/r8kpoLeQ0qg6giBW0CewBeq7O6EiCy4VVqgL52Vi4H3/8ce+kMDP7Y8INrK5e/AXwHPK4",
+	"bZVKrfWKKOH5+eOKUmVZNoUFyBRksmQJl1ayji3L8WQG6f0y7w9ykavEis17pcyPkGV7njfGhWFivlBa",
+	"CytuZpAD606QQbiVfkzDnFsWYBp4nszYxUxYsYRKjppMen1Urt3L7dhOEjuld+qMVIFFbvV9I0inJLbT",
+	"I46TtIOwf3VSbmDPHmur956obCPk+kUopBGZHZV7uF91VNI8qnRk3a7+V7/bruZ8yQoNxwzmC7Nkc+AS",
+	"FQW89hmY6xZ+L9/K85wv8bMnxOqT9pcRff2+A7KYd45+6oxxU3VO2y6A1VXoJ9dvrZcoJG+NbrWpV12r",
+	"8V8gMXYsJ2n6tcjA3tQDzbm+dhORQTvd7C/HKP4WPDc1DcD+RJYHeyVS2Ipn2RKffvXi1VfMjsWStGSG",
+	"sZAcbzYrFLOdlQRbPY9ykbq32mE8aPQ/55cvQU7tzfnwyZOW3udgeMoNX+38hP3z29ffMSJXxLhmBi5N",
+	"o9OnT548etrSrWXrER0FdBDsxvVFLuzD4agHj59t4wpcozUL/A4uTWOBeZoKWpHvg6We8ExD1Fj9QDat",
+	"MoAlB+tyw+ZKG/aMvRJf9Brkefbo2bOng2dRZy6k/+5gyyq0D4/MAHN+GX759HHLpO+V9J5ArdTXWmjD",
+	"pXlFSvLq5grIK4vMnZU0UyXh9aRz9FNtRAeDx8+e/LGF395XsmnTKWGZ4Xue4+jm/PIFtTl88rQpwU6v",
+	"vImhTpEnbbyOV3W6j7SNtTmz1fYqqwlD7unWIg+t6FPZKOFZhrPdbdpKZc95ltWnfXD4rDntxuLiwDau",
+	"7BtYZMuN67q6bc4Fnbp2+xyTqUh7Q1E8LAaDR4mZCXmGf8Lvv/2VvtsPvozZOFPJGStkBlqzWMgkK1IY",
+	"5cC1kkJO0S6HO9puyO0rUK3gp7Va25cn2rgFnVG6ZYVmhTwbJaqgVVrVGpIcuIH0WjpLba1bzn47/U3v",
+	"9Dtus8jBp+ovqw239p6oNtMNJHop2k5/L5N3WjhP7G3rhp1uGMp3jgz1rYM22aePWKYuIN9LuIamPRbt",
+	"VlJCzmbLxQykXvV7BCb4n5ztvftPR+7PvdP3g+jpwZX/pfdPf2hb5eczbp7PlEigTVuSQs/cPgx3iTZq",
+	"0Yk6GQnH2r5o2zZCpnDZziSZmi5yNdbbjso1G7mi9rw6lTatakPWNReTRlr1FjVo0LrOloLKXjT8Vmlu",
+	"Tkvd3SVGsCIturjbGqsc9YMUl86sFiiiQpqnj1svEiJt3dXO87NljORtegML5Y5flULW2p+jU8A8yYyb",
+	"flIRrI1j9FLbXT8Rcgr5IhftWsWq1rMLC/yAD62sfNopB1tR2c8sKlfRv2Q7Jzy3oupDsEMhz3bih7+h",
+	"Re+jHL+TpedZ5lTNHZjgtClZbsoW29khuLLUN+75y5evHmhmKbRXUcjbnfvsq3PIl+Re8V5Iu6L5xPkA",
+	"eJLAwkA6lKh22aPDDiViNDORCbPEm6vzah5TX7rRU6oAvSTkuWM8Byam0t468LZoR4nPkPuuztM8TUdT",
+	"kM4nOlrkar5wM8VXNlZtrFQGXFoa2ZZ6AYng2QjNALrWzF3jWtpl9uRMqc1IpPX9tMr4laLs7rhrGKrc",
+	"V2Oeji5U3t5xsHM23TsiZPuRgfkic+bH1cv2Vs6u9TE6u+D59PbHpVUzhSzA7jOejYLTczvtIZmp3Z6c",
+	"IBPLZDlagOSZWdaaDZB8Ym4lxCFequnvvcO1E5DFfOwkGfLmCNSODLNyqdiJPX0rq/CMtMlHQo5UYRaF",
+	"2e2tpCG1zv6gZVKZmgozGgu+YYHfrzbbutqhltUc9JrGwSTm/HJUCaZgm5YrdrC2m/oWrG3xRQ4JHV3U",
+	"oi4Vvyx/ZzwTHCMW4taRxGilud5QrnHevcYR6UDHvJ4q580l9dv64PAxDtp/XhUdcyFHCycyyqmV0xzs",
+	"sEVsDy0ydVDvpoU6/lxv+Er0ebJ3ELOJytFDIOCcZ3hsHTMNwOJvvnrH9s8P9rG9pgfbYmZWLJlPt1rU",
+	"ZHPrVER5et3FX/CcZxnY8ya8zTdkwfZtschBg0zgw8s2Oj9H4a7dYeGDKZZCbgSTidXW6ifPo8OdrCgL",
+	"MILO82qC12JAH4oz8prp5t3iHT5f09PYgSlyWT/kty9M2EqPuL5uew1r9OnthNdnYrFJn1n7SnRrjMZg",
+	"LgDkjXqwV/IWq7/9ntGqkrsXg8GeOk1yXgZvMalkq3mt1XTbajoNhOJWK2sgClvNtXjgXl+5w5dtU+3I",
+	"oXqzs5DajpQ7FLZw9Ft8OjhBtMmLxBQ5pE6N2KUL1+K1a2AvgTBHYVrkUDshDq95QpAELK0/DXlvOSKO",
+	"WMwLo+y//l4UR+SFprC+SSExii0IA6QW3gpsX8K0KcYRoy7xB1WYzdzmb462SSfq2C7DSMrTNv7bFiqY",
+	"ojXW3aVPHQFaHKknzgukJFTD77MXRjNnn9XhBemYCcOszNFMSWqAxwqegIDXN/wS47rwestIxJO3tuaM",
+	"3WZLfmuKcWMDbed4u5nONgi/YC/ZR1vVxdqJNoiueSLZbm+nzZi8kFYfdLfLG6uhhYbR2O5hCgbYTY8v",
+	"NIVPNOXallO0YUzwRoNSj9xuNXgbyKqm6yU2cGn24Ryk2SO5FGNYzxHjTNPFC+OW45QbfsTI8fIXraR3",
+	"u2BTHVk2H8oFRv/AnE4GYRk858uIgUzL2F/LwJkwkPOMGvu+f/ry9XdfncZD2b2YiWTmAy65xC57ffYV",
+	"t9/a7m3PDM0/JEYkgzynfSINu5iBtK8ZShf2MuEi04xPDA6PjWHKpYsg9lumkhlbzaoN49w2mdGIQzlt",
+	"sb+FKv6qR1+WMYV99vDhv/JccGkwhPbo4UMk57n7TmiWzJQGycZLFucqg7jPTnzrobywPzL7vX00TuEc",
+	"MqtRW8FMMsX+ZfkURbY3c8eWxrGVPjETeijPeSZSulVNuZDaUCSs7feBLgejZLY8ZlwumTIzyOm1GjJI",
+	"jKbVSQpt1Nw3cOvrPj3QbgKM6Mh4OhdGM7jkiXFhE+pCsnOeFaCHsosRrrUOH2h6J1zi/dvHYZwDs7NK",
+	"eZ7i77oXMa0YL+eFkdQ0TP82K8P9vCp57OgaoWGMV2RGarhYZzvOBmGEZoLexXKOpDEzLt3giS1348Yv",
+	"/fpV18MtegCu8a5P/6B373nFsb+tgT2Gdn32OVKmfPoUd0xl0F510UFm+E4m8S/xyavopl6qrRegu/da",
+	"rXE+EQ3az4Zy4teJvvh4Xu9ykVZcqKtzQ9u6c5reLL6n4bGuhW8MBm1mBeebvU4m2Irz+nTtZL6F5Q0D",
+	"leidbZppGeRvz2mfFoBqpA/ys4fqGPNJXH5DM95v59nWLVYBBcvTryWq5mAw2G7O2RDEWJ9hM5vpw8yy",
+	"kTa0fZ6YjbE7+7+1j9f7fbLJ3Bd1Cil+LsD93OaIcnESbiDrec476W4ZH1ezFg12WNJEyXPINTmAyM0Y",
+	"MsXh9qi5m8TVngmZ1jT4jlQGo0jL2yN+nPCkXbbtGqq3Qm0vQkOHzuOWF6CyMJrkqkWJr0wvFzWn/YYp",
+	"XyNgj/gBg5hvxg71XXo3G8uYbKQpALq2jo+eDsIL57OnjwfhnfNpi+F6/aGSfgstYW1nsNUDYNuhQTDJ",
+	"YU3828n3L9gZLPvs7czqtEomcIz6M6qPM67xMqSNyik0f/N62jGV72tdVNSnntOyY/Bji83P3gsj5sLg",
+	"KIVMyDN7i1vw3EThRcO+AB0ou6mtQcjlNlsuvnynZ9+50dHDp+Usdwk0vZPA0lUif+AI08AFeasY04bw",
+	"qQtYqWoRGOWNseNjLDrOrhEF+h9pe53gptuiB67K912MIR862HW70Utd80U3sK3tGmO7ct/bxNTbdqDj",
+	"zM61mK6h8lfssDVNY4fI1LqhZDVlxv7cNuUU2uTXnCczIWEvB55iBiHtmIjpIpkxrlmMlrSRVGY0UYVM",
+	"453igufrzDQ/2kv/BZqfciWnEdoJMDFQk7dypSvMfm4/EHy+KAXsGMXGGZ8DxtBwysFYcDND25cd8U4j",
+	"b88XwdzhjGv0jSOJ0ZRnx41ZzoVmXQ2AthNTZWICC7rpbT+TqlhIl6FDk49o+U633Wpp7duY5s/AMwKB",
+	"aEbIQXK2MQKiee0zXKwJRDsLvi7tuY0RqrPW4a18QTQNN5E6Q9W9Sg1sUzGtWtweQ90Yh+u/bSwv5guV",
+	"mzegUTlqEkDgr5Cuj8MmVIU2CukzsVi0xZO+FBI0I7OjSFmX8nZLHR/9HT12YdnaJdybGeTQlrXWcpXx",
+	"MA/l0KuRtM7fHlerjFLFw7dETW0LiSdxNrIq2urs/wyX7O2fT/YOn3hXKVO5mArJMzZemlp2XnCF8XKu",
+	"KV+WTMgpaCTchIuMdMGt+x6TxdbE0TdSyVbNV+2hnv7GtOmMsdT+1j53mwuSFr/AjlGp1cbaNqq39GSZ",
+	"F5Wm10mK2i2Xars0tt0Ui3Ql7naXjKzNIgDDTSvsIlwsahoyQ7j0jtANfg7WrUaqJg0akymXwrPy9oSL",
+	"klcCsWjvH26QrRLRtvkAGRooFFpcMtK+fmUTPi9yrXK/me0zbIEegN0P4rbMD/e6daR5u3Jm/FxAgaRG",
+	"c6/tF28E6RLNFFY0rKXZOzexhvR3snEnUrketnAhXQ7Muom1XqdDm+XuqcU3SUxaI9kyrs2o0Js727q5",
+	"10rbNdaQrTNc5DARl+3aG130H2g2Ebk2AT5TZBXHHBI1lcKev6b1uHFYCLea700tmxuvQSjGnKhy8y/f",
+	"FFWcUiNqI+urtpq1qa7hyA8gUJy552bpXq/KmNK197pdjKbbw8FvsGN2MK1ud4e17zrnDl1j4fxxBpJx",
+	"lnEDOZvwxDBd2GsVpJAyYY5R8lZ4DDOVpXqtKXTrEHfRbWiZbq3dbFaq/WW7ToyvVU5RQkfOUY+++cBV",
+	"33UBs3oB/Axy7wTnGuHBev0d93MObSATiHyR4w1Co4HyiOWQwTmXCURsJqYzQKCsMaYhBvKmCsGp1m40",
+	"Xu6WlUOKxbWYdSs/YSyA5aUxJHwOzL57Hc84ilqy411Fc5H2O0d24NEuulh4V3HaWMMcsrqLa8pXTagF",
+	"5KjNs7GNmpSubeD1sudrgrJaFUHcGJgvjF57EbofIeQvR7uLljLPohWsAS6NPS4xWYpLtsZUs+X6a5xF",
+	"yKtnVafbDWMrHEK9VcpzSfg2JqHp1Wi5dW0/wCFX55VbHnfflv63WuSo3W7xEeOrFgPm9uAxi+0WxofS",
+	"IkfrFO5pR39Imd0KLqrSCsaLXBgD2IGS0DtmsVQG4qPyh1TkkJhs2Q/cf7a5d/9F5AxsU65pMh+MuJ/y",
+	"paSe1LLNIVgfrVPcUrtIILVQiMfFUzZetiZ6kB+s66Jk3VNDWU8e6R2xmbpg8yKZ+Q6MYkLaAbsUEqHL",
+	"bEgMsWpSpL5g4yKdgqnFztfEh/2e0UNVPuVfCA3QDYDwKLrOG8nQdemhGDXk53g2azBGyKkHifHpKIPB",
+	"1gSbFolbH+M3uSoW2jG/kEY1t5KlSwppUQJsVXH8KeTivNw+GDZn7xZW4ShjEesJOCF0SMBVa1jnDSQq",
+	"T9tjHTNEKJtg3Cca9ghWES7t3w80i6mL2MEQURC1C6fDblH5u9eghE9c374ByvKqTv6padNb8xV3064b",
+	"3s/dVeNPQrH9wNEeteT8lc25KrmZkk7a7VXyusROZt0yzjbJBOY7kBQfSmEltgmR5qxsSTGQFmVpqmtg",
+	"2QI0HRLdUspaiTaUCHKGsfw9bOzP8a5dC6ENpD06MprivwnHVypsqzeuQKPAObvQditYj3w2SleqCmXR",
+	"gayS5OU50DD9RHoRi9UZ5b/EZKyLXWw6HWqadUmQQYpJkUNZZUUisfcri8f++/Lvq30HQ6tjByjeyH5B",
+	"R9MG6+CWDQM8vZ7RqtoQq0R9QQsMPM+Eu9VriiKnP/06NtYuuPlfD33Q9XedCWxwOCEtqk7btxKJsedK",
+	"kgyrB5qsBpU05cmqxzHaJkbpja9xJ6pcU0TJ6tfb9LW5kOG3Byub5eftEp3e+TbhGc/pMBO6dncM8mKm",
+	"Ztf+Xucp2OXARnCDVkJeQwtvzmFbGFp2k3lkN5qHhOsPX97h5K827AA/7Ovxf8i6bhS33kDYp89LbyiI",
+	"HwIBZxWxhpK12oStupClorCDgaAFPabsoVX82Bd/iLsoTqBFoK7ONbNv22ruKCey1ijQzLFcRRRzyaKr",
+	"v6wLZNqo4e8ajl/Fz/gw4XIg1VFbfrWVEC1P1mmAh82XkIHjy5UcF2iF8Hrl9SX3xBYE4N3A9fzB59+6",
+	"ccwv5ESt3WFO2W1cp8Ucr3yY1JWl9qD3APTRjnqxVRs2RWo43ah6pD6CN07hChU9r061U5AGuK6/l+I8",
+	"UF27UnlE5pRMSIEi02uakrfDH5IVatN0Ebxgw+/1q8f61ci4AXIqyincML7c+fBqBKuNsLZ6tbk11229",
+	"KXwjR34AQVjn7htbPOux7fW7eXAvr/7sj44QhPHg8I/t93Ss4nOz2HzE6K+DogxWcPTJKMXoWLVs4d0/",
+	"gWUrYh7y+GAwaNiyapasgzYm/3l9HSKHtY5PsC7iXT4e/OkpRU9FmB6M5sGLmTBE1ybcsn18q4nnQuhZ",
+	"5nhkExP86J9rrjdNoW3B3fK0x9ytBcV1wbn+DozxM/3OtuCuRv0MPi8rTiH6eHdCHlKYlwlQaBqFS0Pf",
+	"9vrXBBsvccU/xHtE2hLg8EKmcFkjAyaRuxhU21u7dEa8V9GOcPlzAUxgsYeJgNJu3ujr7oPdGgHL5ZPM",
+	"d7BmZEF0XLub9o33yDIh2U+DiB2ctvtm18EorMIm1OLk1nhTMTEfQzntg3arBkWHdj/IV+Lrtr3Oh1Rm",
+	"S+absS4CGNpzjAaDiACu/Edv97G4cLsGB715wbjWKhGYAl9iGqxhoJawKOe6Sy9rHmAK0HP+4XVxehvD",
+	"8IgfAg7cIpB2j9gJpVjLZeANJCCT5TU9Qd/nMIGcSbhwqBH6iOEU2O//5/+y7sHv//lfFyCmM9P73/+h",
+	"7/8/Rl/87/8c/kf39//8Lz6F/RnPJqNMTEjyN7GHIWuk9jVp1hA3dhQeWoZxWXEUMlOhMRBe5AFv1TyF",
+	"bXGRtFptd8By6KOULxupa2Hi2qOnT+r+oP5g0Ib8R8SpA670H+28z9su8WEK1srxtQXlfm0GgieXb7+9",
+	"xgcx/+rz4UBruF8t7mS4NHHE4r9oJUfUrvxIbB6zLm7m2nc9h1PkQZd4xgyfsm6Fa0HpbxEJgpgES9zb",
+	"jEu0O4LZ9xkXcodMubDNP799/d1bqpFzvYZvy0m+41Oyl6zteYUbAqq1eT82ZtnvHFG5NUWpGsCtnEe2",
+	"w8TsAvV2XfOBZ/6QXLtugPY26zYBsc7KOjUH4gKtg32x43i2j6DOT6uGnDV7FTX/2n57gDBYc25o42EG",
+	"FCK/9PohbRvZii0za9DwakfCu5G2zZiCWRso1eV1N4hUPXJeg/LzRS4wr5ync9GOYP4WzFeXC7H7/a5O",
+	"x68C9Bo1YXHlUXaFWYPE6dgphA3L/1ZfQM1JvbqM+PvShWgmGfBcu0DkG6ZN1FO9qyPy4Mmjp4PBtstm",
+	"2xFXx9fbKrkc6LEq9AjhwkfacHNDUFyPDFys4Cbvhh+6ZjoNrL+tUxqNeXIGcreoPf/w6ILrEQLq7QR+",
+	"VgEErve/bUvGTQVWiBtVW2DUPFW2DaPsQi5HldHgem0nPMssEXZrNc35fE7ei6209QXuWqtukcxyOaAV",
+	"GCeXLhBms8ax6i+5Rqjy6VVdiu6IoDol6KPtMRWlrB8ZOie2NqnWblRa0N7vEOW2ul1qkFgfO6Ha5dR/",
+	"iGzqcEitkK45lsckDsIthvYGih7Mja7jOXysilvlw6tqjIuFvNHNo5GVtPnwX5vCVMOcWGWdTOlaOm2w",
+	"NzyWxs0n4DvYeRKrDYKJeICEjb62lnqH7leK3MAgF5UCAZfSzbgRQ55Pi7llhl1KC3oh1ww0XEujHXdd",
+	"u3eiGlobgdqxKnZMsY89meJmpcTHOwWHex10k8OwjpV2DZdpbUl2TWS7Wkui6wDgNXl6d98pdbqODh9Y",
+	"mDdlNGGb3ADa5FoivdHdurki2kjLZrILt4eukUXGE5ipLIW8z75UBKmapiwOmlASEUIygIFcY0S9NsXY",
+	"YVnOOIJnIu5qDi4AD+0djwcD1k1UCiz2AaM4btvYh6GtZ8Vr4ki1TTSYXoXskRbz+TI+dtioWYFwpy6C",
+	"/NqFAz7F+IAf0PF5PZi2bVe528RI3zgF7kbhrKvkWLffW+qNtNRyaGJBtyFPmxqS/hZwinqPUctAGl22",
+	"rrH+dIB+EOLpQ2ilPwae1mtYMl67eslsIjIroNB8sUD/AcgEdFXgyv7MsGg4aCakFilUhUb6Q/lOzIFS",
+	"Bt58/Zw9evToT332AzmG2BksNZuKc0CxJvncXrGsDDmD5ZqKVZCOuC+LvptPiRpRkfRrtHJOhWu/zbe7",
+	"7gtLp5Pe4PbFGN7K21sLyd1eZrqqpvV49a7v/GR1F9WWfJPtIZpnQqb6WtgQpVe3uqm0lNnhlyN0TuvR",
+	"AvKRB1NorweA8cxzLpfkz0YaKukcms6x7WIsrhtJsV0M7xb2WQUtrxTN/9ptQEWo7KWzukKNOoNlxHiW",
+	"2XkRkPu80JSW3WcndB4PpdAMBPpPONMY38m6eqZyM7Nbe2L1Efg57tUsHEgpH8Z8NJT2iYjFVGBCSPxb",
+	"yJh1cWEw0H6KTp6pwUcyQ//HeH10eumhtGSw4kAWc8iF1beWUSkb3BVEY6lzKzki5/Rx3w9lBpfUyL6N",
+	"opxj1nVXvV6ffXXJrey3o30/7GRcToedIzbsgBx2IjbsLIHn9pv3w87UgP3rcHA4sL9kxn16cmU/pjmf",
+	"GPckvcd+QGl5dRWTeGrYbx8dttU4FXK0JnDgy1wtyvAe+4yVf2PI1AUy7bVCBuYlLJvXhmbLcS5WXa4x",
+	"fR+zSaFBsy9eHT5xhQalDkT3MYs1zLk0IsFKzvQz5QY+PjwkD79/wscNCbu5Jr1jFp/B8kLlKTbFV9iW",
+	"oeu2HJ3voxN1XKNWZT+vXN6b/Wv0GAUTjCocjx2Kqq9ComlIilyYJbrgaDufJAlojfmImLcIPIfcO0Gr",
+	"lB2OjzFUN1g30Wb0+29/7a0sxgnTYiohjchwb9e/1nJuhY1LC+TS45ZWMRAu9RFROlj3+9dvKW2FtBz0",
+	"iSJh0BqCI62OnpkxCywkvhAOGmbdXPxbu4k+WzONcmgRcwGDyFMOAISNl2j0SudClnB2XM/GiudphB+f",
+	"v3xhRY8dvNUKdhj5FV52J2pD3hRWrdCQTfZmStsxacjPRQIEFTgFZN1KWWEvrMSbWGlrZjnAUJZJVjpi",
+	"FyIHLPXJDdZOL9egyowt63IeDeVQHvTZw4dvammzDx+y33/7bxbjQr0fcw2jIs+u9u1v+5XSquPIGXZc",
+	"+bYjxuVQMrY6aPcc1YMA0sJoZFVBm25M2zOOsA/0zI/8VyzOgaf070LlZjSDbDEp7CVYxz13oGBgEaaU",
+	"sbyQ2pehwO58YQgnApy3ImKFNCJjwrhBtHXfH8pDSyS6V7VQyIWwIo2qbKwmtf6pjJj+x+/exkc4KvsM",
+	"C57xFOJlujDtqSAhDlVcymKjlGfbTS0VHqHyhvKRHbPDXKdQyfqoHf/RsPH3+IiRvPNUUuf2IKZX0NMP",
+	"tNPpLOv8wz+wkzTNQWvQ9jMp2wtuZu54QLtAxo3VnV3gF6U4s1wpw+L39AmHELMultCgg3EoY7t/jvb3",
+	"Dw7/2B/0B/2Do2eDZ4O412fvwtqyDzCwjMbA5nzBlDTKrifXbKIQvh3Z/NegHK1rwH5llSD0Xw3lr3t7",
+	"e/ifbRRX7B+zX+sj3j8/iJl7KmCBlefKh0KKr/bmHcD7/jlLEkvMPTuElCJO4vckb66O9qvn+mXPVoCM",
+	"dDGZiEvb2n6k1lFZ/cavACJH87w02fAS8d+2YtQJVV9EhMIykTNGXnGM9cXyz0qbuGenSAxRmBlufny4",
+	"4oqqPVwmsCCz8AxROtkiV2OgyxulNM6t3Eh0zCRAqocyPsH7ivgFezhiX6CodVWHkhwwapNnrvaQVSer",
+	"L1mgUkr28KE7AR4+HMpu7I6K+HbnwVDG/kQoVdOHD8MT8uFDZl9m3Mu2nJdDGc9dMjsdmWaWq2I6czu3",
+	"Ojrj45WDOSprNpeYCK3QCb5uUvUtihjiEHypMER+JuRQxpd7/kq/hz/HxyxGysRMzEmgU/Ub/LXPvrWX",
+	"5jlfsoTn+ZIKKWDlBT2UVXUJWvSwAgOXLjYYqzQE9RcsK+2xudAaZznnmb2xAopwvKdH5bqhGMGsioAP",
+	"jtjDh48HB3bd9xwuQMAkPravnL6L7/J7QuWBCFaFQQOCsJNhwdzoHY/sO3AzIHRxIBqpGpUzm3ocXRKV",
+	"PsV5rNIli2uYx7G7JWBrp+r7okJ4WbAKB/2Ftlr6M1EpDDv2DuBC0exGMCGsLzIHDalbx/a1lxbbPmZ8",
+	"PWAyGYZjp1ygsXEo68jErBvAEgcIy65G2U8Hp31nFaJ9g7AkJK0dcX6lOPJfSXyF0tlL6MeDgRWl3szs",
+	"RjLCeVkhWzIKjiRinICYXR1zXsb/Mqvy0zXUPkT2YcsSasJyLrGeE1bXKjFby50zzlELdsM5sMPhNTEY",
+	"jIb41052zGsc6Fo/sq0XkOODYUvalJYpqyImrs1j26YErK6a+Jm5xHPHyxGe4BGpwQFT517lcL3+yfaa",
+	"KDnJRBLQ09khVJHbk9TB89LN07U8wDn4hTBKjTKeT8E2Ru7GUqGZ4inpF5hPJObCT+fw0DYv5CJXVoBi",
+	"bIWlkVlWg7iALNtzyzouDCKCaI0Kr9V+WBf60/7Kva/EgnMXQP9CnGnODYxwHNVrFpDvWcFsf6MxHrPY",
+	"6srLvZOJgTxmmi+1O1oVqruOfE+IK935XnbI2biYHrs7EW4ClI/CCV6fzi5S38uBX1orZGEO9tyoukOn",
+	"jQeIpiNKaDYuRFZ2QMR0EATBQGSFSwByKiRQTQcrT3PQYBiWO5OGTXk+tuN0/T3y0xIJjAJ46vauUYam",
+	"sACZ2vsuS7i0Yx6jFElmUA4TWdiIOajCtHeVitTV/dMYGC4p2PrXSrp6hImSpPG/7TkvyN6L1NlCMpGA",
+	"w5Ens3fnZGFHsnfYH1CegckguJ11ApDtzqB/QE+pBUi+EJ2jzqP+oP8IgcvNDG/eLXrcfpnKtFDarAPQ",
+	"czxQKdq0tVDddmoJQUfMubEieeoMhREbO9Gb2xOIQuLtC6i6IioqksXOchqXn9PLmHVTMFbWSKGNSHr9",
+	"oXxrm7sKpOvTRCJG9jHkO57kSmuUMnQviHGrxMwZeTSWBR7gHKxGQFmPCUDKDgaDPot9nlUc2vGHMjDk",
+	"o+l+uWK4pwp9rhWkLiFMG5FlJbWKxdDeCPyYvB3LqcPckM0VaVqZ/P2I0PYfoahOubG3HDsJ+7E0OLZ6",
+	"BvAYtHpoqdbFtXjPeCgtJWi8aK0Klt5qXCgVA0nftScD2hgvhAbnQS1PoBdp54gyOJ6X+M6V23ZtaHn1",
+	"iK/N9T03s87VKflvQJsvVLps+JXQiULH2r4PTKuiq3fIFiG35FXdS4Rlqaqq3riTDgeDD/1uSm/Bdzfz",
+	"GVv2FMFbYSjxYxpL2yvKMe9/wdNyerbJwfYmP0jurjaE4PB48Gh7o69VPhZpCpJaPN7e4jtlvra6ATY4",
+	"2OEV75R6aQ9tbHB4uMtEgvOaWv1pe6s33MBLuzFp9k92ofILe4+XPCPTZzGfcytbO39usVw0rRbhfZoF",
+	"t3HKPORTjYHaHkL4NOo0bz3VweDitu0Y9uka+4sd+pRqOdV35jdgXD2KO+Rw94YW3j7JxDn0a5biztFP",
+	"pyHxXopzkKB1nx0OBk5PchhKeIlFPaaE29EhuXxsIlLCXdw3UeKVe2QrKbAC8cInK1REaFrEV/cyvcFf",
+	"2b/P1RzMDApNYYzk6NxMj6CNmxLr+snbe3WuCkOmOLqnRJgRbzWcmdBGTXM+11FVl6G3lmBOkegv+Tzb",
+	"RLXXC5An3794u4DkekzkO74G/d7NgLn3sVQlGAfGuv//yauXvc1Ue2e1T98iYuHcMHQvsD75WsGlkdbj",
+	"kLcRaYv6hHkhmNVc3sjsLTM0U/k8rOCUdSXmHbwkSvqhzPgYMn/Bi9G0xWbAU8hZN95mb+vZA9+2ceFR",
+	"qQIqVQ0yyAe1NyoxLay6Qg19JhkRxtnkhtJbJJSECHUMjTc97Iciq/wgglJFW9QCstZ1Ph/vn4/3v5Hj",
+	"HTcFabCNIjqlaTs8yMk54He40AFIaW1r29ZuY9NtnLaib1HisMZ7e64z9M3t0WMYsFvkWeeos7s5HlG5",
+	"c2Hp1ywwVDnDU5VgBZqWDuoPei2kn6mEZ/YxdI+UqY5NJ7sxi9CrTR/tP9rK2KvT62tSs9YFuIUm9Xm1",
+	"72217aGK1oWNOusb4KmwWuHHUVvt65d9khuP7uF93ynyvC6PXRUAkdGJAcmZZpov2cVsuVkBKinm9Wjv",
+	"cjMqB2e50sdoRSvv8n32Em2nwJMZvWytHnR+sB9WwmldN9vZ86oIyp2tm3vHS+EP+wZSjRtCZBUsq2n1",
+	"7/PMvOer50vni68MOPihsu3P+ZJpgNvIRq/61le7Vtj+jvS61uL5O+l3Bx+a29bdViRcVIgyn7g6twNr",
+	"PndOlxuqc/fL/MQelYZwEyanlPemjKvO2ArZcHULEBRiuAVqPPi4rTS6Q0D8O1P873nhiYyBj5zCSLIM",
+	"bdeoJUY+lhmDd0UG+hbcEa1VVNYu/uC+BNDfivD5xFnqGzBNfvK8hCxESG+I+ahvdZjewjeyVkjtl8kD",
+	"axUzShVYeX+z2EXmvX7eo6sNNyhYhX2AzGE+bacqq7kbJ4elTq+i5su/51NgWvyy9m0EDhm+LECJHNTz",
+	"EraibrRZ8mIJlyZmSa16zSKHc6EKjRVs1g2NcmDCoW1LtTy9Q4lRFiJtERmvJeBMCE4VU2Q+C45ba+Ar",
+	"RooIQeS8oa8yAYs8KJlM2+djSZNojU37JE01lrrxog9Lu9p5YVR4OfzjCvTQygk02aBTXiHQo9FD6SKp",
+	"hKYY6mXMui4Nx8pWf0AbbNGrl59wgaE+9GsoYwrN6LOTNMXLsQMkxSpCcZGLmHzqPi5oxqtZOHeMI99Q",
+	"EkqvC3nGJ7qHg0GPCakN8NQOEIMyMduA+XpEYJ866Dk7Dp/DUPpBoCeBouml2lOLPvvR2dBxZBHjFdjo",
+	"A82KXDChhzLWM3745OkRRZPOCFcUSUP9uqhSXAWMNUD+0iy2f7pWmOxmxZAPQR3KofzaKjysOy8yIxY8",
+	"N/sTlc/3Um64q3Jiv6Ru4loYkIOxtWOwPw6l7dm+P2LKZTxmS/q9glrtaikmEw9qyccYvIOxqaEMU4kB",
+	"s0chNXGvz94WCyqSfsTQ1YYUitgrnp+lGFP553evXkbs+y+/jobyy9fP/y1iz9/+6/67t/8aYTzdPob3",
+	"ZVjPHd1hFBeWqBSOXU4UZQRalnL8NJQUQthnP2AYmD3fMMTHKJYKfXZMNseaac4FjFGcmIcYHsqnj9kr",
+	"8UXP+0cOHiHhf8SAiwsuzD/ai2ns+C4ICkEaVTLAsulESKFnQNXo8SgZSuxj5MOSPCRWVAf3ZBy3JUbV",
+	"CN0amnGSpi+o7vHGk/9HLoxLSAh3NW0llQfV3duOPzvW9oN5DQjR6vn7Z3XBMiWnRLyY2f9rD+K86b1N",
+	"GrWP42moHzzdqh7cURjKSZq+g0vUxSprRtRp2aaU6pyo1EGyYNHxahjvXLrnmu1FR9SuQ7LCoj6ke3Wg",
+	"URHvltgBSbGdVggTtC6xviD5ecHt1kS0dSqkaOW9k/2EpZzwjMD4PqQ5aO1o0RJUQgC7mP7PHr571sZO",
+	"0rTSXVzURdceFJQcod0xGhyNTr737sJ4RPey/ff2nx0sSU5QfzYj3bMZSQbypVJM78Re1L7Edy9M35Vw",
+	"4J9Z5tZmoia/fNR7XLT1ccsTu1mQnKTaz6EEybqvka1zM72hobTvm8N72zcR3YI/i9xb7p9/sVSsrhg1",
+	"g4K7RYe5uK4KJfcoflj05+6P6n0P5bhJjL8jLOc7FeX4jg1siRdfrCwBl39/4WTXdljeMzP7VXig2aTI",
+	"sqDIO+mdFx6DkhAECHHA2QF6f0vHRQNOYH087GsJVA/fGc/XoDFQ9BTtaQmYlF9IjfTRR0yYoVyH1FDC",
+	"eraALTSAFoayRFrgiwVlJCEkUGz7i8ssuAXkZKHpVqAhLmZzKOMQ8zDuReQLwqGQtKpsJhXQqB7KNWAO",
+	"Q/nwIRYw7D98iDTABBxqKRCOw+FZHLOqnENLBO5QxtgoDMD1TW0vCyElVbyxNBnDjJ8LVeRHeEktPzI9",
+	"Ews9lIVMqepJORLdZ1WFX/udjjErGqHSaRrv7GL5aUxsb7h8PptY5MF7OKaFTYSsop4pumgoCZiOCmeN",
+	"l7Q2GhOH8Q+0qTqYKrt2D7Upxpg//94nHx+xYQlNSPnH1SdMWEbjKD6GKIyYmdxjFzOlwRtaXVFkB8h4",
+	"jEY1tNYpGXIfnkyY8IdfVvNwFZ8pp7U/lK9Ubk85LnHQdsxl0Y5i7F5dQtXOECCyjn05lCH4ZRWFvRHb",
+	"Eo3O/iWY3a5KDkaw8zgKZ2NXRUnWjXlhVNw79pWjaeaIrqkmkwiZmSRSbCmAOXGGZcDdmtjeIgcUklbT",
+	"co/aHTuU/tvKMM4dWWrj83ZbSzk3mnLmyHeW6/Zwt5YwsXS/97X3MdrfY2QJyeLyubjn0DiQBL8GHfxa",
+	"ARdg5KQ0ujXf26PEIH7GkIyRlrE8cvWQXJT2K2dKRKyN33/7bwfDEeLK3LgTOkuotUirpoTrkaqEUi2D",
+	"rMtYpPqI/YSQbulpXPazIqHKXhHJ6yc/pN9/++vpVcxyLs8gpb3oWrmQ119ZHHYT+WFo9Hwkaj7nexos",
+	"QyPGECHF/+rXs0yMnPMlGwNKPjLToztJz/gCjphL53e44HkAwDZDXxMZ+KUVo4QE0I1p8o4GbYT5/be/",
+	"UpF2ys6xzTRiczhkgIiVRXq0FIsFGNcId3PltXBXQSs2TzyIhN3DFQCAqebpgggsn0qFg3cS9Q3G2T58",
+	"iKnvRsgCRhMheTZyJ5VVIKaAG4TyOnmajqYgnW46IhkUD2WXMInCHFiTF9Cr9tIR02DWdWCfR7s9M4pc",
+	"XHYsLsJZ8oxxrYU2XBp/hvZZPOeXDjqUZDZLYZFDQsAmmeCaqYk9tfjlaAV7ND62I0NoN2VmNLlUTDAD",
+	"1xAcgq7JgRiSmYqPXOL6Ils+KF1mePohpllYCS3juhxs8OzFDKTLmPHagECvYdsMtVEL907fHmRqT9cJ",
+	"SXtwidDMPum5vEvOHcfQrpde3wpwqrRBPwg5ddB5Mcthrs5BU43+mLx8CJZOHr7ff/srfbcffBmzcaaS",
+	"sz5BY2QZZKNSc9FlzyhZNLpVF9kSl9cKhfJM6LNYxqWnSjKSylYZ0AAEVeclJXlBx4XIzJ6QQ+ky+REH",
+	"L8jrxjRp+LngWZnBR1nL/rtAzbM7xqcelWrGV9gvbYtKv0HnXKlL+FEEauZCZSJZ4jZFKJ2hLLP5Mb/s",
+	"RQhU5vKfuucvX76KWJbxOe8ni0XEXuPfEXv7zUsupz3y3SlJYJFVNlWfnbDytC6dh3b1HVUc9sBMSasN",
+	"VWe5na3dYfZAL6T2DtFR2Vkchand1Ts8ZAv1f0zMV5KhhqqgWZyp6SJXYx2zLsoBPHQXo+BrYiI26NnT",
+	"3mEFlz9H2IMwo7Hg+EmXBV1Giiq6EDoaXZdGruDYUIaHuZejhYbRGPi8PAbLIdlbxsjAfJFxAzGpHViS",
+	"l4TEiGv6i04qRGwKH6CvqTe6X/gVL5lzwRGqCxxWWLVgCHHkGA6Rm5HdapjJ7o2rsgvVKBTpAe5Rff1J",
+	"aPjhPKBLCjYXv1hhjqUg3a/HVJm0ZT0J9qmqenuh8pQtBCSgy+tWlu29ElK8fLX38une+SErZMI1pEP5",
+	"o8rT7+2zwXu7yEHzMVBABer5D3SvcoHj0aYmjmAe90diNIAbJUmSKAxaYIuscDkFpWB5oJkPJKj0Lkdw",
+	"qnYk5NQSnfznRIojVrnQS4ANe0XC9Fw4B1mGExyRIItTbviRA+d6PuPmeblcz2dFJSuxLV78UsgMJ0qQ",
+	"7A6CIYYyV5ndXKHKnFvhxa1qmYI9YrADbS+G7nCsSsL6E1PomY87sI8VhL2Cj3VJV4idoI177khyFBhR",
+	"zIXu18oyEZxSXgCN2x3zPULXGEpHhJ++fP3dV6exuxTE7UWiYre2LrrRzR0f6A+l1WUQo4mscJROgjJ0",
+	"DFMuSRBLxLtboX4NRsrRfSiR8B4GpDFO4gOHgyaVdGsLaXlKeBw/DL3xgDUE8uW/L5kQJWS5cG2RES65",
+	"oMYld5XHUHvJR/KzN2aKeK7NjXTT3t76sINWS2WpTSGyjNU8yCVbFbJEwJ6JjwhDgei2QMnsn13pd2/d",
+	"tA0OdyLwN9zABUGNP9mFVj9UcE3UZgdquXe8o/iehu21aWls4r2irlizsc6oXGKbfdX+5F0DZ7DcHEn9",
+	"rX3gDvfpt7BcF7z7jpD/dYA3KBGzB0+H9O8+0c2hVWrWJasx2Rk1JDkYewaHMbfh2tvJrll7KnW5Jcvt",
+	"W1jeaYbbt7D8WNltFKdkJ7ie31z8p0yAFD0i+KcukP9WstdKENY+e1ESF8sDuRSMUvf1CPG7s3Ug0/bf",
+	"n8GyEYTUzHo+V2cU8oyLnmnFnJkZo6VJVVyLvk4oKk3vvRVTfvvcncBcx7xeTFrqfvbc34pdaSkDdo0Y",
+	"TCaQIMK2ItQ4aS+MTkz22YsU5gtl1/e6snid2/3jMdJnBvogoVP2muil3XXP503h626JHmgmUtaNz2CJ",
+	"cNe9MnB8wRECzcWNn5XneXXKhgHTZQHXzn/Yrn462ft3vvfLYO9Pp+8PoqePr/7QUgTMO8vXQPBvgOC0",
+	"11Z/myWwTSfvXYFxrlfA+iN3aUIfdan+sRdYSE/4PA2vFIMmfF1RWYoq8N0cMjjnmEhDFufMCnvDCg25",
+	"t/lETEj0rrmae9LdxL3zNigM4CwntbIALv2mfCcafgK0dm8A5rJ2uvhSsCs1PeoQ5cc07GpGWNxnDGXW",
+	"TwmG8OC6uJZ0RFPxhRVDwfWCML7zw0O8qDsDuvxsafhsafhbsTQc7DSNFxX69N+CgaKC52lUQvrp9Cp6",
+	"X9YS+um0Dnx10hTxVTkWXRevDildyLA0S3iY0gNrjlP341X9sKqqIASWj/ruckhBeAWoRC3VYlVZ2ggJ",
+	"cYPEfDaWQ6LyFNKhdAFyGB3CRVbk0CtReiLyTlLUUk2gNzFtCMC40EBunmmmxjwLBiW0C0WJ6adWbEI7",
+	"HxLs31WTv0OZWL5lk22nmvLfM3jRDbdICXXkmCvgjyC7ehWh4Vb7Yf99+ffGuzOlkujSVWa7idg5JEbl",
+	"TqmjTeAZf0URi7DYCbrjcy41d+FSGPbnwbwqHqc9J5WZCTlt428aUIPD74XBXXJSG4//aMXFBdcs/ZzA",
+	"dP8bqETNqdgINw7yLDISob9fe/NE7UfGTqy7wriI03z/XPtCTtRWsfyZX++TX19LaLIqhRncSMLf+MJW",
+	"j4XfeELsw+VC5WatEvVVcDqs3sS7vnIUohkUVuMDe2L4+729xWRpVXCDCtzGr9xl2AVEcoREYN0a9sLl",
+	"nkztxoh7ffY1QOoiioYSq+I4hUvM7eADKOscED0Sg76rwMZqwBTIxOVQ0i+2s7az6Cukyq12tZ9AfWfv",
+	"VDP5VckA9SLJ7dg4bnGIip/6fv+kty+ter2ApGYVaMenuYOderb+IvQ1TwwLLjJ4BSJ4DBcnY4UUWd40",
+	"ReiUoYcYLTPm6VBSQTAj7DUFodZzXwSpR7gbTlvEklKl4Qsd3gJVqOoyJafof6l7P4/D5zVkEyq6qHIM",
+	"p5nyPM1A680Xo689Ke7w/K29adPVyK/L5y15iy35xrPV6kUcLcO3sSjcy+6kI+r6ecnNl63DvnqD9hbV",
+	"PAdcqCQJNLLKH1PqVpkqgHhOnji9ykQemCUoGSi43R0hZCUhGKmc2ctffygJic43i2ldMhdc7TKUaEBY",
+	"2rCqnWl4PgWDpSDs40NJeUaxSONmtTzvWq4ZTfSZWCxs31o5XaBUEzC0DoEzzIWgp2c8n1sZ0sPCmfgS",
+	"FIXVG7gLAC5fgmHTVmmQjLNJDnrGBAZPjxFfSUIQGu3CnoXzLrjrAlKZxFifvcMo9TOARXn3D5wOKXjc",
+	"LnuPbhF0L+brtJJdzPK3VkhoL2Jhen5J6IwIXDgYtCkq9wjHg2ShghYb7/DEIp/+Jf4TjQO5oQin5an8",
+	"eRh6cQulaiex69+2Vikq0e5+dhkyZeMHle+xiYno6+JxBKQcSo+txp4MojLp83Aw6DnUMwfP6ar51FE6",
+	"MfJgQWHLFPD880pJ8e4Xrw6fUCwTAdVJF/1O5QWrfI5oKFOQGpz9TkcMNTOsvgSJWOQq4Rmmw0Uep1DP",
+	"CeMtwUpMYyUL3YuGchxMFyPiy1tsjMUS42MmlR23kNM++8rd/8rFxVqEwU1wwhNKVWUZTAwqjoW0Qphx",
+	"fWZ/V3nbRW0o/U0tKHC8UfcTsBUrlipHOuCBdni2n9choj72AK3+i4NVf3r0vrXPMyHTnQFnSdJ+a5us",
+	"7TA8NEYiXTfkg8NnNxzxBtjaJyEq3eGtQGuvg1ZLW+dacLVr5ubzEpzl4toYgJv6rPj+et2e3vl1ZdM9",
+	"xe/dz/eU27p6sAowyZiArh/7mrLu5vCWLGXVfQCx5ipTn5VbWE4Z4hJEtOcQbxMTR8xe6VE3PrJHQnVB",
+	"i+zHujLLXpgG5K7D0N0Ww3KnQcxerf0occzeyNe+KZ3hg1bjs756n1v5x1ygz8nthFTkkJhsybo1Ju/d",
+	"rd66/56e2wGDMdgon1EYP2Unpt/Md+Cr9CE2VEJz1VbSvZgRDAMabQwTLVaP3gbP5t0bVDdqJ58jme/d",
+	"jXljZr2VsrId64u4pVJtuElmq5vjOcLu0bWbzHcEleICW/YoF1oHe6fPTljj3jqUDgVhDAxSDPTqPh78",
+	"yQfzBup+3DtiPE2tmgcXVbwbQvO3aTg/IAr0nWo44Ss+UlDt5o3tkbD/Tjf430vpshuKENqA5aFXIdhE",
+	"bA6Gp9xwexZhqtYeWgSNmMM96VT7ePlf3topc31pVbQc5N8guMwlRyVTSYyzi8k8oUfcxKzLkTjHTBZZ",
+	"xpIMeE6Si6bRI6NbbExWVl1gXaSpVBc9Mq+FdjrSEzAdVUMGCP8oVT6UmdAo5JyFLm7YSjyYoCij4Tyc",
+	"zQJyoVKRMH0BsGiTeG+9JvEVkf5uhN5bMNT/JynxHPFLg6o9K2gJP6s39ymb3gKaanAjhRLKr8UNZRCC",
+	"Tm6JRveAUN0q+T+ZcdMr4ZGol1CnD+r0I5CVRpiTJYnOZt1UTBOiPtZay2mcd7kL7Bs2WhxpgDfn4I/A",
+	"XhUvRavMdtrE2C2X0SN/5fSPjuyFi/C8HmjnmG8rYdyeWSgrdiMsp/U5eq8EIvYxLaYS0noONJ23rsyP",
+	"kNMqP5Zg+DAdbcbPHURcPXmNUhioo7AOEyUzBpFTZd5axCTPc3UB6VAaFUQK6JhusKShd9Hd5FPhsHl1",
+	"wuDoHg8eOYguzH+L3LGmXRRT4wT0vrlHTweBd+7Z08fonyNHlVELzS5UjknkVOfIaEzdw5AmTMXus5OA",
+	"eNpDo80FZiDar9YbMUNGuUtLJr4hOPTu0nAZzmnNBkeyfLZa3i772O7gZoJpCWLWPBx2zE2eBwrKOvlm",
+	"hRmKrHVpyw7cO/WSLVfK9Fn8fsw1jIo8u8K8xPg9/Yzf7J8fxMcsdgr4mofwCV/ef00/qzD4sZ16kWed",
+	"o074ZCfqIDLu2NV/r35aLf9/tL9/cPjH/qA/6B8cPRs8G1gCnZYEXQ25Cs9u1g3ge9CG5n2WiNGz4gEl",
+	"HZGa2lN/JTco6KK0qrxfWzHeVWikCo5ei/BFYdFPGQ7Jo7av9lgC1SDgXSjwgvbIWS1TwtMuYjPgGSZF",
+	"21mZXCRhW3eyXZ1e/b8AAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
