@@ -140,6 +140,7 @@ func docxBody(ctx context.Context, raw []byte, headingOf map[string]int) (Docume
 		row       []string
 		listLines []string
 		n         int
+		pDepth    int
 	)
 	flushList := func() {
 		if len(listLines) > 0 {
@@ -165,8 +166,12 @@ func docxBody(ctx context.Context, raw []byte, headingOf map[string]int) (Docume
 		case xml.StartElement:
 			switch t.Name.Local {
 			case "p":
-				para.Reset()
-				level, listItem = 0, false
+				// paragraphs nest inside text boxes; their text joins the outer one
+				if pDepth == 0 {
+					para.Reset()
+					level, listItem = 0, false
+				}
+				pDepth++
 			case "pStyle":
 				style := attr(t, "val")
 				if l, ok := headingOf[style]; ok {
@@ -214,6 +219,13 @@ func docxBody(ctx context.Context, raw []byte, headingOf map[string]int) (Docume
 			case "t":
 				inText = false
 			case "p":
+				if pDepth > 0 {
+					pDepth--
+				}
+				if pDepth > 0 {
+					para.WriteByte('\n')
+					continue
+				}
 				text := para.String()
 				para.Reset()
 				if tblDepth > 0 {

@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"archive/zip"
 	"bytes"
 	"encoding/json"
 	"net/http"
@@ -202,7 +203,7 @@ func Sniff(fileName string, head []byte) string {
 	case bytes.HasPrefix(head, []byte("%PDF-")):
 		return "application/pdf"
 	case bytes.HasPrefix(head, []byte("PK\x03\x04")):
-		if byName == mimeDOCX || bytes.Contains(head, []byte("word/")) {
+		if byName == mimeDOCX || bytes.Contains(head, []byte("word/")) || zipHas(head, "word/document.xml") {
 			return mimeDOCX
 		}
 		if byName != "" && strings.HasPrefix(byName, "application/vnd.openxmlformats") {
@@ -233,6 +234,20 @@ func Sniff(fileName string, head []byte) string {
 	return sniffText(head, detected)
 }
 
+// zipHas reports whether b is a whole zip archive with an entry of that name.
+func zipHas(b []byte, name string) bool {
+	zr, err := zip.NewReader(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		return false
+	}
+	for _, f := range zr.File {
+		if f.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
 // looksText reports whether head is plausibly text: UTF-16 with a BOM, or no
 // NULs and few control bytes.
 func looksText(head []byte) bool {
@@ -251,8 +266,14 @@ func looksText(head []byte) bool {
 	return bad*20 < len(head)
 }
 
+// sniffLimit is how much of a text file the content rules look at.
+const sniffLimit = 64 << 10
+
 // sniffText applies content rules to text without a telling name.
 func sniffText(head []byte, fallback string) string {
+	if len(head) > sniffLimit {
+		head = head[:sniffLimit]
+	}
 	s := strings.TrimSpace(string(bytes.TrimPrefix(head, []byte{0xEF, 0xBB, 0xBF})))
 	if s == "" {
 		return "text/plain"

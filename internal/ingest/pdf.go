@@ -22,6 +22,9 @@ func parsePDF(ctx context.Context, data []byte, _ string) (doc Document, err err
 	if !bytes.HasPrefix(data, []byte("%PDF-")) {
 		return Document{}, corrupt("PDF", nil, "no %%PDF- header")
 	}
+	if bytes.HasPrefix(data, []byte("%PDF-2")) {
+		return Document{}, unprocessable("unsupported_pdf", nil, "unsupported PDF version %s: only PDF 1.x can be read", bytes.Fields(data[5:min(len(data), 16)])[0])
+	}
 	r, err := openPDF(data)
 	if err != nil {
 		if errors.Is(err, pdf.ErrInvalidPassword) || strings.Contains(err.Error(), "encrypt") {

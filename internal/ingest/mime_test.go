@@ -1,0 +1,89 @@
+package ingest
+
+import "testing"
+
+func TestNormalizeMIME(t *testing.T) {
+	tests := map[string]string{
+		"":                                "",
+		"Text/HTML; charset=ISO-8859-1":   "text/html",
+		" application/x-pdf ":             "application/pdf",
+		"text/x-markdown":                 "text/markdown",
+		"application/jsonl":               "application/x-ndjson",
+		"application/x-javascript":        "text/javascript",
+		"application/csv; header=present": "text/csv",
+		"text/xml":                        "application/xml",
+		"image/PNG":                       "image/png",
+		"application/vnd.ms-word.document.macroEnabled.12": mimeDOCX,
+	}
+	for in, want := range tests {
+		if got := NormalizeMIME(in); got != want {
+			t.Errorf("NormalizeMIME(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestSniff(t *testing.T) {
+	tests := []struct {
+		name string
+		head string
+		want string
+	}{
+		{"", "%PDF-1.7\n...", "application/pdf"},
+		{"x.bin", "%PDF-1.4", "application/pdf"},
+		{"", string(readFixture(t, "sample.docx")), mimeDOCX},
+		{"report.docx", "PK\x03\x04 first entry only", mimeDOCX},
+		{"", string(readFixture(t, "notdocx.zip")), "application/zip"},
+		{"notes.txt", string(readFixture(t, "image.png")), "image/png"},
+		{"", string(readFixture(t, "random.bin")), "application/octet-stream"},
+		{"", "\x00\x01\x02binary", "application/octet-stream"},
+		{"", "", "text/plain"},
+		{"", `{"a": [1, 2, {"b": "c"`, "application/json"},
+		{"", "[1, 2, 3]", "application/json"},
+		{"", "{not json at all", "text/plain"},
+		{"", "{\"a\":1}\n{\"a\":2}\n{\"a\":", "application/x-ndjson"},
+		{"", "# Title\n\nSome *text* with `code`.\n", "text/markdown"},
+		{"", "name,age,city\nAda,36,London\nAlan,41,Wilmslow\n", "text/csv"},
+		{"", "Just a plain sentence.\nAnd another, with a comma.\n", "text/plain"},
+		{"", "<!DOCTYPE html><html><body><p>x</p></body></html>", "text/html"},
+		{"", "<?xml version=\"1.0\"?><a/>", "application/xml"},
+		{"main.go", "package main\n", "text/x-go"},
+		{"dir/script.PY", "print(1)\n", "text/x-python"},
+		{"a.ts", "let x = 1\n", "text/x-typescript"},
+		{"a.rs", "fn main() {}\n", "text/x-rust"},
+		{"a.rb", "puts 1\n", "text/x-ruby"},
+		{"a.sh", "#!/bin/sh\necho hi\n", "text/x-shellscript"},
+		{"q.sql", "select 1;\n", "application/sql"},
+		{"c.yaml", "a: 1\n", "application/yaml"},
+		{"c.toml", "a = 1\n", "application/toml"},
+		{"Makefile", "all:\n\tgo build\n", "text/x-makefile"},
+		{"README.md", "plain words", "text/markdown"},
+		{"data.csv", "single column\n", "text/csv"},
+		{"page.htm", "hello", "text/html"},
+		{"a.jsonl", "{}\n", "application/x-ndjson"},
+		{"C:\\docs\\x.JSON", "{}", "application/json"},
+		{"u16.txt", "\xff\xfeh\x00i\x00", "text/plain"},
+	}
+	for _, tt := range tests {
+		if got := Sniff(tt.name, []byte(tt.head)); got != tt.want {
+			t.Errorf("Sniff(%q, %.20q) = %q, want %q", tt.name, tt.head, got, tt.want)
+		}
+	}
+}
+
+func TestResolveType(t *testing.T) {
+	tests := []struct{ name, given, head, want string }{
+		{"a.md", "text/plain", "# x", "text/markdown"},
+		{"a.csv", "text/plain; charset=utf-8", "a,b", "text/csv"},
+		{"a.txt", "text/plain", "# x", "text/plain"},
+		{"a.png", "text/plain", "x", "text/plain"}, // the client said text; an image extension does not override it
+		{"a.pdf", "application/octet-stream", "%PDF-1.4", "application/pdf"},
+		{"a", "", "{\"k\": 1}", "application/json"},
+		{"a.html", "TEXT/HTML", "<p>", "text/html"},
+		{"a.bin", "image/jpg", "x", "image/jpeg"},
+	}
+	for _, tt := range tests {
+		if got := ResolveType(tt.name, tt.given, []byte(tt.head)); got != tt.want {
+			t.Errorf("ResolveType(%q, %q) = %q, want %q", tt.name, tt.given, got, tt.want)
+		}
+	}
+}
