@@ -111,11 +111,14 @@ func (s *Server) authorize(r *http.Request, ri *reqInfo, op *openapi3.Operation,
 		return &domain.Error{Kind: domain.KindForbidden, Code: "capsule_not_allowed",
 			Message: fmt.Sprintf("this credential may not use capsule %q", ri.Capsule)}
 	}
-	if hasNamespaceParam(op) {
-		ns := r.URL.Query().Get("namespace")
+	ns, inPath := params["namespace"]
+	if !inPath && hasNamespaceParam(op) {
+		ns = r.URL.Query().Get("namespace")
 		if ns == "" {
 			ns = domain.GlobalNamespace
 		}
+	}
+	if inPath || hasNamespaceParam(op) {
 		ri.Namespace = ns
 		if !p.CanNamespace(ns) {
 			return &domain.Error{Kind: domain.KindForbidden, Code: "namespace_not_allowed",
