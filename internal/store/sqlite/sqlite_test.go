@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"capsuled/internal/auth"
+	"capsuled/internal/capsule"
 	"capsuled/internal/store/sqlite"
 	"capsuled/internal/storetest"
 )
@@ -39,4 +40,9 @@ func TestMigrationsAreIdempotent(t *testing.T) {
 		}
 		db.Close()
 	}
+}
+
+func TestCapsuleStore(t *testing.T) {
+	t.Parallel()
+	storetest.CapsuleStore(t, func(t *testing.T) capsule.Store { return openFresh(t).Capsules() })
 }

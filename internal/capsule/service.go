@@ -1,0 +1,496 @@
+package capsule
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"capsuled/internal/domain"
+	"capsuled/internal/ingest"
+	"capsuled/internal/retrieval"
+)
+
+// Config configures a Service. Zero values take the documented defaults.
+type Config struct {
+	// Store is the storage backend. Required.
+	Store Store
+	// Embedder embeds chunks and queries; nil turns semantic search off
+	// (keyword search still works).
+	Embedder Embedder
+	// Tokens counts text in the embedding model's tokens for chunking.
+	// Default: an approximation (words × 4/3) when no tokenizer is given.
+	Tokens ingest.TokenCounter
+	// DataDir holds the original bytes of items (DataDir/blobs). Required.
+	DataDir string
+	// Workers is the number of ingestion workers. Default 1.
+	Workers int
+	// EmbedBatch is the most chunks embedded in one call. Default 64.
+	EmbedBatch int
+	// Chunking tunes the chunker (default: ingest's defaults with heading
+	// context).
+	Chunking *ingest.ChunkOptions
+	// MaxExtractBytes bounds what extraction reads of one item. Default
+	// ingest.DefaultMaxBytes.
+	MaxExtractBytes int64
+	// Retrieval tunes search and fusion.
+	Retrieval retrieval.Config
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+	// Log receives ingestion events. Default slog.Default().
+	Log *slog.Logger
+}
+
+// Service is the capsule service.
+type Service struct {
+	cfg    Config
+	st     Store
+	emb    Embedder
+	tokens ingest.TokenCounter
+	chunk  ingest.ChunkOptions
+	blobs  blobs
+	engine *retrieval.Engine
+	log    *slog.Logger
+
+	blobMu sync.Mutex // orders blob placement and removal with item rows
+
+	mu      sync.Mutex
+	changed chan struct{} // closed and replaced whenever an item finishes
+	wake    chan struct{} // pokes idle workers
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// New returns a Service; Start starts its workers.
+func New(cfg Config) (*Service, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("capsule: a store is required")
+	}
+	if cfg.DataDir == "" {
+		return nil, errors.New("capsule: a data directory is required")
+	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = 1
+	}
+	if cfg.EmbedBatch <= 0 {
+		cfg.EmbedBatch = 64
+	}
+	if cfg.MaxExtractBytes <= 0 {
+		cfg.MaxExtractBytes = ingest.DefaultMaxBytes
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	s := &Service{
+		cfg: cfg, st: cfg.Store, emb: cfg.Embedder, tokens: cfg.Tokens, log: cfg.Log,
+		blobs:   blobs{dir: filepath.Join(cfg.DataDir, "blobs")},
+		changed: make(chan struct{}),
+		wake:    make(chan struct{}, 1),
+	}
+	if s.tokens == nil {
+		s.tokens = approxTokens{}
+	}
+	if cfg.Chunking != nil {
+		s.chunk = *cfg.Chunking
+	} else {
+		s.chunk = ingest.ChunkOptions{HeadingContext: true}
+	}
+	var qe retrieval.QueryEmbedder
+	dim := 0
+	if s.emb != nil {
+		qe, dim = s.emb, s.emb.Dim()
+	}
+	rc := cfg.Retrieval
+	if rc.Now == nil {
+		rc.Now = cfg.Now
+	}
+	s.engine = retrieval.New(cfg.Store, qe, dim, rc)
+	return s, nil
+}
+
+// Semantic reports whether semantic search is on.
+func (s *Service) Semantic() bool { return s.emb != nil }
+
+// Engine is the retrieval engine (for benchmarks).
+func (s *Service) Engine() *retrieval.Engine { return s.engine }
+
+// Start requeues items a previous process left indexing, removes orphaned
+// blobs and starts the ingestion workers, which run until Close.
+func (s *Service) Start(ctx context.Context) error {
+	n, err := s.st.ResetIndexing(ctx)
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		s.log.Warn("requeued items left indexing by a stopped process", "items", n)
+	}
+	if err := s.collectBlobs(ctx); err != nil {
+		s.log.Warn("blob clean-up failed", "err", err)
+	}
+	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	s.cancel = cancel
+	for range s.cfg.Workers {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.work(wctx)
+		}()
+	}
+	return nil
+}
+
+// Close stops the workers; an item being indexed is left indexing and is
+// requeued by the next Start.
+func (s *Service) Close() error {
+	if s.cancel != nil {
+		s.cancel()
+	}
+	s.wg.Wait()
+	return nil
+}
+
+func (s *Service) collectBlobs(ctx context.Context) error {
+	s.blobMu.Lock()
+	defer s.blobMu.Unlock()
+	var orphans []string
+	err := s.blobs.each(func(h string) {
+		if used, err := s.st.HashInUse(ctx, h); err == nil && !used {
+			orphans = append(orphans, h)
+		}
+	})
+	for _, h := range orphans {
+		_ = s.blobs.remove(h)
+	}
+	return err
+}
+
+// removeBlobs deletes the blobs of hashes no item holds any more.
+func (s *Service) removeBlobs(ctx context.Context, hashes ...string) {
+	s.blobMu.Lock()
+	defer s.blobMu.Unlock()
+	for _, h := range hashes {
+		if used, err := s.st.HashInUse(ctx, h); err == nil && !used {
+			if err := s.blobs.remove(h); err != nil {
+				s.log.Warn("remove blob", "hash", h, "err", err)
+			}
+		}
+	}
+}
+
+// ---------------------------------------------------------------- capsules
+
+// CreateCapsule creates a capsule (409 when the name is taken).
+func (s *Service) CreateCapsule(ctx context.Context, name, description string) (domain.Capsule, error) {
+	if err := domain.ValidateCapsuleName(name); err != nil {
+		return domain.Capsule{}, err
+	}
+	c := domain.Capsule{Name: name, Description: description, CreatedAt: s.cfg.Now().UTC().Truncate(time.Millisecond)}
+	if err := s.st.CreateCapsule(ctx, c); err != nil {
+		if errors.Is(err, domain.ErrConflict) {
+			return domain.Capsule{}, &domain.Error{Kind: domain.KindConflict, Code: "capsule_exists", Param: "name",
+				Message: fmt.Sprintf("capsule %q already exists", name)}
+		}
+		return domain.Capsule{}, err
+	}
+	return c, nil
+}
+
+// GetCapsule returns a capsule with its counts.
+func (s *Service) GetCapsule(ctx context.Context, name string) (domain.Capsule, error) {
+	c, err := s.st.GetCapsule(ctx, name)
+	return c, notFound(err, "capsule", name)
+}
+
+// ListCapsules lists every capsule by name.
+func (s *Service) ListCapsules(ctx context.Context) ([]domain.Capsule, error) {
+	return s.st.ListCapsules(ctx)
+}
+
+// DeleteCapsule deletes a capsule with its items, chunks and files.
+func (s *Service) DeleteCapsule(ctx context.Context, name string) error {
+	hashes, err := s.st.DeleteCapsule(ctx, name)
+	if err != nil {
+		return notFound(err, "capsule", name)
+	}
+	s.engine.CapsuleRemoved(name)
+	s.removeBlobs(ctx, hashes...)
+	return nil
+}
+
+func notFound(err error, what, id string) error {
+	if errors.Is(err, domain.ErrNotFound) {
+		return domain.NotFound(what, id)
+	}
+	return err
+}
+
+// ---------------------------------------------------------------- items
+
+// NewItem is an item to add: a text (Text) or a file (File).
+type NewItem struct {
+	Kind domain.ItemKind
+	// Text is the content of a text item.
+	Text string
+	// File streams a file item's bytes; its errors (such as an upload
+	// limit) are returned by AddItem as they are.
+	File     io.Reader
+	FileName string
+	// FileType is the MIME type given by the client; sniffed when empty or
+	// application/octet-stream.
+	FileType     string
+	URI          string
+	TimeAuthored *time.Time
+	Metadata     map[string]any
+}
+
+// AddItem stores an item and queues it for ingestion. created is false when
+// the capsule already had an item with the URI, which is then updated (or left
+// as it is when the content is the same).
+func (s *Service) AddItem(ctx context.Context, capsule string, in NewItem) (domain.Item, bool, error) {
+	if _, err := s.st.GetCapsule(ctx, capsule); err != nil {
+		return domain.Item{}, false, notFound(err, "capsule", capsule)
+	}
+	if in.Metadata == nil {
+		in.Metadata = map[string]any{}
+	}
+	var r io.Reader
+	switch in.Kind {
+	case domain.ItemText:
+		if strings.TrimSpace(in.Text) == "" {
+			return domain.Item{}, false, domain.Invalid("content", "content must not be empty")
+		}
+		r = strings.NewReader(in.Text)
+	case domain.ItemFile:
+		if in.File == nil {
+			return domain.Item{}, false, domain.Invalid("file", "a file is required")
+		}
+		r = in.File
+	default:
+		return domain.Item{}, false, domain.Invalid("kind", "unknown item kind %q", in.Kind)
+	}
+	s.blobMu.Lock()
+	defer s.blobMu.Unlock()
+	hash, size, err := s.blobs.put(r)
+	if err != nil {
+		return domain.Item{}, false, err
+	}
+	now := s.cfg.Now().UTC().Truncate(time.Millisecond)
+	it := domain.Item{
+		ID: newItemID(now), Capsule: capsule, Kind: in.Kind, URI: in.URI, Size: size, ContentHash: hash,
+		Metadata: in.Metadata, TimeAdded: now, TimeAuthored: in.TimeAuthored, TimeUpdated: now, Status: domain.StatusQueued,
+	}
+	if in.Kind == domain.ItemFile {
+		it.FileName = in.FileName
+		it.FileType, err = s.fileType(hash, in.FileName, in.FileType)
+		if err != nil {
+			return domain.Item{}, false, err
+		}
+		if it.URI == "" {
+			it.URI = "file:" + in.FileName
+		}
+	} else if it.URI == "" {
+		it.URI = "sha256:" + hash
+	}
+	stored, created, err := s.st.PutItem(ctx, it)
+	if err != nil {
+		if !created {
+			if used, e := s.st.HashInUse(ctx, hash); e == nil && !used {
+				_ = s.blobs.remove(hash)
+			}
+		}
+		return domain.Item{}, false, notFound(err, "capsule", capsule)
+	}
+	switch {
+	case stored.Status == domain.StatusQueued:
+		s.poke()
+	case stored.Status == domain.StatusReady:
+		s.engine.ItemUpdated(stored)
+	}
+	return stored, created, nil
+}
+
+// fileType resolves a file's MIME type from what the client gave and the
+// blob's first bytes.
+func (s *Service) fileType(hash, name, given string) (string, error) {
+	f, err := s.blobs.open(hash)
+	if err != nil {
+		return "", fmt.Errorf("open blob: %w", err)
+	}
+	defer f.Close()
+	head := make([]byte, 8192)
+	n, _ := io.ReadFull(f, head)
+	return ingest.ResolveType(name, given, head[:n]), nil
+}
+
+func (s *Service) poke() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// GetItem returns an item of a capsule.
+func (s *Service) GetItem(ctx context.Context, capsule, id string) (domain.Item, error) {
+	it, err := s.st.GetItem(ctx, capsule, id)
+	return it, s.itemErr(ctx, err, capsule, id)
+}
+
+// itemErr turns ErrNotFound into the 404 of the capsule or of the item.
+func (s *Service) itemErr(ctx context.Context, err error, capsule, id string) error {
+	if !errors.Is(err, domain.ErrNotFound) {
+		return err
+	}
+	if _, cerr := s.st.GetCapsule(ctx, capsule); errors.Is(cerr, domain.ErrNotFound) {
+		return domain.NotFound("capsule", capsule)
+	}
+	return domain.NotFound("item", id)
+}
+
+// ListItems returns one page of a capsule's items, newest first, and the
+// cursor of the next page ("" at the end).
+func (s *Service) ListItems(ctx context.Context, capsule string, status domain.ItemStatus, after string, limit int) ([]domain.Item, string, error) {
+	if limit <= 0 {
+		limit = 100
+	}
+	items, err := s.st.ListItems(ctx, capsule, status, after, limit+1)
+	if err != nil {
+		return nil, "", notFound(err, "capsule", capsule)
+	}
+	next := ""
+	if len(items) > limit {
+		items = items[:limit]
+		next = items[limit-1].ID
+	}
+	return items, next, nil
+}
+
+// DeleteItem deletes an item with its chunks and file.
+func (s *Service) DeleteItem(ctx context.Context, capsule, id string) error {
+	it, err := s.st.DeleteItem(ctx, capsule, id)
+	if err != nil {
+		return s.itemErr(ctx, err, capsule, id)
+	}
+	s.engine.ItemRemoved(capsule, id)
+	s.removeBlobs(ctx, it.ContentHash)
+	s.notify()
+	return nil
+}
+
+// ReindexItem queues an item for ingestion again.
+func (s *Service) ReindexItem(ctx context.Context, capsule, id string) (domain.Item, error) {
+	it, err := s.st.RequeueItem(ctx, capsule, id, s.cfg.Now().UTC())
+	if err != nil {
+		return domain.Item{}, s.itemErr(ctx, err, capsule, id)
+	}
+	s.poke()
+	return it, nil
+}
+
+// ItemText returns an item with its extracted text (409 until it has been
+// indexed).
+func (s *Service) ItemText(ctx context.Context, capsule, id string) (domain.Item, string, error) {
+	it, err := s.GetItem(ctx, capsule, id)
+	if err != nil {
+		return domain.Item{}, "", err
+	}
+	text, err := s.st.ItemText(ctx, capsule, id)
+	if errors.Is(err, domain.ErrConflict) {
+		return domain.Item{}, "", &domain.Error{Kind: domain.KindConflict, Code: "item_not_indexed",
+			Message: fmt.Sprintf("item %s has no text yet (status %s)", id, it.Status)}
+	}
+	if err != nil {
+		return domain.Item{}, "", s.itemErr(ctx, err, capsule, id)
+	}
+	return it, text, nil
+}
+
+// WaitItem waits until an item is ready or failed, the timeout passes or ctx
+// ends, and returns the item as it then is.
+func (s *Service) WaitItem(ctx context.Context, capsule, id string, timeout time.Duration) (domain.Item, error) {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		s.mu.Lock()
+		ch := s.changed
+		s.mu.Unlock()
+		it, err := s.GetItem(ctx, capsule, id)
+		if err != nil || it.Status == domain.StatusReady || it.Status == domain.StatusFailed {
+			return it, err
+		}
+		select {
+		case <-ch:
+		case <-deadline.C:
+			return it, nil
+		case <-ctx.Done():
+			return it, ctx.Err()
+		}
+	}
+}
+
+// notify wakes the waiters of WaitItem.
+func (s *Service) notify() {
+	s.mu.Lock()
+	close(s.changed)
+	s.changed = make(chan struct{})
+	s.mu.Unlock()
+}
+
+// ---------------------------------------------------------------- query
+
+// Query searches a capsule.
+func (s *Service) Query(ctx context.Context, capsule string, q domain.Query) ([]domain.Hit, error) {
+	if strings.TrimSpace(q.Text) == "" {
+		return nil, domain.Invalid("query", "the query must not be empty")
+	}
+	if len(q.Text) > domain.MaxQueryBytes || !utf8.ValidString(q.Text) {
+		return nil, domain.Invalid("query", "the query must be valid UTF-8 of at most %d bytes", domain.MaxQueryBytes)
+	}
+	if q.Limit == 0 {
+		q.Limit = domain.DefaultQueryLimit
+	}
+	if q.Limit < 0 || q.Limit > domain.MaxQueryLimit {
+		return nil, domain.Invalid("limit", "limit must be between 1 and %d", domain.MaxQueryLimit)
+	}
+	if _, err := s.st.GetCapsule(ctx, capsule); err != nil {
+		return nil, notFound(err, "capsule", capsule)
+	}
+	return s.engine.Search(ctx, capsule, q)
+}
+
+// ---------------------------------------------------------------- helpers
+
+// newItemID is itm_ followed by 12 hex digits of Unix milliseconds and 16
+// random hex digits: ids sort by creation time.
+func newItemID(t time.Time) string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("itm_%012x%s", t.UnixMilli(), hex.EncodeToString(b[:]))
+}
+
+// approxTokens counts about 4/3 tokens a word when no tokenizer is known.
+type approxTokens struct{}
+
+func (approxTokens) CountTokens(text string) int {
+	n := 0
+	inWord := false
+	for _, r := range text {
+		space := r == ' ' || r == '\n' || r == '\t' || r == '\r'
+		if !space && !inWord {
+			n++
+		}
+		inWord = !space
+	}
+	return (n*4 + 2) / 3
+}

@@ -1,0 +1,399 @@
+package retrieval
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"sync"
+	"time"
+
+	"capsuled/internal/domain"
+)
+
+// Source is what an Engine reads from the store.
+type Source interface {
+	// SearchableItems returns the capsule's items that have chunks indexed.
+	SearchableItems(ctx context.Context, capsule string) ([]domain.Item, error)
+	// ChunkVectors calls fn with each stored chunk vector of the capsule.
+	ChunkVectors(ctx context.Context, capsule string, fn func(itemID string, idx int, vec []float32) error) error
+	// Keyword streams the capsule's chunks matching any term in BM25 order
+	// (best first, positive scores) until fn returns false.
+	Keyword(ctx context.Context, capsule string, terms []string, fn func(itemID string, idx int, score float64) bool) error
+	// ChunkText returns one chunk's text.
+	ChunkText(ctx context.Context, itemID string, idx int) (string, error)
+}
+
+// QueryEmbedder embeds query texts into unit vectors.
+type QueryEmbedder interface {
+	Embed(ctx context.Context, texts []string) ([][]float32, error)
+}
+
+// Fusion names how hybrid search combines its two rankings.
+type Fusion string
+
+// The fusion methods.
+const (
+	FusionConvex Fusion = "convex" // Alpha·dense + (1−Alpha)·keyword, on normalised scores
+	FusionRRF    Fusion = "rrf"    // reciprocal rank fusion, scaled to [0, 1]
+)
+
+// Config tunes an Engine. Zero values take the defaults.
+type Config struct {
+	// Fusion is the hybrid method. Default FusionConvex.
+	Fusion Fusion
+	// Alpha is the dense weight of the convex mix. Default 0.5.
+	Alpha float64
+	// BM25Scale is K in the keyword score x/(x+K). Default 10.
+	BM25Scale float64
+	// RRFK is k in 1/(k+rank). Default 60.
+	RRFK float64
+	// Depth is the least number of candidates each retriever contributes
+	// to hybrid fusion. Default 100.
+	Depth int
+	// Now is the clock for recency. Default time.Now.
+	Now func() time.Time
+}
+
+func (c Config) withDefaults() Config {
+	if c.Fusion == "" {
+		c.Fusion = FusionConvex
+	}
+	if c.Alpha <= 0 || c.Alpha > 1 {
+		c.Alpha = 0.5
+	}
+	if c.BM25Scale <= 0 {
+		c.BM25Scale = 10
+	}
+	if c.RRFK <= 0 {
+		c.RRFK = 60
+	}
+	if c.Depth <= 0 {
+		c.Depth = 100
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// Engine answers capsule queries over an in-memory index of each capsule.
+type Engine struct {
+	cfg   Config
+	src   Source
+	emb   QueryEmbedder // nil: semantic search is off
+	dim   int
+	mu    sync.Mutex
+	index map[string]*capIndex
+}
+
+// New returns an Engine over src. emb may be nil (keyword search only); dim
+// is its vector width.
+func New(src Source, emb QueryEmbedder, dim int, cfg Config) *Engine {
+	return &Engine{cfg: cfg.withDefaults(), src: src, emb: emb, dim: dim, index: map[string]*capIndex{}}
+}
+
+// Semantic reports whether dense retrieval is available.
+func (e *Engine) Semantic() bool { return e.emb != nil }
+
+// ErrSemanticOff is returned for semantic queries when no embedder is set.
+var ErrSemanticOff = &domain.Error{Kind: domain.KindUnprocessable, Code: "semantic_search_off", Param: "wishlist.mode",
+	Message: "semantic search is off on this server (no embedding model); use mode keyword or hybrid"}
+
+// capIndex is one capsule's searchable items and vectors.
+type capIndex struct {
+	mu     sync.RWMutex
+	loaded bool
+	items  map[string]*entry
+	chunks int
+}
+
+// entry is one item with its chunk vectors, row idx i at vecs[i*dim:].
+type entry struct {
+	item domain.Item
+	idxs []int
+	vecs []float32
+}
+
+func (e *Engine) capsule(name string) *capIndex {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	ci := e.index[name]
+	if ci == nil {
+		ci = &capIndex{items: map[string]*entry{}}
+		e.index[name] = ci
+	}
+	return ci
+}
+
+// load fills the capsule's index from the source if it is not loaded yet.
+func (e *Engine) load(ctx context.Context, name string) (*capIndex, error) {
+	ci := e.capsule(name)
+	ci.mu.RLock()
+	ok := ci.loaded
+	ci.mu.RUnlock()
+	if ok {
+		return ci, nil
+	}
+	ci.mu.Lock()
+	defer ci.mu.Unlock()
+	if ci.loaded {
+		return ci, nil
+	}
+	items, err := e.src.SearchableItems(ctx, name)
+	if err != nil {
+		return nil, fmt.Errorf("load capsule %s: %w", name, err)
+	}
+	ci.items = make(map[string]*entry, len(items))
+	ci.chunks = 0
+	for _, it := range items {
+		ci.items[it.ID] = &entry{item: it}
+	}
+	if e.emb != nil {
+		err := e.src.ChunkVectors(ctx, name, func(id string, idx int, vec []float32) error {
+			en := ci.items[id]
+			if en == nil || len(vec) != e.dim {
+				return nil
+			}
+			en.idxs = append(en.idxs, idx)
+			en.vecs = append(en.vecs, vec...)
+			ci.chunks++
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("load capsule %s: %w", name, err)
+		}
+	}
+	ci.loaded = true
+	return ci, nil
+}
+
+// ItemIndexed records that an item's chunks (with their vectors, by idx) are
+// now searchable, replacing what the item had.
+func (e *Engine) ItemIndexed(it domain.Item, chunks []domain.Chunk) {
+	ci := e.capsule(it.Capsule)
+	ci.mu.Lock()
+	defer ci.mu.Unlock()
+	if !ci.loaded {
+		return
+	}
+	if old := ci.items[it.ID]; old != nil {
+		ci.chunks -= len(old.idxs)
+	}
+	en := &entry{item: it}
+	for _, c := range chunks {
+		if e.emb != nil && len(c.Vector) == e.dim {
+			en.idxs = append(en.idxs, c.Idx)
+			en.vecs = append(en.vecs, c.Vector...)
+		}
+	}
+	ci.chunks += len(en.idxs)
+	ci.items[it.ID] = en
+}
+
+// ItemUpdated refreshes a searchable item's attributes (metadata, times).
+func (e *Engine) ItemUpdated(it domain.Item) {
+	ci := e.capsule(it.Capsule)
+	ci.mu.Lock()
+	defer ci.mu.Unlock()
+	if en := ci.items[it.ID]; ci.loaded && en != nil {
+		en.item = it
+	}
+}
+
+// ItemRemoved drops an item from its capsule's index.
+func (e *Engine) ItemRemoved(capsule, id string) {
+	ci := e.capsule(capsule)
+	ci.mu.Lock()
+	defer ci.mu.Unlock()
+	if en := ci.items[id]; en != nil {
+		ci.chunks -= len(en.idxs)
+		delete(ci.items, id)
+	}
+}
+
+// CapsuleRemoved forgets a capsule.
+func (e *Engine) CapsuleRemoved(capsule string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.index, capsule)
+}
+
+// Stats reports the indexed items and vectors of a loaded capsule.
+func (e *Engine) Stats(capsule string) (items, vectors int) {
+	ci := e.capsule(capsule)
+	ci.mu.RLock()
+	defer ci.mu.RUnlock()
+	return len(ci.items), ci.chunks
+}
+
+// ref names one chunk.
+type ref struct {
+	item string
+	idx  int
+}
+
+// cand is a chunk with its scores from each retriever.
+type cand struct {
+	ref
+	en          *entry
+	dense       float64 // cosine
+	hasDense    bool
+	bm25        float64
+	denseRank   int // 1-based, 0 when absent
+	keywordRank int
+	score       float64
+}
+
+// Search runs a query over a capsule and returns its hits, best first.
+func (e *Engine) Search(ctx context.Context, capsule string, q domain.Query) ([]domain.Hit, error) {
+	mode := q.Wishlist.Mode
+	if mode == "" {
+		mode = domain.ModeHybrid
+	}
+	if mode == domain.ModeSemantic && e.emb == nil {
+		return nil, ErrSemanticOff
+	}
+	if mode == domain.ModeHybrid && e.emb == nil {
+		mode = domain.ModeKeyword
+	}
+	limit := q.Limit
+	if limit <= 0 {
+		limit = domain.DefaultQueryLimit
+	}
+	ci, err := e.load(ctx, capsule)
+	if err != nil {
+		return nil, err
+	}
+	var qvec []float32
+	if mode != domain.ModeKeyword {
+		vs, err := e.emb.Embed(ctx, []string{q.Text})
+		if err != nil {
+			return nil, fmt.Errorf("embed query: %w", err)
+		}
+		if len(vs) != 1 || len(vs[0]) != e.dim {
+			return nil, errors.New("embed query: wrong vector shape")
+		}
+		qvec = vs[0]
+	}
+	pred := Compile(q.Wishlist)
+	depth := max(e.cfg.Depth, 2*limit)
+	if q.Wishlist.MaxChunksPerItem > 0 || q.Wishlist.MinScore > 0 || q.Wishlist.Recency != nil {
+		depth = max(depth, 10*limit)
+	}
+	if mode != domain.ModeHybrid {
+		depth = max(limit, depth/2)
+		if q.Wishlist.MaxChunksPerItem == 0 && q.Wishlist.MinScore == 0 && q.Wishlist.Recency == nil {
+			depth = limit
+		}
+	}
+
+	ci.mu.RLock()
+	defer ci.mu.RUnlock()
+	byRef := map[ref]*cand{}
+	var cands []*cand
+	if mode != domain.ModeKeyword {
+		for i, c := range denseTopK(ci, qvec, e.dim, depth, pred) {
+			c.denseRank = i + 1
+			byRef[c.ref] = c
+			cands = append(cands, c)
+		}
+	}
+	if mode != domain.ModeSemantic {
+		rank := 0
+		err := e.src.Keyword(ctx, capsule, Terms(q.Text), func(id string, idx int, score float64) bool {
+			en := ci.items[id]
+			if en == nil || (pred != nil && !pred(&en.item)) {
+				return true
+			}
+			rank++
+			r := ref{id, idx}
+			c := byRef[r]
+			if c == nil {
+				c = &cand{ref: r, en: en}
+				if qvec != nil {
+					c.dense, c.hasDense = cosineOf(en, idx, qvec, e.dim)
+				}
+				byRef[r] = c
+				cands = append(cands, c)
+			}
+			c.bm25, c.keywordRank = score, rank
+			return rank < depth
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	now := e.cfg.Now()
+	for _, c := range cands {
+		c.score = e.fuse(mode, c)
+		if r := q.Wishlist.Recency; r != nil && r.HalfLife > 0 {
+			t := c.en.item.TimeAdded
+			if r.Field != "time_added" {
+				t = authored(&c.en.item)
+			}
+			age := max(now.Sub(t), 0)
+			decay := math.Exp2(-float64(age) / float64(r.HalfLife))
+			c.score = (1-r.Weight)*c.score + r.Weight*decay
+		}
+		c.score = min(max(c.score, 0), 1)
+	}
+	sort.Slice(cands, func(i, j int) bool { return less(cands[i], cands[j]) })
+
+	hits := make([]domain.Hit, 0, min(limit, len(cands)))
+	perItem := map[string]int{}
+	for _, c := range cands {
+		if len(hits) == limit {
+			break
+		}
+		if c.score < q.Wishlist.MinScore {
+			break // sorted: the rest score lower
+		}
+		if m := q.Wishlist.MaxChunksPerItem; m > 0 && perItem[c.item] >= m {
+			continue
+		}
+		perItem[c.item]++
+		text, err := e.src.ChunkText(ctx, c.item, c.idx)
+		if errors.Is(err, domain.ErrNotFound) {
+			continue // removed since the scan
+		} else if err != nil {
+			return nil, err
+		}
+		hits = append(hits, domain.Hit{Item: c.en.item, Idx: c.idx, Content: text, Score: c.score})
+	}
+	return hits, nil
+}
+
+func less(a, b *cand) bool {
+	if a.score != b.score {
+		return a.score > b.score
+	}
+	if a.item != b.item {
+		return a.item < b.item
+	}
+	return a.idx < b.idx
+}
+
+// fuse scores a candidate in [0, 1] for the mode.
+func (e *Engine) fuse(mode domain.SearchMode, c *cand) float64 {
+	dense := max(c.dense, 0)
+	kw := c.bm25 / (c.bm25 + e.cfg.BM25Scale)
+	switch mode {
+	case domain.ModeSemantic:
+		return dense
+	case domain.ModeKeyword:
+		return kw
+	}
+	if e.cfg.Fusion == FusionRRF {
+		s := 0.0
+		if c.denseRank > 0 {
+			s += 1 / (e.cfg.RRFK + float64(c.denseRank))
+		}
+		if c.keywordRank > 0 {
+			s += 1 / (e.cfg.RRFK + float64(c.keywordRank))
+		}
+		return s / (2 / (e.cfg.RRFK + 1))
+	}
+	return e.cfg.Alpha*dense + (1-e.cfg.Alpha)*kw
+}

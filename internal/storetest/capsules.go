@@ -1,0 +1,296 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"capsuled/internal/capsule"
+	"capsuled/internal/domain"
+)
+
+// CapsuleStore runs the capsule.Store suite against fresh stores made by
+// newStore.
+func CapsuleStore(t *testing.T, newStore func(t *testing.T) capsule.Store) {
+	t.Helper()
+	ctx := context.Background()
+	t0 := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	setup := func(t *testing.T, capsules ...string) capsule.Store {
+		st := newStore(t)
+		for _, c := range capsules {
+			if err := st.CreateCapsule(ctx, domain.Capsule{Name: c, CreatedAt: t0}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return st
+	}
+	item := func(capsule, id, uri, hash string) domain.Item {
+		return domain.Item{ID: id, Capsule: capsule, Kind: domain.ItemText, URI: uri, Size: 5, ContentHash: hash,
+			Metadata: map[string]any{"lang": "en"}, TimeAdded: t0, TimeUpdated: t0, Status: domain.StatusQueued}
+	}
+	chunks := func(texts ...string) []domain.Chunk {
+		out := make([]domain.Chunk, len(texts))
+		for i, tx := range texts {
+			out[i] = domain.Chunk{Idx: i, Text: tx, Start: 0, End: len(tx), Tokens: 3, Vector: []float32{float32(i), 1}}
+		}
+		return out
+	}
+	// index claims the queued item and completes it with chunks.
+	index := func(t *testing.T, st capsule.Store, texts ...string) domain.Item {
+		t.Helper()
+		it, err := st.ClaimItem(ctx, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		done, err := st.CompleteItem(ctx, it.ID, it.ContentHash, "full text", chunks(texts...), t0.Add(time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return done
+	}
+	keyword := func(t *testing.T, st capsule.Store, capsule string, terms ...string) []string {
+		t.Helper()
+		var out []string
+		err := st.Keyword(ctx, capsule, terms, func(id string, idx int, score float64) bool {
+			if score <= 0 {
+				t.Errorf("bm25 score %v, want > 0", score)
+			}
+			out = append(out, fmt.Sprintf("%s/%d", id, idx))
+			return true
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+
+	t.Run("Capsules", func(t *testing.T) {
+		t.Parallel()
+		st := setup(t, "docs", "alpha")
+		if err := st.CreateCapsule(ctx, domain.Capsule{Name: "docs", CreatedAt: t0}); !errors.Is(err, domain.ErrConflict) {
+			t.Fatalf("duplicate: %v, want ErrConflict", err)
+		}
+		list, err := st.ListCapsules(ctx)
+		if err != nil || len(list) != 2 || list[0].Name != "alpha" || list[1].Name != "docs" {
+			t.Fatalf("list: %+v %v", list, err)
+		}
+		if _, err := st.GetCapsule(ctx, "nope"); !errors.Is(err, domain.ErrNotFound) {
+			t.Fatalf("get missing: %v", err)
+		}
+		if _, err := st.DeleteCapsule(ctx, "nope"); !errors.Is(err, domain.ErrNotFound) {
+			t.Fatalf("delete missing: %v", err)
+		}
+	})
+
+	t.Run("PutItemCreatesUpdatesAndDedupes", func(t *testing.T) {
+		t.Parallel()
+		st := setup(t, "docs")
+		it, created, err := st.PutItem(ctx, item("docs", "itm_1", "u1", "h1"))
+		if err != nil || !created || it.Status != domain.StatusQueued || it.Metadata["lang"] != "en" {
+			t.Fatalf("create: %+v %v %v", it, created, err)
+		}
+		index(t, st, "alpha beta")
+		// Same content, new metadata: no reindex.
+		same := item("docs", "itm_2", "u1", "h1")
+		same.Metadata = map[string]any{"lang": "de"}
+		it, created, err = st.PutItem(ctx, same)
+		if err != nil || created || it.ID != "itm_1" || it.Status != domain.StatusReady || it.Metadata["lang"] != "de" {
+			t.Fatalf("same content: %+v %v %v", it, created, err)
+		}
+		// New content: queued again, old chunks still searchable.
+		it, created, err = st.PutItem(ctx, item("docs", "itm_3", "u1", "h2"))
+		if err != nil || created || it.ID != "itm_1" || it.Status != domain.StatusQueued || it.ContentHash != "h2" {
+			t.Fatalf("new content: %+v %v %v", it, created, err)
+		}
+		if got := keyword(t, st, "docs", "alpha"); len(got) != 1 {
+			t.Fatalf("old chunks while requeued: %v", got)
+		}
+		index(t, st, "gamma", "delta")
+		if got := keyword(t, st, "docs", "alpha"); len(got) != 0 {
+			t.Fatalf("old chunks after swap: %v", got)
+		}
+		if got := keyword(t, st, "docs", "gamma", "delta"); len(got) != 2 {
+			t.Fatalf("new chunks: %v", got)
+		}
+		if _, _, err := st.PutItem(ctx, item("nope", "itm_4", "u", "h")); !errors.Is(err, domain.ErrNotFound) {
+			t.Fatalf("missing capsule: %v", err)
+		}
+	})
+
+	t.Run("CompleteIsAtomicAndGuarded", func(t *testing.T) {
+		t.Parallel()
+		st := setup(t, "docs")
+		if _, _, err := st.PutItem(ctx, item("docs", "itm_1", "u1", "h1")); err != nil {
+			t.Fatal(err)
+		}
+		claimed, err := st.ClaimItem(ctx, t0)
+		if err != nil || claimed.Status != domain.StatusIndexing {
+			t.Fatalf("claim: %+v %v", claimed, err)
+		}
+		if _, err := st.ClaimItem(ctx, t0); !errors.Is(err, domain.ErrNotFound) {
+			t.Fatalf("second claim: %v", err)
+		}
+		if got := keyword(t, st, "docs", "alpha"); len(got) != 0 {
+			t.Fatalf("searchable before ready: %v", got)
+		}
+		// The item changes while it is being indexed: completion is refused.
+		if _, _, err := st.PutItem(ctx, item("docs", "x", "u1", "h2")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.CompleteItem(ctx, claimed.ID, "h1", "t", chunks("alpha"), t0); !errors.Is(err, domain.ErrConflict) {
+			t.Fatalf("stale complete: %v", err)
+		}
+		if _, err := st.FailItem(ctx, claimed.ID, "h1", "x", t0); !errors.Is(err, domain.ErrConflict) {
+			t.Fatalf("stale fail: %v", err)
+		}
+		if got := keyword(t, st, "docs", "alpha"); len(got) != 0 {
+			t.Fatalf("stale chunks written: %v", got)
+		}
+		done := index(t, st, "alpha one", "alpha two")
+		if done.Status != domain.StatusReady || done.ChunkCount != 2 {
+			t.Fatalf("ready: %+v", done)
+		}
+		if text, err := st.ItemText(ctx, "docs", done.ID); err != nil || text != "full text" {
+			t.Fatalf("text: %q %v", text, err)
+		}
+		c, _ := st.GetCapsule(ctx, "docs")
+		if c.ItemCount != 1 || c.ChunkCount != 2 {
+			t.Fatalf("counts: %+v", c)
+		}
+	})
+
+	t.Run("FailRemovesChunks", func(t *testing.T) {
+		t.Parallel()
+		st := setup(t, "docs")
+		if _, _, err := st.PutItem(ctx, item("docs", "itm_1", "u1", "h1")); err != nil {
+			t.Fatal(err)
+		}
+		index(t, st, "alpha")
+		if _, _, err := st.PutItem(ctx, item("docs", "x", "u1", "h2")); err != nil {
+			t.Fatal(err)
+		}
+		it, _ := st.ClaimItem(ctx, t0)
+		failed, err := st.FailItem(ctx, it.ID, "h2", "corrupt PDF", t0)
+		if err != nil || failed.Status != domain.StatusFailed || failed.Error != "corrupt PDF" || failed.ChunkCount != 0 {
+			t.Fatalf("fail: %+v %v", failed, err)
+		}
+		if got := keyword(t, st, "docs", "alpha"); len(got) != 0 {
+			t.Fatalf("chunks of failed item: %v", got)
+		}
+		if _, err := st.ItemText(ctx, "docs", it.ID); !errors.Is(err, domain.ErrConflict) {
+			t.Fatalf("text of failed item: %v", err)
+		}
+	})
+
+	t.Run("ResetIndexing", func(t *testing.T) {
+		t.Parallel()
+		st := setup(t, "docs")
+		for i := range 3 {
+			if _, _, err := st.PutItem(ctx, item("docs", fmt.Sprintf("itm_%d", i), fmt.Sprint(i), "h")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		st.ClaimItem(ctx, t0)
+		st.ClaimItem(ctx, t0)
+		if n, err := st.ResetIndexing(ctx); err != nil || n != 2 {
+			t.Fatalf("reset: %d %v", n, err)
+		}
+		items, _ := st.ListItems(ctx, "docs", domain.StatusQueued, "", 10)
+		if len(items) != 3 {
+			t.Fatalf("queued after reset: %d", len(items))
+		}
+	})
+
+	t.Run("KeywordStaysInCapsule", func(t *testing.T) {
+		t.Parallel()
+		st := setup(t, "a", "b")
+		st.PutItem(ctx, item("a", "itm_a", "u", "h1"))
+		index(t, st, "shared word running")
+		st.PutItem(ctx, item("b", "itm_b", "u", "h1"))
+		index(t, st, "shared word")
+		if got := keyword(t, st, "a", "shared"); len(got) != 1 || got[0] != "itm_a/0" {
+			t.Fatalf("capsule a: %v", got)
+		}
+		if got := keyword(t, st, "a", "run"); len(got) != 1 {
+			t.Fatalf("stemming: %v", got)
+		}
+		if got := keyword(t, st, "b", `"quoted" OR x`, "NEAR("); len(got) != 0 {
+			t.Fatalf("syntax in terms: %v", got)
+		}
+		if err := st.Keyword(ctx, "missing", []string{"x"}, func(string, int, float64) bool { return true }); !errors.Is(err, domain.ErrNotFound) {
+			t.Fatalf("missing capsule: %v", err)
+		}
+	})
+
+	t.Run("DeleteItemAndCapsule", func(t *testing.T) {
+		t.Parallel()
+		st := setup(t, "docs", "other")
+		st.PutItem(ctx, item("docs", "itm_1", "u1", "h1"))
+		index(t, st, "alpha")
+		st.PutItem(ctx, item("docs", "itm_2", "u2", "h2"))
+		index(t, st, "alpha")
+		st.PutItem(ctx, item("other", "itm_3", "u1", "h3"))
+		index(t, st, "alpha")
+		if _, err := st.DeleteItem(ctx, "other", "itm_1"); !errors.Is(err, domain.ErrNotFound) {
+			t.Fatalf("delete in wrong capsule: %v", err)
+		}
+		if _, err := st.DeleteItem(ctx, "docs", "itm_1"); err != nil {
+			t.Fatal(err)
+		}
+		if got := keyword(t, st, "docs", "alpha"); len(got) != 1 {
+			t.Fatalf("after item delete: %v", got)
+		}
+		if used, _ := st.HashInUse(ctx, "h1"); used {
+			t.Fatal("h1 still in use")
+		}
+		hashes, err := st.DeleteCapsule(ctx, "docs")
+		if err != nil || len(hashes) != 1 || hashes[0] != "h2" {
+			t.Fatalf("delete capsule: %v %v", hashes, err)
+		}
+		if got := keyword(t, st, "other", "alpha"); len(got) != 1 {
+			t.Fatalf("other capsule touched: %v", got)
+		}
+		n := 0
+		st.ChunkVectors(ctx, "other", func(string, int, []float32) error { n++; return nil })
+		if n != 1 {
+			t.Fatalf("vectors: %d", n)
+		}
+	})
+
+	t.Run("ListItemsPages", func(t *testing.T) {
+		t.Parallel()
+		st := setup(t, "docs")
+		for i := range 5 {
+			st.PutItem(ctx, item("docs", fmt.Sprintf("itm_%d", i), fmt.Sprint(i), "h"))
+		}
+		page, err := st.ListItems(ctx, "docs", "", "", 2)
+		if err != nil || len(page) != 2 || page[0].ID != "itm_4" || page[1].ID != "itm_3" {
+			t.Fatalf("page 1: %v %v", page, err)
+		}
+		page, _ = st.ListItems(ctx, "docs", "", page[1].ID, 10)
+		if len(page) != 3 || page[0].ID != "itm_2" {
+			t.Fatalf("page 2: %v", page)
+		}
+		if _, err := st.ListItems(ctx, "nope", "", "", 2); !errors.Is(err, domain.ErrNotFound) {
+			t.Fatalf("missing capsule: %v", err)
+		}
+	})
+
+	t.Run("EmbeddingCache", func(t *testing.T) {
+		t.Parallel()
+		st := setup(t)
+		h1, h2 := [32]byte{1}, [32]byte{2}
+		if err := st.CacheVectors(ctx, "m", map[[32]byte][]float32{h1: {0.5, -1.25}}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := st.CachedVectors(ctx, "m", [][32]byte{h1, h2})
+		if err != nil || len(got) != 1 || got[h1][1] != -1.25 {
+			t.Fatalf("cached: %v %v", got, err)
+		}
+		if got, _ := st.CachedVectors(ctx, "other-model", [][32]byte{h1}); len(got) != 0 {
+			t.Fatalf("other model: %v", got)
+		}
+	})
+}
