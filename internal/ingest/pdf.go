@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"strings"
 
@@ -32,23 +33,20 @@ func parsePDF(ctx context.Context, data []byte, _ string) (doc Document, err err
 		}
 		return Document{}, corrupt("PDF", err, "%v", err)
 	}
-	pages, err := numPages(r)
+	pages, err := pageList(r)
 	if err != nil {
 		return Document{}, err
 	}
-	if pages > maxPDFPages {
-		return Document{}, corrupt("PDF", nil, "%d pages (limit %d)", pages, maxPDFPages)
-	}
 	var b builder
-	for i := 1; i <= pages; i++ {
+	for i, p := range pages {
 		if err := ctx.Err(); err != nil {
 			return Document{}, err
 		}
-		text, err := pageText(r, i)
+		text, err := pageText(p)
 		if err != nil {
-			return Document{}, corrupt("PDF", err, "page %d: %v", i, err)
+			return Document{}, corrupt("PDF", err, "page %d: %v", i+1, err)
 		}
-		b.addPage(BlockPage, 0, i, text)
+		b.addPage(BlockPage, 0, i+1, text)
 	}
 	return b.doc(), nil
 }
@@ -62,30 +60,61 @@ func openPDF(data []byte) (r *pdf.Reader, err error) {
 	return pdf.NewReader(bytes.NewReader(data), int64(len(data)))
 }
 
-func numPages(r *pdf.Reader) (n int, err error) {
+// pageList walks the page tree itself: the library's Page(n) loops for
+// ever on a tree whose Kids point back at an ancestor. Depth and the number
+// of nodes visited are bounded instead.
+func pageList(r *pdf.Reader) (pages []pdf.Page, err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			n, err = 0, corrupt("PDF", fmt.Errorf("%v", v), "unreadable page tree: %v", v)
+			pages, err = nil, corrupt("PDF", fmt.Errorf("%v", v), "unreadable page tree: %v", v)
 		}
 	}()
-	n = r.NumPage()
-	if n < 0 {
-		return 0, corrupt("PDF", nil, "negative page count")
+	root := r.Trailer().Key("Root").Key("Pages")
+	if root.IsNull() {
+		return nil, corrupt("PDF", nil, "no page tree")
 	}
-	return n, nil
+	visits := 0
+	var walk func(v pdf.Value, depth int) error
+	walk = func(v pdf.Value, depth int) error {
+		visits++
+		if depth > 32 || visits > 4*maxPDFPages {
+			return corrupt("PDF", nil, "page tree too deep or cyclic")
+		}
+		if len(pages) > maxPDFPages {
+			return corrupt("PDF", nil, "more than %d pages", maxPDFPages)
+		}
+		switch v.Key("Type").Name() {
+		case "Pages":
+			kids := v.Key("Kids")
+			for i := 0; i < kids.Len(); i++ {
+				if err := walk(kids.Index(i), depth+1); err != nil {
+					return err
+				}
+			}
+		case "Page":
+			pages = append(pages, pdf.Page{V: v})
+		}
+		return nil
+	}
+	if err := walk(root, 0); err != nil {
+		return nil, err
+	}
+	return pages, nil
 }
 
 // pageText lays out one page's glyphs. The library panics on malformed
 // content streams; that becomes an error.
-func pageText(r *pdf.Reader, num int) (s string, err error) {
+func pageText(p pdf.Page) (s string, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			s, err = "", fmt.Errorf("malformed content: %v", v)
 		}
 	}()
-	p := r.Page(num)
 	if p.V.IsNull() {
 		return "", nil
+	}
+	if err := checkContent(p); err != nil {
+		return "", err
 	}
 	content := p.Content()
 	return layoutGlyphs(content.Text), nil
@@ -156,4 +185,76 @@ func collapseRuns(s string) string {
 		sb.WriteRune(r)
 	}
 	return sb.String()
+}
+
+// maxContentBytes bounds the decoded content streams of one page.
+const maxContentBytes = 64 << 20
+
+// checkContent reads a page's decoded content streams and refuses the ones
+// the library's lexer would spin on for ever: a stream that ends inside a
+// hex string, because its reader returns "\n" at the end of input and the
+// hex-string loop waits for a ">" that never comes.
+func checkContent(p pdf.Page) error {
+	strm := p.V.Key("Contents")
+	var rd io.Reader
+	if strm.Kind() == pdf.Array {
+		readers := make([]io.Reader, 0, strm.Len())
+		for i := 0; i < strm.Len(); i++ {
+			readers = append(readers, strm.Index(i).Reader())
+		}
+		rd = io.MultiReader(readers...)
+	} else {
+		rd = strm.Reader()
+	}
+	data, err := io.ReadAll(io.LimitReader(rd, maxContentBytes+1))
+	if err != nil {
+		return fmt.Errorf("content stream: %w", err)
+	}
+	if len(data) > maxContentBytes {
+		return fmt.Errorf("content streams larger than %d bytes", maxContentBytes)
+	}
+	if unterminatedHex(data) {
+		return errors.New("content stream ends inside a hex string")
+	}
+	return nil
+}
+
+// unterminatedHex lexes a content stream as the library does (comments,
+// nested literal strings with escapes, "<<") and reports whether a hex
+// string "<…" runs to the end without its ">".
+func unterminatedHex(data []byte) bool {
+	for i := 0; i < len(data); i++ {
+		switch data[i] {
+		case '%':
+			for i < len(data) && data[i] != '\r' && data[i] != '\n' {
+				i++
+			}
+		case '(':
+			depth := 0
+			for ; i < len(data); i++ {
+				switch data[i] {
+				case '\\':
+					i++
+				case '(':
+					depth++
+				case ')':
+					depth--
+				}
+				if depth == 0 {
+					break
+				}
+			}
+		case '<':
+			if i+1 < len(data) && data[i+1] == '<' {
+				i++
+				continue
+			}
+			j := bytes.IndexByte(data[i+1:], '>')
+			if j < 0 {
+				return true
+			}
+			i += j + 1
+		}
+	}
+	return false
 }
