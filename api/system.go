@@ -69,3 +69,8 @@ func (s *Server) ListModels(context.Context, gen.ListModelsRequestObject) (gen.L
 	}
 	return out, nil
 }
+
+// GetOpenAPISpec serves openapi.yaml as written.
+func (s *Server) GetOpenAPISpec(context.Context, gen.GetOpenAPISpecRequestObject) (gen.GetOpenAPISpecResponseObject, error) {
+	return gen.GetOpenAPISpec200ApplicationyamlResponse{Body: bytes.NewReader(s.spec.YAML), ContentLength: int64(len(s.spec.YAML))}, nil
+}

@@ -50,6 +50,10 @@ func TestPublicProbes(t *testing.T) {
 			t.Fatalf("metrics lack %s", want)
 		}
 	}
+	spec := expect(t, do(t, req{method: "GET", path: "/openapi.yaml"}), http.StatusOK)
+	if !strings.HasPrefix(string(spec.Body), "openapi: 3.0") {
+		t.Fatalf("openapi.yaml starts %.40q", spec.Body)
+	}
 	if resp.Header.Get("X-Request-Id") == "" {
 		t.Fatal("no X-Request-Id")
 	}

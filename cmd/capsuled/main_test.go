@@ -1,0 +1,209 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// runCLI runs the command in process and returns its exit status and output.
+func runCLI(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(context.Background(), args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestUsage(t *testing.T) {
+	t.Parallel()
+	if code, _, stderr := runCLI(t); code != 2 || !strings.Contains(stderr, "serve") {
+		t.Fatalf("no args: %d %q", code, stderr)
+	}
+	if code, _, stderr := runCLI(t, "frobnicate"); code != 2 || !strings.Contains(stderr, `unknown command "frobnicate"`) {
+		t.Fatalf("unknown: %d %q", code, stderr)
+	}
+	if code, out, _ := runCLI(t, "version"); code != 0 || strings.TrimSpace(out) != version {
+		t.Fatalf("version: %d %q", code, out)
+	}
+}
+
+func TestKeysCommands(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	code, out, stderr := runCLI(t, "keys", "create", "--data", dir, "--name", "ingest", "--scopes", "capsules:read,capsules:write", "--capsules", "docs", "--json")
+	if code != 0 {
+		t.Fatalf("create: %d %s", code, stderr)
+	}
+	var created struct {
+		Key struct {
+			ID       string   `json:"id"`
+			Prefix   string   `json:"prefix"`
+			Scopes   []string `json:"scopes"`
+			Capsules []string `json:"capsules"`
+		} `json:"key"`
+		Secret string `json:"secret"`
+	}
+	if err := json.Unmarshal([]byte(out), &created); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(created.Secret, created.Key.Prefix) || len(created.Key.Scopes) != 2 || created.Key.Capsules[0] != "docs" {
+		t.Fatalf("created %+v", created)
+	}
+
+	code, out, _ = runCLI(t, "keys", "list", "--data", dir)
+	if code != 0 || !strings.Contains(out, created.Key.ID) || strings.Contains(out, created.Secret) {
+		t.Fatalf("list: %d %q", code, out)
+	}
+	code, out, _ = runCLI(t, "keys", "revoke", "--data", dir, created.Key.ID)
+	if code != 0 || !strings.Contains(out, "Revoked key "+created.Key.ID) {
+		t.Fatalf("revoke: %d %q", code, out)
+	}
+	code, out, _ = runCLI(t, "keys", "list", "--data", dir, "--json")
+	var list struct {
+		Data []struct {
+			RevokedAt *time.Time `json:"revoked_at"`
+		} `json:"data"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &list) != nil || len(list.Data) != 1 || list.Data[0].RevokedAt == nil {
+		t.Fatalf("list after revoke: %d %q", code, out)
+	}
+
+	// Errors: a clear message and a non-zero status.
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"keys", "create", "--data", dir, "--name", "x", "--scopes", "superuser"}, 1, `unknown scope "superuser"`},
+		{[]string{"keys", "create", "--data", dir, "--scopes", "chat"}, 1, "key name must be"},
+		{[]string{"keys", "revoke", "--data", dir, "key_nope"}, 1, `key "key_nope" not found`},
+		{[]string{"keys", "revoke", "--data", dir}, 2, "usage"},
+		{[]string{"keys", "rotate", "--data", dir}, 2, "unknown subcommand"},
+	} {
+		code, _, stderr := runCLI(t, tc.args...)
+		if code != tc.code || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: %d %q, want %d and %q", tc.args, code, stderr, tc.code, tc.want)
+		}
+	}
+}
+
+func TestKeysEnvironment(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("CAPSULED_DATA", dir)
+	if code, _, stderr := runCLI(t, "keys", "create", "--name", "env", "--scopes", "chat"); code != 0 {
+		t.Fatalf("create: %s", stderr)
+	}
+	if code, out, _ := runCLI(t, "keys", "list", "--data", filepath.Join(dir)); code != 0 || !strings.Contains(out, "env") {
+		t.Fatalf("the key was not created in CAPSULED_DATA: %q", out)
+	}
+}
+
+func TestConformanceValidate(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		file string
+		code int
+		want string
+	}{
+		{"valid.jsonl", 0, "4 exchanges valid"},
+		{"undocumented-status.jsonl", 1, "line 2: listKeys: response 418 breaks the spec: status is not supported"},
+		{"bad-body.jsonl", 1, "line 1: listKeys: response 200 breaks the spec"},
+		{"invalid-request-accepted.jsonl", 1, "the request breaks the spec"},
+		{"not-json.jsonl", 1, "line 1: not an exchange"},
+		{"missing.jsonl", 1, "no such file"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			t.Parallel()
+			code, out, stderr := runCLI(t, "conformance", "validate", filepath.Join("testdata", tt.file))
+			if code != tt.code || !strings.Contains(out+stderr, tt.want) {
+				t.Fatalf("exit %d, want %d; output %q, want %q", code, tt.code, out+stderr, tt.want)
+			}
+		})
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestServe starts `capsuled serve` on a fresh data directory: it prints an
+// admin key once, serves with it, shuts down gracefully, and does not print a
+// key again on the next start.
+func TestServe(t *testing.T) {
+	dir := t.TempDir()
+	start := func() (addr, stderr func() string, stop func() int) {
+		ctx, cancel := context.WithCancel(context.Background())
+		var errb syncBuffer
+		done := make(chan int, 1)
+		go func() { done <- run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--data", dir}, io.Discard, &errb) }()
+		listening := regexp.MustCompile(`addr=http://(127\.0\.0\.1:\d+)`)
+		deadline := time.Now().Add(10 * time.Second)
+		for time.Now().Before(deadline) {
+			if m := listening.FindStringSubmatch(errb.String()); m != nil {
+				a := m[1]
+				return func() string { return a }, errb.String, func() int { cancel(); return <-done }
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		cancel()
+		t.Fatalf("server did not start: %s", errb.String())
+		return nil, nil, nil
+	}
+
+	addr, stderr, stop := start()
+	key := regexp.MustCompile(`csk_[0-9A-Za-z]{43}`).FindString(stderr())
+	if key == "" {
+		t.Fatalf("no admin key printed: %s", stderr())
+	}
+	req, _ := http.NewRequest("GET", "http://"+addr()+"/v1/keys", nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("admin key refused: %d", resp.StatusCode)
+	}
+	if code := stop(); code != 0 {
+		t.Fatalf("serve exited %d: %s", code, stderr())
+	}
+	if !strings.Contains(stderr(), "shutting down") {
+		t.Fatalf("no graceful shutdown logged: %s", stderr())
+	}
+
+	_, stderr2, stop2 := start()
+	if code := stop2(); code != 0 {
+		t.Fatalf("second serve exited %d", code)
+	}
+	sc := bufio.NewScanner(strings.NewReader(stderr2()))
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), "csk_") {
+			t.Fatalf("a key was printed on the second start: %s", sc.Text())
+		}
+	}
+}
