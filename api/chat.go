@@ -2,15 +2,54 @@ package api
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"time"
 
 	"capsuled/gen"
+	"capsuled/internal/domain"
 )
 
 // Chat is what the HTTP layer needs from the svc-1 retrieval chat service.
 // Nil answers 501.
-type Chat interface{}
+type Chat interface {
+	// Check applies the rules that need no generation (model id, parameters
+	// the engine cannot honour); the handler calls it before a stream begins.
+	Check(req *domain.ChatRequest) error
+	// Complete runs one turn.
+	Complete(ctx context.Context, req *domain.ChatRequest) (*domain.Completion, error)
+}
 
 // CreateChatCompletion runs one turn of svc-1.
-func (s *Server) CreateChatCompletion(context.Context, gen.CreateChatCompletionRequestObject) (gen.CreateChatCompletionResponseObject, error) {
-	return nil, notImplemented("retrieval chat")
+func (s *Server) CreateChatCompletion(ctx context.Context, in gen.CreateChatCompletionRequestObject) (gen.CreateChatCompletionResponseObject, error) {
+	if s.chat == nil {
+		return nil, notImplemented("retrieval chat")
+	}
+	req, err := ChatRequestFromWire(in.Body, info(ctx).Body)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.chat.Check(req); err != nil {
+		return nil, err
+	}
+	if req.Stream {
+		return &chatStream{
+			log:  s.log,
+			req:  req,
+			head: &domain.Completion{ID: "chatcmpl-" + newStreamID(), Model: req.Model, Created: time.Now()},
+			run:  func() (*domain.Completion, error) { return s.chat.Complete(ctx, req) },
+			ctx:  ctx,
+		}, nil
+	}
+	c, err := s.chat.Complete(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return gen.CreateChatCompletion200JSONResponse(CompletionToWire(c)), nil
+}
+
+func newStreamID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }

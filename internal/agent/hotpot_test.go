@@ -1,0 +1,178 @@
+package agent_test
+
+import (
+	"bufio"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"capsuled/internal/agent"
+	"capsuled/internal/chat"
+	"capsuled/internal/engine/builtin"
+)
+
+// TestHotpotQAPolicy measures the built-in policy through the agent loop over
+// the in-memory BM25 backend against one-shot BM25 on the HotpotQA slice in
+// ../shared/data/hotpotqa. It runs when CAPSULED_HOTPOT is set (to a number
+// of questions, or "all").
+func TestHotpotQAPolicy(t *testing.T) {
+	n := os.Getenv("CAPSULED_HOTPOT")
+	if n == "" {
+		t.Skip("set CAPSULED_HOTPOT=all (or a number of questions) to run the policy benchmark")
+	}
+	dir := os.Getenv("CAPSULED_HOTPOT_DIR")
+	if dir == "" {
+		dir = "../../../shared/data/hotpotqa"
+	}
+	docs := readJSONL[struct{ ID, Title, Text string }](t, filepath.Join(dir, "corpus.jsonl.gz"), func(m map[string]any) struct{ ID, Title, Text string } {
+		return struct{ ID, Title, Text string }{m["_id"].(string), m["title"].(string), m["text"].(string)}
+	})
+	qs := readJSONL[[2]string](t, filepath.Join(dir, "queries.jsonl.gz"), func(m map[string]any) [2]string {
+		return [2]string{m["_id"].(string), m["text"].(string)}
+	})
+	qrels := map[string][]string{}
+	raw, err := os.ReadFile(filepath.Join(dir, "qrels", "test.tsv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+		f := strings.Split(line, "\t")
+		if i == 0 || len(f) < 2 {
+			continue
+		}
+		qrels[f[0]] = append(qrels[f[0]], f[1])
+	}
+	mem := make([]memDoc, len(docs))
+	for i, d := range docs {
+		mem[i] = memDoc{id: d.ID, title: d.Title, text: d.Text}
+	}
+	backend := newBM25MemoryBackend(mem)
+	if k, err := strconv.Atoi(n); err == nil && k < len(qs) {
+		qs = qs[:k]
+	}
+	svc, err := chat.New(chat.Config{Engine: builtin.New(builtin.Config{}), Counter: chat.PreTokenCounter{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var timed timedModel
+	timed.m = agent.InProcess(svc)
+	var one, ag metrics
+	turns, calls := 0, 0
+	ctx := context.Background()
+	for _, q := range qs {
+		gold := qrels[q[0]]
+		if len(gold) == 0 {
+			continue
+		}
+		hits := backend.rank(q[1], 10)
+		ids := make([]string, len(hits))
+		for i, h := range hits {
+			ids[i] = h.ID
+		}
+		one.add(ids, gold)
+		res, err := agent.Run(ctx, &timed, backend, q[1], agent.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ag.add(res.IDs, gold)
+		turns += res.Turns
+		calls += res.ToolCalls
+	}
+	fmt.Printf("questions %d (in-memory BM25 backend, title+text)\n", one.n)
+	fmt.Printf("oneshot: %s\nagent:   %s\n", one, ag)
+	fmt.Printf("agent turns/question %.2f, tool calls/question %.2f, engine time per turn p50 %v\n",
+		float64(turns)/float64(ag.n), float64(calls)/float64(ag.n), timed.p50())
+}
+
+type timedModel struct {
+	m     agent.Model
+	times []time.Duration
+}
+
+func (tm *timedModel) p50() time.Duration {
+	if len(tm.times) == 0 {
+		return 0
+	}
+	s := append([]time.Duration(nil), tm.times...)
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && s[j] < s[j-1]; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+	return s[len(s)/2]
+}
+
+func (tm *timedModel) Turn(ctx context.Context, msgs []domainMessage) (domainChoice, error) {
+	start := time.Now()
+	c, err := tm.m.Turn(ctx, msgs)
+	tm.times = append(tm.times, time.Since(start))
+	return c, err
+}
+
+type metrics struct {
+	n                        int
+	r2, r5, r10, b2, b5, b10 float64
+}
+
+func (m *metrics) add(ids, gold []string) {
+	m.n++
+	at := func(k int) (float64, float64) {
+		found := 0
+		for _, g := range gold {
+			for _, id := range ids[:min(k, len(ids))] {
+				if id == g {
+					found++
+					break
+				}
+			}
+		}
+		both := 0.0
+		if found == len(gold) {
+			both = 1
+		}
+		return float64(found) / float64(len(gold)), both
+	}
+	r, b := at(2)
+	m.r2, m.b2 = m.r2+r, m.b2+b
+	r, b = at(5)
+	m.r5, m.b5 = m.r5+r, m.b5+b
+	r, b = at(10)
+	m.r10, m.b10 = m.r10+r, m.b10+b
+}
+
+func (m metrics) String() string {
+	n := float64(max(m.n, 1))
+	return fmt.Sprintf("recall@2 %.3f recall@5 %.3f recall@10 %.3f both@2 %.3f both@5 %.3f both@10 %.3f",
+		m.r2/n, m.r5/n, m.r10/n, m.b2/n, m.b5/n, m.b10/n)
+}
+
+func readJSONL[T any](t *testing.T, path string, conv func(map[string]any) T) []T {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Skipf("dataset not here: %v", err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(zr)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	var out []T
+	for sc.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, conv(m))
+	}
+	return out
+}

@@ -1,0 +1,297 @@
+package builtin
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"capsuled/internal/domain"
+	"capsuled/internal/toolcall"
+	"capsuled/internal/toolresult"
+)
+
+// Tool names of the protocol.
+const (
+	ToolSearch     = "search"
+	ToolTextSearch = "text_search"
+	ToolRead       = "read"
+	ToolReport     = "report_helpful_ids"
+)
+
+// Config sets the policy's budgets. Zero fields take the defaults.
+type Config struct {
+	MaxTurns     int // tool-calling replies before it must report; default 4
+	MaxCalls     int // tool calls over the whole conversation; default 24
+	MaxParallel  int // tool calls in one reply; default 8
+	Limit        int // limit of each search; default 10
+	ReportLimit  int // ids in report_helpful_ids; default 10
+	MaxReads     int // read calls per reply; default 2
+	MaxBridges   int // bridge entities followed per hop; default 4
+	MaxEntities  int // entities of the question sent to text_search; default 3
+	MinCoverage  float64
+	ReportAlways bool // report after the first hop whatever the coverage
+}
+
+// WithDefaults returns c with zero fields set.
+func (c Config) WithDefaults() Config {
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&c.MaxTurns, 4)
+	def(&c.MaxCalls, 24)
+	def(&c.MaxParallel, 8)
+	def(&c.Limit, 10)
+	def(&c.ReportLimit, 10)
+	def(&c.MaxReads, 2)
+	def(&c.MaxBridges, 4)
+	def(&c.MaxEntities, 3)
+	if c.MinCoverage <= 0 {
+		c.MinCoverage = 0.999
+	}
+	return c
+}
+
+// Engine is the built-in policy. It is stateless and safe for concurrent use.
+type Engine struct {
+	cfg Config
+}
+
+// New returns the engine.
+func New(cfg Config) *Engine { return &Engine{cfg: cfg.WithDefaults()} }
+
+// Name is "builtin".
+func (e *Engine) Name() string { return "builtin" }
+
+// Check refuses the parameters a deterministic policy without a tokenizer-level
+// decoder cannot honour.
+func (e *Engine) Check(req *domain.ChatRequest) error {
+	type rule struct {
+		param string
+		bad   func(raw json.RawMessage) bool
+	}
+	isTrue := func(raw json.RawMessage) bool { return strings.TrimSpace(string(raw)) == "true" }
+	positive := func(raw json.RawMessage) bool {
+		s := strings.TrimSpace(string(raw))
+		return s != "0" && s != "null" && s != ""
+	}
+	always := func(json.RawMessage) bool { return true }
+	rules := []rule{
+		{"logprobs", isTrue},
+		{"top_logprobs", positive},
+		{"prompt_logprobs", always},
+		{"logit_bias", func(raw json.RawMessage) bool { return strings.TrimSpace(string(raw)) != "{}" }},
+		{"structured_outputs", always},
+		{"response_format", func(raw json.RawMessage) bool {
+			var rf struct {
+				Type string `json:"type"`
+			}
+			_ = json.Unmarshal(raw, &rf)
+			return rf.Type != "text"
+		}},
+		{"use_beam_search", isTrue},
+		{"chat_template", always},
+		{"return_tokens_as_token_ids", isTrue},
+		{"return_token_ids", isTrue},
+	}
+	var fields map[string]json.RawMessage
+	if len(req.Raw) > 0 {
+		_ = json.Unmarshal(req.Raw, &fields)
+	}
+	for _, r := range rules {
+		if !req.Set[r.param] {
+			continue
+		}
+		if r.bad(fields[r.param]) {
+			return &domain.Error{Kind: domain.KindInvalid, Code: "unsupported_parameter", Param: r.param,
+				Message: fmt.Sprintf("the builtin engine of svc-1 cannot honour %s; remove it, or serve svc-1 with an upstream engine (--engine upstream)", r.param)}
+		}
+	}
+	return nil
+}
+
+// Generate returns the next reply.
+func (e *Engine) Generate(ctx context.Context, req *domain.ChatRequest) ([]domain.Choice, *domain.Usage, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	st := readState(req.Messages)
+	choice := e.decide(st, req)
+	return []domain.Choice{choice}, nil, nil
+}
+
+// A toolset says which tools the system prompt names.
+type toolset struct{ search, textSearch, read, report bool }
+
+var toolPatterns = map[string]*regexp.Regexp{
+	ToolSearch:     regexp.MustCompile("(?i)(^|[^a-z_])[`\"'*]?search[`\"'*]?\\s*(\\(|:|tool|function|-|–|—)|[`\"']search[`\"']"),
+	ToolTextSearch: regexp.MustCompile(`(?i)\btext_search\b`),
+	ToolRead:       regexp.MustCompile("(?i)(^|[^a-z_])[`\"'*]?read[`\"'*]?\\s*(\\(|:|tool|function|-|–|—)|[`\"']read[`\"']"),
+	ToolReport:     regexp.MustCompile(`(?i)\breport_helpful_ids\b`),
+}
+
+func toolsFrom(prompt string) toolset {
+	ts := toolset{
+		search:     toolPatterns[ToolSearch].MatchString(prompt),
+		textSearch: toolPatterns[ToolTextSearch].MatchString(prompt),
+		read:       toolPatterns[ToolRead].MatchString(prompt),
+		report:     toolPatterns[ToolReport].MatchString(prompt),
+	}
+	if !ts.search && !ts.textSearch && !ts.report {
+		return toolset{true, true, true, true} // no protocol prompt: assume the documented four
+	}
+	if !ts.search && !ts.textSearch {
+		ts.search = true
+	}
+	return ts
+}
+
+// A resultList is one search result as the client returned it.
+type resultList struct {
+	tool  string
+	query string
+	hop   int // 0: the question and its parts; 1+: bridge and feedback queries
+	hits  []toolresult.Hit
+}
+
+// doc is what the conversation showed of one document.
+type doc struct {
+	id    string
+	title string
+	text  string
+	full  bool // its text came from read
+	trunc bool
+	first int // order of first sight
+}
+
+// state is what the messages say happened.
+type state struct {
+	tools     toolset
+	question  string
+	issued    map[string]bool // tool + "\x00" + normalised query
+	read      map[string]bool
+	calls     int
+	turns     int // tool-calling assistant replies since the question
+	reported  bool
+	lists     []resultList
+	docs      map[string]*doc
+	order     []string
+	hopQuery  map[string]int // normalised query -> hop of the call
+	lastTurns []string       // nothing for now; kept for the reasoning
+}
+
+func readState(msgs []domain.Message) *state {
+	st := &state{issued: map[string]bool{}, read: map[string]bool{}, docs: map[string]*doc{}, hopQuery: map[string]int{}}
+	var prompt strings.Builder
+	qi := -1
+	for i, m := range msgs {
+		switch m.Role {
+		case domain.RoleSystem, domain.RoleDeveloper:
+			prompt.WriteString(m.Text())
+			prompt.WriteByte('\n')
+		case domain.RoleUser:
+			if t := strings.TrimSpace(m.Text()); t != "" {
+				st.question, qi = t, i
+			}
+		}
+	}
+	st.tools = toolsFrom(prompt.String())
+	type pending struct {
+		name, query string
+		hop         int
+		readID      string
+	}
+	calls := map[string]pending{}
+	for _, m := range msgs[qi+1:] {
+		switch m.Role {
+		case domain.RoleAssistant:
+			if len(m.ToolCalls) == 0 {
+				continue
+			}
+			st.turns++
+			for _, tc := range m.ToolCalls {
+				st.calls++
+				p := pending{name: tc.Name, hop: st.turns - 1}
+				switch tc.Name {
+				case ToolSearch, ToolTextSearch:
+					q, _, err := toolcall.SearchArgs(tc.Arguments)
+					if err == nil {
+						p.query = q
+						st.issued[tc.Name+"\x00"+normQuery(q)] = true
+					}
+				case ToolRead:
+					if id, err := toolcall.ReadArgs(tc.Arguments); err == nil {
+						p.readID = id
+						st.read[id] = true
+					}
+				case ToolReport:
+					st.reported = true
+				}
+				calls[tc.ID] = p
+			}
+		case domain.RoleTool:
+			p, ok := calls[m.ToolCallID]
+			if !ok {
+				continue
+			}
+			content := m.Text()
+			if p.readID != "" {
+				d := st.doc(p.readID)
+				if t := strings.TrimSpace(content); t != "" {
+					if hits := toolresult.Parse(t); len(hits) == 1 && hits[0].ID == p.readID && hits[0].Text != "" {
+						t = hits[0].Text
+						if hits[0].Title != "" && d.title == "" {
+							d.title = hits[0].Title
+						}
+					}
+					d.text, d.full, d.trunc = t, true, false
+				}
+				continue
+			}
+			if p.name != ToolSearch && p.name != ToolTextSearch {
+				continue
+			}
+			hits := toolresult.Parse(content)
+			st.lists = append(st.lists, resultList{tool: p.name, query: p.query, hop: p.hop, hits: hits})
+			for _, h := range hits {
+				d := st.doc(h.ID)
+				if d.title == "" {
+					d.title = h.Title
+				}
+				if !d.full && len(h.Text) > len(d.text) {
+					d.text, d.trunc = h.Text, h.Truncated
+				}
+			}
+		}
+	}
+	return st
+}
+
+func (st *state) doc(id string) *doc {
+	d, ok := st.docs[id]
+	if !ok {
+		d = &doc{id: id, first: len(st.order)}
+		st.docs[id] = d
+		st.order = append(st.order, id)
+	}
+	return d
+}
+
+// callID is deterministic: the same conversation gives the same ids.
+func callID(turn, i int, name, args string) string {
+	h := sha256.Sum256([]byte(fmt.Sprintf("%d\x00%d\x00%s\x00%s", turn, i, name, args)))
+	return "call_" + hex.EncodeToString(h[:6])
+}
+
+func searchArgs(q string, limit int) string {
+	b, _ := json.Marshal(struct {
+		Query string `json:"query"`
+		Limit int    `json:"limit"`
+	}{q, limit})
+	return string(b)
+}

@@ -1,0 +1,470 @@
+package builtin
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"capsuled/internal/domain"
+)
+
+type call struct{ name, args string }
+
+// decide builds the reply to the state.
+func (e *Engine) decide(st *state, req *domain.ChatRequest) domain.Choice {
+	toolsOn := req.ToolStub && req.ToolChoice.Mode != domain.ToolChoiceNone
+	if strings.TrimSpace(st.question) == "" {
+		return domain.Choice{Reasoning: "There is no user question in the conversation, so there is nothing to search for.",
+			Content: "Please ask a question.", FinishReason: domain.FinishStop}
+	}
+	if !toolsOn {
+		ranked := e.rank(st)
+		ids := topIDs(ranked, e.cfg.ReportLimit)
+		if len(ids) == 0 {
+			return domain.Choice{Reasoning: "Tool calls are off for this request and the conversation holds no search results, so I cannot rank documents.",
+				Content: "I need to search to answer this; send the request with the tool stub to let me call tools.", FinishReason: domain.FinishStop}
+		}
+		return domain.Choice{Reasoning: fmt.Sprintf("Tool calls are off for this request, so I rank the %d documents already found by fused evidence.", len(ranked)),
+			Content: "The most helpful documents, most helpful first: " + strings.Join(ids, ", "), FinishReason: domain.FinishStop}
+	}
+	if st.reported && req.ToolChoice.Mode != domain.ToolChoiceFunction && req.ToolChoice.Mode != domain.ToolChoiceRequired {
+		return domain.Choice{Reasoning: "The helpful ids were already reported; the search is over.",
+			Content: "Done: the helpful ids are reported above.", FinishReason: domain.FinishStop}
+	}
+	calls, why := e.plan(st, req)
+	if len(calls) == 0 { // report
+		calls, why = e.report(st, why)
+	}
+	if req.ToolChoice.Mode == domain.ToolChoiceFunction {
+		calls, why = e.forced(st, req.ToolChoice.Function, calls, why)
+	}
+	if !req.ParallelToolCalls && len(calls) > 1 {
+		calls = calls[:1]
+		why += " Parallel tool calls are off, so I make one call now."
+	}
+	if len(calls) == 0 { // report_helpful_ids is not offered: answer in text
+		ids := topIDs(e.rank(st), e.cfg.ReportLimit)
+		return domain.Choice{Reasoning: why, Content: "The most helpful documents, most helpful first: " + strings.Join(ids, ", "), FinishReason: domain.FinishStop}
+	}
+	out := domain.Choice{Reasoning: why, FinishReason: domain.FinishToolCalls}
+	for i, c := range calls {
+		out.ToolCalls = append(out.ToolCalls, domain.ToolCall{ID: callID(st.turns, i, c.name, c.args), Type: "function", Name: c.name, Arguments: c.args})
+	}
+	return out
+}
+
+// report returns the report_helpful_ids call, or none when the tool is not
+// offered.
+func (e *Engine) report(st *state, why string) ([]call, string) {
+	ranked := e.rank(st)
+	ids := topIDs(ranked, e.cfg.ReportLimit)
+	if !st.tools.report {
+		return nil, strings.TrimSpace(why + " report_helpful_ids is not among the tools, so I list the ids in my answer.")
+	}
+	b, _ := json.Marshal(struct {
+		IDs []string `json:"ids"`
+	}{nonNil(ids)})
+	msg := fmt.Sprintf(" I report %d of the %d documents seen, ranked by fused evidence (rank fusion of every result list, coverage of the question's terms, and links between documents).", len(ids), len(st.docs))
+	if len(ids) == 0 {
+		msg = " No search returned any document, so I report no ids."
+	}
+	return []call{{ToolReport, string(b)}}, strings.TrimSpace(why + msg)
+}
+
+// forced makes the reply call the named function.
+func (e *Engine) forced(st *state, name string, planned []call, why string) ([]call, string) {
+	var out []call
+	for _, c := range planned {
+		if c.name == name {
+			out = append(out, c)
+		}
+	}
+	if len(out) > 0 {
+		return out, why
+	}
+	note := " tool_choice asks for " + name + "."
+	switch name {
+	case ToolReport:
+		return e.report(st, strings.TrimSpace(note))
+	case ToolSearch, ToolTextSearch:
+		for _, q := range append([]string{st.question, strings.Join(terms(st.question), " ")}, e.bridges(st, e.rank(st))...) {
+			if q != "" && !st.issued[name+"\x00"+normQuery(q)] {
+				return []call{{name, searchArgs(q, e.cfg.Limit)}}, strings.TrimSpace(note + " I search for " + quote(q) + ".")
+			}
+		}
+		return []call{{name, searchArgs(st.question, e.cfg.Limit)}}, strings.TrimSpace(note + " Every query was already issued, so I repeat the question.")
+	case ToolRead:
+		for _, r := range e.rank(st) {
+			if !st.read[r.id] {
+				return []call{{ToolRead, fmt.Sprintf(`{"id":%q}`, r.id)}}, strings.TrimSpace(note + " I read the best document not yet read.")
+			}
+		}
+		return nil, strings.TrimSpace(note + " There is no document left to read.")
+	default:
+		b, _ := json.Marshal(map[string]string{"query": st.question})
+		return []call{{name, string(b)}}, strings.TrimSpace(note + " The system prompt does not describe it; I pass it the question.")
+	}
+}
+
+// plan returns the searches and reads of the next reply, or none to report.
+func (e *Engine) plan(st *state, req *domain.ChatRequest) ([]call, string) {
+	budget := min(e.cfg.MaxCalls-st.calls, e.cfg.MaxParallel)
+	if st.turns >= e.cfg.MaxTurns-1 || budget <= 0 {
+		return nil, fmt.Sprintf("I have used %d turns and %d tool calls, the budget.", st.turns, st.calls)
+	}
+	var calls []call
+	add := func(tool, q string, limit int) bool {
+		q = strings.TrimSpace(q)
+		if len(calls) >= budget || q == "" {
+			return false
+		}
+		if tool == ToolTextSearch && !st.tools.textSearch {
+			tool = ToolSearch
+		}
+		if tool == ToolSearch && !st.tools.search {
+			tool = ToolTextSearch
+		}
+		key := tool + "\x00" + normQuery(q)
+		if st.issued[key] {
+			return false
+		}
+		st.issued[key] = true
+		calls = append(calls, call{tool, searchArgs(q, limit)})
+		return true
+	}
+	if st.turns == 0 {
+		var parts []string
+		add(ToolSearch, st.question, e.cfg.Limit)
+		kw := strings.Join(terms(st.question), " ")
+		if normQuery(kw) != normQuery(st.question) {
+			add(ToolTextSearch, kw, e.cfg.Limit)
+		}
+		ents := append(quoted(st.question), entities(st.question)...)
+		n := 0
+		for _, ent := range ents {
+			if n >= e.cfg.MaxEntities {
+				break
+			}
+			if add(ToolTextSearch, ent, e.cfg.Limit) {
+				parts = append(parts, quote(ent))
+				n++
+			}
+		}
+		for _, p := range decompose(st.question) {
+			if add(ToolSearch, p, e.cfg.Limit) {
+				parts = append(parts, quote(p))
+			}
+		}
+		why := "I search for the question as a whole and for its keywords"
+		if len(parts) > 0 {
+			why += ", and look up its parts and names exactly: " + strings.Join(parts, ", ")
+		}
+		return calls, why + "."
+	}
+
+	ranked := e.rank(st)
+	if len(ranked) == 0 {
+		// nothing found: try the keywords in the other mode once, then give up
+		kw := strings.Join(terms(st.question), " ")
+		add(ToolSearch, kw, e.cfg.Limit)
+		add(ToolTextSearch, st.question, e.cfg.Limit)
+		if len(calls) == 0 {
+			return nil, "No search returned any document."
+		}
+		return calls, "No document was found yet, so I retry with the keywords in the other search mode."
+	}
+	var why []string
+	// read decisive hits whose text was cut short
+	if st.tools.read {
+		reads := 0
+		for _, r := range ranked[:min(3, len(ranked))] {
+			d := st.docs[r.id]
+			if reads < e.cfg.MaxReads && d.trunc && !d.full && !st.read[r.id] && len(calls) < budget {
+				calls = append(calls, call{ToolRead, fmt.Sprintf(`{"id":%q}`, r.id)})
+				st.read[r.id] = true
+				why = append(why, "read "+r.id+" (a top hit whose text was truncated)")
+				reads++
+			}
+		}
+	}
+	cov := e.coverage(st, ranked)
+	hops := st.turns // the first turn searched the question; each later turn is a hop
+	if hops <= 1 || cov < e.cfg.MinCoverage && hops < e.cfg.MaxTurns-1 {
+		bridges := e.bridges(st, ranked)
+		var followed []string
+		for _, b := range bridges {
+			if len(followed) >= e.cfg.MaxBridges {
+				break
+			}
+			if add(ToolTextSearch, b, e.cfg.Limit) {
+				followed = append(followed, quote(b))
+			}
+		}
+		if len(followed) > 0 {
+			why = append(why, "follow the bridge entities named by the top documents: "+strings.Join(followed, ", "))
+		}
+		if prf := e.feedbackQuery(st, ranked); prf != "" && add(ToolSearch, prf, e.cfg.Limit) {
+			why = append(why, "search again with terms from the top documents ("+quote(prf)+")")
+		}
+	}
+	if len(calls) == 0 {
+		return nil, fmt.Sprintf("The evidence covers %.0f%% of the question's terms and there is nothing new to search.", cov*100)
+	}
+	lead := fmt.Sprintf("The top document is %s; the best two cover %.0f%% of the question's terms.", describe(st.docs[ranked[0].id]), cov*100)
+	return calls, lead + " Next I " + strings.Join(why, "; ") + "."
+}
+
+// decompose splits multi-part questions ("X and Y", "X or Y", "X, Y") into
+// parts with at least two content words.
+func decompose(q string) []string {
+	var out []string
+	for _, sep := range []string{" and ", " or ", ", ", "; "} {
+		if !strings.Contains(q, sep) {
+			continue
+		}
+		for _, p := range strings.Split(q, sep) {
+			if len(terms(p)) >= 2 && len(p) < len(q) {
+				out = append(out, strings.TrimSpace(strings.Trim(p, "?.!,;")))
+			}
+		}
+		if len(out) > 0 {
+			break
+		}
+	}
+	return out
+}
+
+type scored struct {
+	id    string
+	score float64
+}
+
+// rank fuses the evidence of every result list.
+func (e *Engine) rank(st *state) []scored {
+	if len(st.docs) == 0 {
+		return nil
+	}
+	qt := uniq(terms(st.question))
+	df := map[string]int{}
+	docTerms := make(map[string]map[string]bool, len(st.docs))
+	for id, d := range st.docs {
+		set := map[string]bool{}
+		for _, t := range terms(d.title + " " + d.text) {
+			set[t] = true
+		}
+		docTerms[id] = set
+		for _, t := range qt {
+			if set[t] {
+				df[t]++
+			}
+		}
+	}
+	n := float64(len(st.docs))
+	idf := map[string]float64{}
+	total := 0.0
+	for _, t := range qt {
+		idf[t] = math.Log(1 + n/float64(1+df[t]))
+		total += idf[t]
+	}
+	score := map[string]float64{}
+	for _, l := range st.lists {
+		w := 1.0
+		if l.hop > 0 {
+			w = 0.8
+		}
+		for r, h := range l.hits {
+			score[h.ID] += w / float64(5+r)
+		}
+	}
+	out := make([]scored, 0, len(st.docs))
+	for id := range st.docs {
+		cov := 0.0
+		if total > 0 {
+			for _, t := range qt {
+				if docTerms[id][t] {
+					cov += idf[t]
+				}
+			}
+			cov /= total
+		}
+		out = append(out, scored{id, score[id] + 0.5*cov})
+	}
+	sortScored(out, st)
+	// link bonus: documents named by (or naming) the top document
+	if len(out) > 1 {
+		top := st.docs[out[0].id]
+		for i := 1; i < len(out); i++ {
+			d := st.docs[out[i].id]
+			if mentions(top.text, d.title) || mentions(d.text, top.title) {
+				out[i].score += 0.15
+			}
+		}
+		sortScored(out, st)
+	}
+	return out
+}
+
+func sortScored(out []scored, st *state) {
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].score != out[j].score {
+			return out[i].score > out[j].score
+		}
+		return st.docs[out[i].id].first < st.docs[out[j].id].first
+	})
+}
+
+func mentions(text, title string) bool {
+	title = strings.TrimSpace(title)
+	if len(title) < 3 || text == "" {
+		return false
+	}
+	if i := strings.Index(title, " ("); i > 0 { // "Ed Wood (film)"
+		title = title[:i]
+	}
+	return strings.Contains(strings.ToLower(text), strings.ToLower(title))
+}
+
+// coverage is the share of the question's terms found in the best two documents.
+func (e *Engine) coverage(st *state, ranked []scored) float64 {
+	qt := uniq(terms(st.question))
+	if len(qt) == 0 {
+		return 1
+	}
+	have := map[string]bool{}
+	for _, r := range ranked[:min(2, len(ranked))] {
+		d := st.docs[r.id]
+		for _, t := range terms(d.title + " " + d.text) {
+			have[t] = true
+		}
+	}
+	c := 0
+	for _, t := range qt {
+		if have[t] {
+			c++
+		}
+	}
+	return float64(c) / float64(len(qt))
+}
+
+// bridges are entities named by the top documents that the question does not
+// name: the likely next hop.
+func (e *Engine) bridges(st *state, ranked []scored) []string {
+	ql := strings.ToLower(st.question)
+	type cand struct {
+		name  string
+		score float64
+		first int
+	}
+	cands := map[string]*cand{}
+	titles := map[string]bool{}
+	for _, r := range ranked[:min(3, len(ranked))] {
+		titles[strings.ToLower(st.docs[r.id].title)] = true
+	}
+	k := 0
+	for rank, r := range ranked[:min(3, len(ranked))] {
+		d := st.docs[r.id]
+		text := d.text
+		if len(text) > 2000 {
+			text = text[:2000]
+		}
+		for pos, ent := range entities(text) {
+			le := strings.ToLower(ent)
+			if titles[le] || strings.Contains(ql, le) || len(terms(ent)) == 0 {
+				continue
+			}
+			if t := strings.ToLower(d.title); t != "" && (strings.Contains(t, le) || strings.Contains(le, t)) {
+				continue
+			}
+			c, ok := cands[le]
+			if !ok {
+				c = &cand{name: ent, first: k}
+				k++
+				cands[le] = c
+			}
+			c.score += 1 / float64(1+rank) / (1 + 0.25*float64(pos))
+		}
+	}
+	list := make([]*cand, 0, len(cands))
+	for _, c := range cands {
+		list = append(list, c)
+	}
+	sort.Slice(list, func(i, j int) bool {
+		if list[i].score != list[j].score {
+			return list[i].score > list[j].score
+		}
+		return list[i].first < list[j].first
+	})
+	out := make([]string, 0, len(list))
+	for _, c := range list {
+		out = append(out, c.name)
+	}
+	return out
+}
+
+// feedbackQuery is the question's keywords plus the most frequent new terms
+// of the top two documents (pseudo-relevance feedback).
+func (e *Engine) feedbackQuery(st *state, ranked []scored) string {
+	qt := uniq(terms(st.question))
+	inQ := map[string]bool{}
+	for _, t := range qt {
+		inQ[t] = true
+	}
+	tf := map[string]int{}
+	var order []string
+	for _, r := range ranked[:min(2, len(ranked))] {
+		d := st.docs[r.id]
+		for _, t := range terms(d.title + " " + d.text) {
+			if inQ[t] || isDigits(t) || len(t) < 3 {
+				continue
+			}
+			if tf[t] == 0 {
+				order = append(order, t)
+			}
+			tf[t]++
+		}
+	}
+	sort.SliceStable(order, func(i, j int) bool { return tf[order[i]] > tf[order[j]] })
+	extra := order[:min(4, len(order))]
+	if len(extra) == 0 {
+		return ""
+	}
+	return strings.Join(append(qt, extra...), " ")
+}
+
+func topIDs(ranked []scored, n int) []string {
+	out := make([]string, 0, min(n, len(ranked)))
+	for _, r := range ranked[:min(n, len(ranked))] {
+		out = append(out, r.id)
+	}
+	return out
+}
+
+func uniq(ts []string) []string {
+	seen := map[string]bool{}
+	out := ts[:0:0]
+	for _, t := range ts {
+		if !seen[t] {
+			seen[t] = true
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func quote(s string) string { return `"` + s + `"` }
+
+func describe(d *doc) string {
+	if d.title != "" {
+		return d.id + " (" + d.title + ")"
+	}
+	return d.id
+}

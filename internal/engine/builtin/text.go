@@ -1,0 +1,177 @@
+package builtin
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+var stopwords = func() map[string]bool {
+	m := map[string]bool{}
+	for _, w := range strings.Fields(`a an the of in on at to for from by with and or but not no is are was were be been being am
+		do does did has have had having what which who whom whose where when why how that this these those there here it its
+		as than then so such into onto about over under after before between both either neither each any all some same
+		other another more most less least very can could would should will shall may might must also only just same
+		he she they them his her their him we us our you your i me my name named called film movie person one two
+		s t did does whether known born located`) {
+		m[w] = true
+	}
+	return m
+}()
+
+// terms returns the lower-cased content words of s, without stop words.
+func terms(s string) []string {
+	var out []string
+	for _, w := range words(s) {
+		lw := strings.ToLower(w)
+		if len(lw) < 2 && !isDigits(lw) || stopwords[lw] {
+			continue
+		}
+		out = append(out, lw)
+	}
+	return out
+}
+
+// words splits s into runs of letters and digits (apostrophes and inner
+// hyphens kept out).
+func words(s string) []string {
+	return strings.FieldsFunc(s, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+}
+
+func isDigits(s string) bool {
+	for _, r := range s {
+		if !unicode.IsDigit(r) {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// quoted returns the phrases in double quotes (straight or curly).
+func quoted(s string) []string {
+	var out []string
+	for _, pair := range [][2]string{{`"`, `"`}, {"“", "”"}} {
+		rest := s
+		for {
+			i := strings.Index(rest, pair[0])
+			if i < 0 {
+				break
+			}
+			rest = rest[i+len(pair[0]):]
+			j := strings.Index(rest, pair[1])
+			if j < 0 {
+				break
+			}
+			if p := strings.TrimSpace(rest[:j]); p != "" && len(p) < 200 {
+				out = append(out, p)
+			}
+			rest = rest[j+len(pair[1]):]
+		}
+	}
+	return out
+}
+
+// connectors may sit inside a name ("Bank of America", "The Lord of the Rings").
+var connectors = map[string]bool{"of": true, "the": true, "de": true, "la": true, "von": true, "van": true, "and": true, "for": true, "&": true, "du": true, "der": true, "del": true}
+
+// entities returns capitalised spans (names, titles) and identifier-like
+// tokens of s, longest first in order of appearance. The first word of a
+// sentence counts only when the next word is capitalised too, or it is not a
+// stop word.
+func entities(s string) []string {
+	toks := tokenize(s)
+	var out []string
+	seen := map[string]bool{}
+	for i := 0; i < len(toks); {
+		t := toks[i]
+		if !t.cap && !t.ident {
+			i++
+			continue
+		}
+		j := i + 1
+		end := i + 1
+		for j < len(toks) {
+			if toks[j].cap || toks[j].ident {
+				j++
+				end = j
+				continue
+			}
+			if connectors[strings.ToLower(toks[j].text)] && j+1 < len(toks) && toks[j+1].cap && !toks[j].breakBefore {
+				j++
+				continue
+			}
+			break
+		}
+		span := toks[i:end]
+		// drop a leading stop word at a sentence start ("The", "What", "Which")
+		for len(span) > 0 && stopwords[strings.ToLower(span[0].text)] {
+			span = span[1:]
+		}
+		if len(span) > 0 {
+			parts := make([]string, len(span))
+			for k, tk := range span {
+				parts[k] = tk.text
+			}
+			e := strings.Join(parts, " ")
+			if k := strings.ToLower(e); !seen[k] && (len(span) > 1 || len(e) > 2) {
+				seen[k] = true
+				out = append(out, e)
+			}
+		}
+		i = end
+	}
+	return out
+}
+
+type token struct {
+	text        string
+	cap         bool // starts with an upper-case letter
+	ident       bool // has digits mixed with letters, or inner upper case (iPhone, X11)
+	breakBefore bool // punctuation (not a space) before it
+}
+
+func tokenize(s string) []token {
+	var out []token
+	brk := true
+	start := -1
+	flush := func(end int) {
+		if start < 0 {
+			return
+		}
+		w := s[start:end]
+		r, _ := utf8.DecodeRuneInString(w)
+		t := token{text: w, cap: unicode.IsUpper(r), breakBefore: brk}
+		hasDigit, hasLetter := false, false
+		for _, c := range w {
+			hasDigit = hasDigit || unicode.IsDigit(c)
+			hasLetter = hasLetter || unicode.IsLetter(c)
+		}
+		t.ident = hasDigit && hasLetter || (len(w) >= 4 && isDigits(w))
+		out = append(out, t)
+		start = -1
+		brk = false
+	}
+	for i, r := range s {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) || (r == '\'' || r == '-' || r == '.') && start >= 0 && i+1 < len(s) && isWordByte(s[i+1]) {
+			if start < 0 {
+				start = i
+			}
+			continue
+		}
+		flush(i)
+		if !unicode.IsSpace(r) {
+			brk = true
+		}
+	}
+	flush(len(s))
+	return out
+}
+
+func isWordByte(b byte) bool {
+	return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || b >= 0x80
+}
+
+// normQuery is the key a query is remembered by.
+func normQuery(q string) string {
+	return strings.Join(strings.Fields(strings.ToLower(q)), " ")
+}
