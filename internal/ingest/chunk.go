@@ -373,7 +373,11 @@ func (c *chunker) addUnit(s, e, block int, heading bool, budget int) {
 	for mid > s && !utf8.RuneStart(c.text[mid]) {
 		mid--
 	}
-	if mid == s {
+	if mid == s { // the first rune is over half: cut after it
+		_, size := utf8.DecodeRuneInString(c.text[s:e])
+		mid = s + size
+	}
+	if mid >= e {
 		c.units = append(c.units, unit{start: s, end: e, tokens: t, block: block, heading: heading})
 		return
 	}
