@@ -74,7 +74,11 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 		a.Close()
 		return nil, err
 	}
-	a.handler = srv.Handler()
+	a.handler, err = a.mountDashboard(srv.Handler())
+	if err != nil {
+		a.Close()
+		return nil, err
+	}
 	return a, nil
 }
 
