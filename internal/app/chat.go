@@ -3,15 +3,96 @@ package app
 import (
 	"context"
 	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
 
 	"capsuled/api"
+	"capsuled/internal/chat"
+	"capsuled/internal/embed/wordpiece"
+	"capsuled/internal/engine/builtin"
 )
 
 // ChatConfig configures the svc-1 engine: builtin or upstream.
-type ChatConfig struct{}
+type ChatConfig struct {
+	// Engine is "builtin" (default) or "upstream".
+	Engine string
+	// UpstreamURL is the OpenAI-compatible base URL (ending in /v1) of the
+	// upstream engine; UpstreamModel its model name; UpstreamKey an optional
+	// bearer key; UpstreamTimeout bounds each upstream call (default 60s).
+	UpstreamURL     string
+	UpstreamModel   string
+	UpstreamKey     string
+	UpstreamTimeout time.Duration
+	// Tokenizer is the path of the embedding model's vocab.txt or
+	// tokenizer.json, used to count usage tokens. Default: the model
+	// directory in the data directory; without it, pre-tokens are counted.
+	Tokenizer string
+}
 
 // RegisterFlags adds the svc-1 settings to a serve command's flags.
-func (c *ChatConfig) RegisterFlags(fs *flag.FlagSet) {}
+func (c *ChatConfig) RegisterFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.Engine, "engine", envOr("CAPSULED_ENGINE", "builtin"), "svc-1 engine: builtin or upstream (env CAPSULED_ENGINE)")
+	fs.StringVar(&c.UpstreamURL, "upstream-url", os.Getenv("CAPSULED_UPSTREAM_URL"), "OpenAI-compatible base URL of the upstream engine, e.g. http://127.0.0.1:8000/v1 (env CAPSULED_UPSTREAM_URL)")
+	fs.StringVar(&c.UpstreamModel, "upstream-model", os.Getenv("CAPSULED_UPSTREAM_MODEL"), "model name on the upstream engine (env CAPSULED_UPSTREAM_MODEL)")
+	fs.StringVar(&c.UpstreamKey, "upstream-key", os.Getenv("CAPSULED_UPSTREAM_KEY"), "bearer key of the upstream engine, if any (env CAPSULED_UPSTREAM_KEY)")
+	d := 60 * time.Second
+	if v, err := time.ParseDuration(os.Getenv("CAPSULED_UPSTREAM_TIMEOUT")); err == nil {
+		d = v
+	}
+	fs.DurationVar(&c.UpstreamTimeout, "upstream-timeout", d, "time-out of each upstream call (env CAPSULED_UPSTREAM_TIMEOUT)")
+	fs.StringVar(&c.Tokenizer, "tokenizer", os.Getenv("CAPSULED_TOKENIZER"), "vocab.txt or tokenizer.json for usage counting (env CAPSULED_TOKENIZER)")
+}
 
-// newChat builds the svc-1 chat service (nil: the operation answers 501).
-func (a *App) newChat(ctx context.Context) (api.Chat, error) { return nil, nil }
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+// newChat builds the svc-1 chat service.
+func (a *App) newChat(ctx context.Context) (api.Chat, error) {
+	c := a.cfg.Chat
+	counter := a.tokenCounter(c.Tokenizer)
+	var engine chat.Engine
+	switch c.Engine {
+	case "", "builtin":
+		engine = builtin.New(builtin.Config{})
+	case "upstream":
+		e, err := newUpstream(c)
+		if err != nil {
+			return nil, err
+		}
+		engine = e
+	default:
+		return nil, fmt.Errorf("engine %q: want builtin or upstream", c.Engine)
+	}
+	return chat.New(chat.Config{Engine: engine, Counter: counter, Now: a.cfg.Now})
+}
+
+// tokenCounter loads the WordPiece vocabulary when it is present.
+func (a *App) tokenCounter(path string) chat.TokenCounter {
+	candidates := []string{path}
+	if path == "" {
+		for _, name := range []string{"tokenizer.json", "vocab.txt"} {
+			candidates = append(candidates, filepath.Join(a.cfg.DataDir, "models", "all-MiniLM-L6-v2", name))
+		}
+	}
+	for _, p := range candidates {
+		if p == "" {
+			continue
+		}
+		if _, err := os.Stat(p); err != nil {
+			continue
+		}
+		t, err := wordpiece.Load(p)
+		if err != nil {
+			a.log.Warn("tokenizer unreadable; counting pre-tokens for usage", "path", p, "err", err)
+			continue
+		}
+		return t
+	}
+	return chat.PreTokenCounter{}
+}
