@@ -47,13 +47,6 @@ func TestMalformedRequests(t *testing.T) {
 		{"chat: stop of the wrong type", req{method: "POST", path: "/v1/chat/completions", body: chat(map[string]any{"stop": 3})}, "stop", "invalid_value", ""},
 		{"chat: n out of range", req{method: "POST", path: "/v1/chat/completions", body: chat(map[string]any{"n": 0})}, "n", "invalid_value", ""},
 		{"chat: temperature out of range", req{method: "POST", path: "/v1/chat/completions", body: chat(map[string]any{"temperature": 9})}, "temperature", "invalid_value", ""},
-		{"chat: two tool stubs", req{method: "POST", path: "/v1/chat/completions", body: chat(map[string]any{"tools": []any{
-			map[string]any{"type": "function", "function": map[string]any{"name": "a"}},
-			map[string]any{"type": "function", "function": map[string]any{"name": "b"}},
-		}})}, "tools", "invalid_value", "at most one stub"},
-		{"chat: stub with parameters", req{method: "POST", path: "/v1/chat/completions", body: chat(map[string]any{"tools": []any{
-			map[string]any{"type": "function", "function": map[string]any{"name": "a", "parameters": map[string]any{}}},
-		}})}, "tools[0].function.parameters", "invalid_value", "description and parameters are not allowed"},
 		{"chat: bad response_format", req{method: "POST", path: "/v1/chat/completions", body: chat(map[string]any{"response_format": map[string]any{"type": "json_schema"}})}, "response_format.json_schema", "invalid_value", "missing"},
 		{"query: unknown wishlist key", req{method: "POST", path: "/capsules/docs/query", body: map[string]any{"query": "x", "wishlist": map[string]any{"colour": "red"}}}, "wishlist.colour", "invalid_value", ""},
 		{"query: bad date", req{method: "POST", path: "/capsules/docs/query", body: map[string]any{"query": "x", "wishlist": map[string]any{"added_after": "yesterday"}}}, "wishlist.added_after", "invalid_value", ""},
