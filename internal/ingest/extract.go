@@ -316,7 +316,9 @@ func paragraphBlocks(text string, off int, path []string) []Block {
 		for e > start && (text[e-1] == ' ' || text[e-1] == '\t' || text[e-1] == '\n') {
 			e--
 		}
-		out = append(out, Block{Kind: BlockParagraph, Path: path, Start: off + start, End: off + e})
+		if strings.TrimSpace(text[start:e]) != "" { // Unicode spaces alone are no paragraph
+			out = append(out, Block{Kind: BlockParagraph, Path: path, Start: off + start, End: off + e})
+		}
 		i = end
 	}
 	return out
