@@ -1,0 +1,315 @@
+package memory
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"time"
+
+	"capsuled/internal/domain"
+)
+
+// A ChatInput is one memory chat request.
+type ChatInput struct {
+	Namespace string
+	Request   domain.ChatRequest
+	// BudgetTokens is the request's memory budget (0: the server's).
+	BudgetTokens int
+	// ConversationID groups turns for deduplication ("" derives one from
+	// the first user message).
+	ConversationID string
+}
+
+// A ChatResult is the reply and what the turn read and wrote.
+type ChatResult struct {
+	Completion domain.Completion
+	Namespace  string
+	Read       []string // memories injected into the prompt
+	Written    []string // memories stored by this request (turns and facts)
+	Superseded []string // earlier facts superseded by this request's facts
+	Extraction string   // "none", "ok" or "failed"
+}
+
+// Chat runs one memory chat turn: select, prompt, generate, persist, learn.
+func (s *Service) Chat(ctx context.Context, in ChatInput) (ChatResult, error) {
+	ns := in.Namespace
+	if ns == "" {
+		ns = domain.GlobalNamespace
+	}
+	if err := checkNamespace(ns); err != nil {
+		return ChatResult{}, err
+	}
+	gen, ok := s.gens[in.Request.Model]
+	if !ok {
+		return ChatResult{}, &domain.Error{Kind: domain.KindNotFound, Code: "model_not_found", Param: "model",
+			Message: fmt.Sprintf("model %q is not served by the memory operation; use one of: %s", in.Request.Model, strings.Join(s.models, ", "))}
+	}
+	budget := in.BudgetTokens
+	if budget > s.cfg.MaxBudgetTokens {
+		return ChatResult{}, domain.Invalid("memory.budget_tokens", "budget_tokens may not exceed %d", s.cfg.MaxBudgetTokens)
+	}
+	msgs := in.Request.Messages
+	conv := in.ConversationID
+	if conv == "" {
+		conv = deriveConversation(msgs)
+	}
+	last, history := latestUser(msgs)
+	present := map[string]bool{}
+	for _, m := range msgs {
+		if isTurnRole(m.Role) {
+			present[dedupeKey(m.Role, m.Text())] = true
+		}
+	}
+	sel, err := s.Select(ctx, Query{
+		Namespace: ns, Text: last, Context: history, BudgetTokens: budget,
+		// The turns the caller sends are already in its prompt.
+		ExcludeTurn: func(m domain.Memory) bool {
+			return m.Kind == domain.MemoryTurn && m.Conversation == conv && present[dedupeKey(m.Role, m.Content)]
+		},
+	})
+	if err != nil {
+		return ChatResult{}, err
+	}
+	prompt := withMemoryBlock(msgs, ns, sel.Packed)
+	comp, err := gen.Generate(ctx, GenerateInput{Model: in.Request.Model, Messages: prompt, Memories: sel.Packed, Request: in.Request, Tokens: s.tok})
+	if err != nil {
+		return ChatResult{}, err
+	}
+	if comp.Model == "" {
+		comp.Model = in.Request.Model
+	}
+	if comp.ID == "" {
+		comp.ID = newID("chatcmpl-")
+	}
+	if comp.Created.IsZero() {
+		comp.Created = s.cfg.Now()
+	}
+	reply := ""
+	if len(comp.Choices) > 0 {
+		reply = comp.Choices[0].Content
+	}
+	res := ChatResult{Completion: comp, Namespace: ns, Extraction: "none"}
+	for _, m := range sel.Packed {
+		res.Read = append(res.Read, m.Memory.ID)
+	}
+	turns := append([]domain.Message(nil), msgs...)
+	if reply != "" {
+		turns = append(turns, domain.TextMessage(domain.RoleAssistant, stripThink(reply)))
+	}
+	stored, created, err := s.Persist(ctx, PersistInput{Namespace: ns, Conversation: conv, Messages: turns})
+	if err != nil {
+		return ChatResult{}, err
+	}
+	res.Written = created
+	if s.extractor != nil && len(created) > 0 {
+		facts, superseded, err := s.learn(ctx, ns, conv, stored, created)
+		res.Written = append(res.Written, facts...)
+		res.Superseded = superseded
+		res.Extraction = "ok"
+		if err != nil {
+			res.Extraction = "failed"
+		}
+	}
+	return res, nil
+}
+
+// PersistInput is a batch of turns to remember.
+type PersistInput struct {
+	Namespace    string
+	Conversation string
+	Messages     []domain.Message
+	// At is when the turns were said (default now). Turns of one batch are
+	// one millisecond apart, in order.
+	At time.Time
+}
+
+// Persist stores the user and assistant turns of in (other roles and empty
+// texts are skipped), deduplicated by content within the conversation, and
+// embeds the new ones. It returns every turn's memory and the ids of those
+// created now.
+func (s *Service) Persist(ctx context.Context, in PersistInput) ([]domain.Memory, []string, error) {
+	if err := checkNamespace(in.Namespace); err != nil {
+		return nil, nil, err
+	}
+	at := in.At
+	if at.IsZero() {
+		at = s.cfg.Now()
+	}
+	now := s.cfg.Now()
+	var recs []Record
+	for _, m := range in.Messages {
+		text := strings.TrimSpace(m.Text())
+		if !isTurnRole(m.Role) || text == "" {
+			continue
+		}
+		if m.Role == domain.RoleAssistant {
+			text = stripThink(text)
+		}
+		meta := map[string]any{}
+		search := text
+		if m.Name != "" {
+			meta["name"] = m.Name
+			search = m.Name + ": " + text
+		}
+		t := at.Add(time.Duration(len(recs)) * time.Millisecond)
+		recs = append(recs, Record{
+			Memory: domain.Memory{
+				ID: newID("mem_"), Namespace: in.Namespace, Kind: domain.MemoryTurn, Role: m.Role, Content: text,
+				Conversation: in.Conversation, Metadata: meta, CreatedAt: now, UpdatedAt: now, ValidFrom: t,
+			},
+			SearchText: search,
+			DedupeKey:  dedupeKey(m.Role, text),
+		})
+	}
+	if len(recs) == 0 {
+		return nil, nil, nil
+	}
+	stored, err := s.store.InsertMemories(ctx, recs)
+	if err != nil {
+		return nil, nil, err
+	}
+	var created []string
+	var fresh []Record
+	out := make([]domain.Memory, len(recs))
+	for i, st := range stored {
+		out[i] = recs[i].Memory
+		out[i].ID = st.ID
+		if st.Created {
+			created = append(created, st.ID)
+			fresh = append(fresh, recs[i])
+		}
+	}
+	if err := s.embedRecords(ctx, fresh); err != nil {
+		// The turns are stored; without vectors they are still found by
+		// keyword. Say so in the log rather than fail the turn.
+		s.log.WarnContext(ctx, "memory: embedding new turns failed", "namespace", in.Namespace, "err", err)
+	}
+	return out, created, nil
+}
+
+// embedRecords computes and stores the vectors of recs.
+func (s *Service) embedRecords(ctx context.Context, recs []Record) error {
+	if s.emb == nil || len(recs) == 0 {
+		return nil
+	}
+	texts := make([]string, len(recs))
+	for i, r := range recs {
+		texts[i] = r.SearchText
+		if texts[i] == "" {
+			texts[i] = r.Memory.Content
+		}
+	}
+	vecs, err := s.emb.Embed(ctx, texts)
+	if err != nil {
+		return err
+	}
+	for i := range recs {
+		recs[i].Vector, recs[i].VectorModel = vecs[i], s.emb.ModelID()
+		if err := s.store.UpdateMemory(ctx, recs[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func isTurnRole(role string) bool { return role == domain.RoleUser || role == domain.RoleAssistant }
+
+// dedupeKey identifies a turn's content within a conversation: its role and
+// the hash of its text with whitespace and case folded.
+func dedupeKey(role, text string) string {
+	sum := sha256.Sum256([]byte(strings.ToLower(oneLine(stripThink(text)))))
+	return role + ":" + hex.EncodeToString(sum[:16])
+}
+
+// deriveConversation names the conversation after its first user message,
+// which stays the same while a client resends its growing history.
+func deriveConversation(msgs []domain.Message) string {
+	for _, m := range msgs {
+		if m.Role == domain.RoleUser {
+			sum := sha256.Sum256([]byte(oneLine(m.Text())))
+			return "cnv_" + hex.EncodeToString(sum[:12])
+		}
+	}
+	return "cnv_none"
+}
+
+// latestUser returns the text of the last user message and the texts of
+// the user and assistant turns before it.
+func latestUser(msgs []domain.Message) (string, []string) {
+	last := -1
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == domain.RoleUser {
+			last = i
+			break
+		}
+	}
+	if last < 0 {
+		return "", nil
+	}
+	var hist []string
+	for _, m := range msgs[:last] {
+		if isTurnRole(m.Role) {
+			if t := strings.TrimSpace(m.Text()); t != "" {
+				hist = append(hist, stripThink(t))
+			}
+		}
+	}
+	return msgs[last].Text(), hist
+}
+
+// stripThink removes a leading <think>…</think> block.
+func stripThink(s string) string {
+	t := strings.TrimSpace(s)
+	if strings.HasPrefix(t, "<think>") {
+		if i := strings.Index(t, "</think>"); i >= 0 {
+			return strings.TrimSpace(t[i+len("</think>"):])
+		}
+	}
+	return s
+}
+
+// MemoryBlockStart and MemoryBlockEnd delimit the injected memory block.
+const (
+	MemoryBlockStart = "<memory>"
+	MemoryBlockEnd   = "</memory>"
+)
+
+// withMemoryBlock returns msgs with one system message holding the memory
+// block, after the caller's leading system and developer messages. Without
+// memories it returns msgs unchanged.
+func withMemoryBlock(msgs []domain.Message, ns string, mems []Selected) []domain.Message {
+	if len(mems) == 0 {
+		return msgs
+	}
+	block := MemoryBlock(ns, mems)
+	at := 0
+	for at < len(msgs) && (msgs[at].Role == domain.RoleSystem || msgs[at].Role == domain.RoleDeveloper) {
+		at++
+	}
+	out := make([]domain.Message, 0, len(msgs)+1)
+	out = append(out, msgs[:at]...)
+	out = append(out, domain.TextMessage(domain.RoleSystem, block))
+	return append(out, msgs[at:]...)
+}
+
+// MemoryBlock renders the memory block: a header, then one line a memory,
+// oldest first, each with its date.
+func MemoryBlock(ns string, mems []Selected) string {
+	sorted := append([]Selected(nil), mems...)
+	for i := 1; i < len(sorted); i++ {
+		for j := i; j > 0 && sorted[j].Memory.ValidFrom.Before(sorted[j-1].Memory.ValidFrom); j-- {
+			sorted[j], sorted[j-1] = sorted[j-1], sorted[j]
+		}
+	}
+	var b strings.Builder
+	b.WriteString(MemoryBlockStart + "\n")
+	fmt.Fprintf(&b, "Memories from earlier conversations in namespace %q, oldest first, each with the date it was said or learned. Use them when they help; newer ones win over older ones.\n", ns)
+	for _, m := range sorted {
+		b.WriteString(memoryLine(m.Memory))
+		b.WriteByte('\n')
+	}
+	b.WriteString(MemoryBlockEnd)
+	return b.String()
+}

@@ -1,0 +1,220 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"capsuled/internal/domain"
+)
+
+// Mode says which retrievers a selection fuses.
+type Mode int
+
+// The selection modes. Hybrid is what the operation uses; the others exist
+// for the benchmark's baselines and for callers without an embedder.
+const (
+	Hybrid    Mode = iota // BM25 and dense (keyword only without an embedder), fused
+	DenseOnly             // dense cosine only
+	Keyword               // BM25 only
+)
+
+// rrfK is the rank offset of reciprocal-rank fusion.
+const rrfK = 60
+
+// A Query asks for the memories that matter for one turn.
+type Query struct {
+	Namespace string
+	// Text is the latest user message.
+	Text string
+	// Context are the turns before it, oldest first; the most recent
+	// Config.ContextTurns of them shape the query.
+	Context []string
+	// BudgetTokens bounds the packed memory block; 0 means the default.
+	BudgetTokens int
+	// Exclude are ids never to select (for example the turns the request
+	// itself carries).
+	Exclude map[string]bool
+	// ExcludeTurn, when set, leaves out turns the caller already has in its
+	// messages.
+	ExcludeTurn func(domain.Memory) bool
+	Mode        Mode
+}
+
+// A Selected memory, with its fused score and its size in the block.
+type Selected struct {
+	Memory domain.Memory
+	Score  float64
+	Tokens int
+}
+
+// A Selection is the ranked candidates and what fits the budget.
+type Selection struct {
+	// Ranked are the candidates, best first (at most Config.Candidates).
+	Ranked []Selected
+	// Packed are the memories of the block: Ranked in order, each taken
+	// when it still fits the budget.
+	Packed []Selected
+	// Tokens is the size of the packed block's lines.
+	Tokens int
+}
+
+// Select ranks the namespace's live memories for q and packs the budget.
+func (s *Service) Select(ctx context.Context, q Query) (Selection, error) {
+	return s.selectWith(ctx, q, s.live())
+}
+
+func (s *Service) selectWith(ctx context.Context, q Query, live LiveFilter) (Selection, error) {
+	if err := checkNamespace(q.Namespace); err != nil {
+		return Selection{}, err
+	}
+	budget := q.BudgetTokens
+	if budget <= 0 {
+		budget = s.cfg.BudgetTokens
+	}
+	n := s.cfg.Candidates
+	score := map[string]float64{}
+	add := func(ids []string, weight float64) {
+		for rank, id := range ids {
+			if !q.Exclude[id] {
+				score[id] += weight / float64(rrfK+rank+1)
+			}
+		}
+	}
+	text := strings.TrimSpace(q.Text)
+	ctxText := ""
+	if k := len(q.Context); k > 0 {
+		ctxText = strings.Join(q.Context[max(0, k-s.cfg.ContextTurns):], "\n")
+	}
+	if q.Mode != DenseOnly && text != "" {
+		hits, err := s.store.SearchText(ctx, q.Namespace, text, n, live)
+		if err != nil {
+			return Selection{}, err
+		}
+		add(hitIDs(hits), 1)
+		if ctxText != "" {
+			hits, err := s.store.SearchText(ctx, q.Namespace, ctxText+"\n"+text, n, live)
+			if err != nil {
+				return Selection{}, err
+			}
+			add(hitIDs(hits), 0.3)
+		}
+	}
+	if q.Mode != Keyword && s.emb != nil && text != "" {
+		ids, err := s.dense(ctx, q.Namespace, text, n, live)
+		if err != nil {
+			return Selection{}, err
+		}
+		add(ids, 1)
+	}
+	ids := make([]string, 0, len(score))
+	for id := range score {
+		ids = append(ids, id)
+	}
+	mems, err := s.store.GetMemories(ctx, q.Namespace, ids)
+	if err != nil {
+		return Selection{}, err
+	}
+	now := live.Now
+	byID := map[string]domain.Memory{}
+	for _, m := range mems {
+		if q.ExcludeTurn != nil && q.ExcludeTurn(m) {
+			delete(score, m.ID)
+			continue
+		}
+		byID[m.ID] = m
+		if q.Mode == Hybrid && s.cfg.RecencyWeight > 0 {
+			age := now.Sub(m.ValidFrom)
+			if age < 0 {
+				age = 0
+			}
+			score[m.ID] += s.cfg.RecencyWeight / float64(rrfK+1) * math.Exp2(-float64(age)/float64(s.cfg.RecencyHalfLife))
+		}
+	}
+	ids = ids[:0]
+	for id := range byID {
+		ids = append(ids, id)
+	}
+	sortByScore(ids, score)
+	if len(ids) > n {
+		ids = ids[:n]
+	}
+	var sel Selection
+	for _, id := range ids {
+		m := byID[id]
+		sm := Selected{Memory: m, Score: score[id], Tokens: s.tok.CountTokens(memoryLine(m))}
+		sel.Ranked = append(sel.Ranked, sm)
+		if sel.Tokens+sm.Tokens <= budget {
+			sel.Packed = append(sel.Packed, sm)
+			sel.Tokens += sm.Tokens
+		}
+	}
+	return sel, nil
+}
+
+// dense ranks the namespace's vectors by cosine similarity to text.
+func (s *Service) dense(ctx context.Context, ns, text string, n int, live LiveFilter) ([]string, error) {
+	vecs, err := s.emb.Embed(ctx, []string{text})
+	if err != nil {
+		return nil, fmt.Errorf("embed the memory query: %w", err)
+	}
+	stored, err := s.store.Vectors(ctx, ns, s.emb.ModelID(), live)
+	if err != nil {
+		return nil, err
+	}
+	qv := vecs[0]
+	score := make(map[string]float64, len(stored))
+	ids := make([]string, 0, len(stored))
+	for _, v := range stored {
+		score[v.ID] = cosine(qv, v.Vec)
+		ids = append(ids, v.ID)
+	}
+	sortByScore(ids, score)
+	if len(ids) > n {
+		ids = ids[:n]
+	}
+	return ids, nil
+}
+
+func cosine(a, b []float32) float64 {
+	if len(a) != len(b) {
+		return -1
+	}
+	var dot, na, nb float64
+	for i := range a {
+		dot += float64(a[i]) * float64(b[i])
+		na += float64(a[i]) * float64(a[i])
+		nb += float64(b[i]) * float64(b[i])
+	}
+	if na == 0 || nb == 0 {
+		return 0
+	}
+	return dot / math.Sqrt(na*nb)
+}
+
+func hitIDs(hits []Hit) []string {
+	out := make([]string, len(hits))
+	for i, h := range hits {
+		out[i] = h.ID
+	}
+	return out
+}
+
+// memoryLine is one memory as the block shows it: its date, who said it
+// (turns) or its kind, and its text on one line.
+func memoryLine(m domain.Memory) string {
+	who := string(m.Kind)
+	if m.Kind == domain.MemoryTurn {
+		who = m.Role
+		if name, _ := m.Metadata["name"].(string); name != "" {
+			who = name
+		}
+	}
+	return fmt.Sprintf("- [%s] %s: %s", m.ValidFrom.UTC().Format(time.DateOnly), who, oneLine(m.Content))
+}
+
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}

@@ -1,0 +1,172 @@
+package memory
+
+import (
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/big"
+	"sort"
+	"strings"
+	"time"
+
+	"capsuled/internal/domain"
+)
+
+// Config configures the service. Zero fields take the documented defaults.
+type Config struct {
+	// BudgetTokens is the default token budget of the injected memory
+	// block. Default 1000.
+	BudgetTokens int
+	// MaxBudgetTokens caps a request's own budget. Default 16000.
+	MaxBudgetTokens int
+	// ContextTurns is how many turns before the latest user message shape
+	// the selection query. Default 4.
+	ContextTurns int
+	// Candidates is how many memories each retriever proposes. Default 60.
+	Candidates int
+	// RecencyWeight scales the recency bonus, in units of a first-rank
+	// reciprocal-rank score. Default 0.25; negative turns it off.
+	RecencyWeight float64
+	// RecencyHalfLife is the age at which the recency bonus halves.
+	// Default 30 days.
+	RecencyHalfLife time.Duration
+	// ExtractAttempts is how often fact extraction is tried before it is
+	// recorded as failed. Default 3.
+	ExtractAttempts int
+	// ExtractTimeout bounds one extraction attempt. Default 30s.
+	ExtractTimeout time.Duration
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+}
+
+// WithDefaults returns c with zero fields set to their defaults.
+func (c Config) WithDefaults() Config {
+	if c.BudgetTokens <= 0 {
+		c.BudgetTokens = 1000
+	}
+	if c.MaxBudgetTokens <= 0 {
+		c.MaxBudgetTokens = 16000
+	}
+	if c.ContextTurns <= 0 {
+		c.ContextTurns = 4
+	}
+	if c.Candidates <= 0 {
+		c.Candidates = 60
+	}
+	if c.RecencyWeight == 0 {
+		c.RecencyWeight = 0.25
+	}
+	if c.RecencyHalfLife <= 0 {
+		c.RecencyHalfLife = 30 * 24 * time.Hour
+	}
+	if c.ExtractAttempts <= 0 {
+		c.ExtractAttempts = 3
+	}
+	if c.ExtractTimeout <= 0 {
+		c.ExtractTimeout = 30 * time.Second
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// Deps are the service's collaborators. Store and at least one generator
+// are required; Embedder (keyword-only retrieval without), Tokens (default
+// ApproxTokens) and Extractor (turns are the only memories without) are
+// optional.
+type Deps struct {
+	Store      Store
+	Embedder   Embedder
+	Tokens     TokenCounter
+	Generators []Generator
+	Extractor  Extractor
+	Log        *slog.Logger
+}
+
+// Service is the memory service.
+type Service struct {
+	cfg       Config
+	store     Store
+	emb       Embedder
+	tok       TokenCounter
+	gens      map[string]Generator
+	models    []string
+	extractor Extractor
+	log       *slog.Logger
+}
+
+// New returns a Service. Generators are tried by model name; the first
+// generator's first model is the default listed first.
+func New(cfg Config, d Deps) (*Service, error) {
+	if d.Store == nil {
+		return nil, errors.New("memory: a Store is required")
+	}
+	if len(d.Generators) == 0 {
+		return nil, errors.New("memory: at least one generator is required")
+	}
+	s := &Service{cfg: cfg.WithDefaults(), store: d.Store, emb: d.Embedder, tok: d.Tokens, gens: map[string]Generator{}, extractor: d.Extractor, log: d.Log}
+	if s.tok == nil {
+		s.tok = ApproxTokens{}
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	for _, g := range d.Generators {
+		for _, m := range g.Models() {
+			if _, dup := s.gens[m]; dup {
+				return nil, fmt.Errorf("memory: model %q is served by two generators", m)
+			}
+			s.gens[m] = g
+			s.models = append(s.models, m)
+		}
+	}
+	return s, nil
+}
+
+// Models lists the model ids the memory operation accepts.
+func (s *Service) Models() []string { return append([]string(nil), s.models...) }
+
+// Config returns the service's effective configuration.
+func (s *Service) Config() Config { return s.cfg }
+
+// live is the filter of memories that count now.
+func (s *Service) live() LiveFilter { return LiveFilter{Now: s.cfg.Now()} }
+
+// newID returns a random id with the prefix, such as mem_3kTq….
+func newID(prefix string) string {
+	const alphabet = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	var b strings.Builder
+	b.WriteString(prefix)
+	max := big.NewInt(int64(len(alphabet)))
+	for i := 0; i < 22; i++ {
+		n, err := rand.Int(rand.Reader, max)
+		if err != nil {
+			panic(err) // crypto/rand does not fail on supported platforms
+		}
+		b.WriteByte(alphabet[n.Int64()])
+	}
+	return b.String()
+}
+
+// checkNamespace validates a namespace name.
+func checkNamespace(ns string) error { return domain.ValidateNamespace(ns) }
+
+// notFound maps the store's sentinel to a client error for a memory.
+func notFound(err error, what, id string) error {
+	if errors.Is(err, domain.ErrNotFound) {
+		return domain.NotFound(what, id)
+	}
+	return err
+}
+
+// sortByScore sorts ids by descending score, then id.
+func sortByScore(ids []string, score map[string]float64) {
+	sort.SliceStable(ids, func(i, j int) bool {
+		if score[ids[i]] != score[ids[j]] {
+			return score[ids[i]] > score[ids[j]]
+		}
+		return ids[i] < ids[j]
+	})
+}
