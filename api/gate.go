@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"mime"
 	"net/http"
 	"strings"
@@ -33,6 +34,10 @@ func (s *Server) gate(next http.Handler) http.Handler {
 		ri.Route = op.OperationID
 
 		if err := s.authorize(r, ri, op, params); err != nil {
+			writeError(w, r, s.log, err)
+			return
+		}
+		if err := s.rateLimit(ri); err != nil {
 			writeError(w, r, s.log, err)
 			return
 		}
@@ -126,6 +131,21 @@ func (s *Server) authorize(r *http.Request, ri *reqInfo, op *openapi3.Operation,
 		}
 	}
 	return nil
+}
+
+// rateLimit admits the request under its key's rate limit, or returns a 429
+// with the seconds to wait.
+func (s *Server) rateLimit(ri *reqInfo) error {
+	if s.limiter == nil || ri.Principal == nil {
+		return nil
+	}
+	ok, wait := s.limiter.Allow(ri.Principal.KeyID)
+	if ok {
+		return nil
+	}
+	secs := int(math.Ceil(wait.Seconds()))
+	return &domain.Error{Kind: domain.KindRateLimited, Code: "rate_limited", RetryAfter: secs,
+		Message: fmt.Sprintf("this key is over its rate limit; retry in %d s", secs)}
 }
 
 // bearer extracts the credential of an "Authorization: Bearer" header.

@@ -54,6 +54,12 @@ type Auth interface {
 	MintToken(ctx context.Context, p *domain.Principal, namespaces []string, ttl time.Duration) (string, domain.AccessToken, error)
 }
 
+// RateLimiter admits requests per key and charges the tokens they used.
+type RateLimiter interface {
+	Allow(key string) (ok bool, retryAfter time.Duration)
+	Charge(key string, tokens int)
+}
+
 // Check is one readiness check.
 type Check func(ctx context.Context) error
 
@@ -70,6 +76,8 @@ type Deps struct {
 	Checks map[string]Check
 	// Models are the model ids this server serves (svc-1 first).
 	Models []Model
+	// Limiter enforces per-key rate limits (nil: none).
+	Limiter RateLimiter
 	// Capsules, Chat and Memory are the services of the three operations.
 	Capsules Capsules
 	Chat     Chat
@@ -86,6 +94,7 @@ type Server struct {
 	auth              Auth
 	checks            map[string]Check
 	models            []Model
+	limiter           RateLimiter
 	capsules          Capsules
 	chat              Chat
 	memory            Memory
@@ -110,6 +119,7 @@ func NewServer(cfg Config, spec *Spec, deps Deps, log *slog.Logger) (*Server, er
 		auth:              deps.Auth,
 		checks:            deps.Checks,
 		models:            deps.Models,
+		limiter:           deps.Limiter,
 		capsules:          deps.Capsules,
 		chat:              deps.Chat,
 		memory:            deps.Memory,
@@ -135,6 +145,13 @@ func (s *Server) Handler() http.Handler {
 		},
 	})
 	return s.observe(s.gate(routes))
+}
+
+// chargeTokens debits the tokens a request used from its key's rate limit.
+func (s *Server) chargeTokens(ctx context.Context, tokens int) {
+	if p := principal(ctx); p != nil && s.limiter != nil {
+		s.limiter.Charge(p.KeyID, tokens)
+	}
 }
 
 // notImplemented is the answer of an operation whose service is not configured.

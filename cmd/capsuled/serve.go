@@ -19,6 +19,8 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	fs.StringVar(&cfg.CapsuleHostSuffix, "capsule-host-suffix", "", "serve capsule <name>.<suffix> hosts (empty: off)")
 	fs.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", 4<<20, "largest JSON request body")
 	fs.Int64Var(&cfg.MaxUploadBytes, "max-upload-bytes", 64<<20, "largest file upload")
+	fs.IntVar(&cfg.RateLimitRPM, "rate-limit-rpm", 6000, "requests per minute per API key (0: unlimited)")
+	fs.IntVar(&cfg.RateLimitTPM, "rate-limit-tpm", 0, "model tokens per minute per API key (0: unlimited)")
 	cfg.Capsules.RegisterFlags(fs)
 	cfg.Chat.RegisterFlags(fs)
 	logFormat := fs.String("log-format", "text", "log format: text or json")

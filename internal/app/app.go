@@ -12,6 +12,7 @@ import (
 
 	"capsuled/api"
 	"capsuled/internal/auth"
+	"capsuled/internal/ratelimit"
 	"capsuled/internal/store/sqlite"
 )
 
@@ -66,6 +67,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 	}, spec, api.Deps{
 		Auth:     a.auth,
 		Checks:   map[string]api.Check{"store": db.Ping},
+		Limiter:  ratelimit.New(ratelimit.Limits{RequestsPerMinute: cfg.RateLimitRPM, TokensPerMinute: cfg.RateLimitTPM}, cfg.Now),
 		Models:   []api.Model{{ID: "svc-1", OwnedBy: "capsuled", Created: time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)}},
 		Capsules: capsules,
 		Chat:     chat,

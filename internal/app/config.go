@@ -32,6 +32,9 @@ type Config struct {
 	// ReadHeaderTimeout, ReadTimeout, WriteTimeout and IdleTimeout protect
 	// against slow and half-open clients. Defaults 10s, 5m, 10m, 2m.
 	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout time.Duration
+	// RateLimitRPM and RateLimitTPM are per-key limits of requests and of
+	// model tokens per minute (0: off; capsuled serve defaults to 6000 and 0).
+	RateLimitRPM, RateLimitTPM int
 	// Version is reported by the health probes and the dashboard.
 	Version string
 	// Capsules configures ingestion, the embedder and retrieval (capsules.go).
