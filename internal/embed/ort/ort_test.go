@@ -4,9 +4,11 @@ package ort
 
 import (
 	"context"
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"capsuled/internal/embed/embedtest"
 )
@@ -78,5 +80,31 @@ func TestCloseTwice(t *testing.T) {
 	}
 	if _, err := e.Embed(context.Background(), []string{"x"}); err == nil {
 		t.Fatal("Embed after Close succeeded")
+	}
+}
+
+// TestSciFact measures dense-only nDCG@10 on BEIR SciFact (test queries)
+// with the fp32 export; the published figure for all-MiniLM-L6-v2 is 0.645.
+// Gated by CAPSULED_SCIFACT; takes minutes.
+//
+//	CAPSULED_SCIFACT=/work/shared/data/beir/scifact go test -run TestSciFact -v -timeout 30m ./internal/embed/ort
+func TestSciFact(t *testing.T) {
+	dir := embedtest.SciFactDir(t)
+	file := os.Getenv("CAPSULED_SCIFACT_MODEL")
+	if file == "" {
+		file = "model.onnx"
+	}
+	e := newEmbedder(t, file)
+	b, err := embedtest.LoadBEIR(dir, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := embedtest.DenseEval(context.Background(), t, e, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("SciFact %s dense nDCG@10 = %.4f (%d docs in %v, %d queries in %v)", file, res.NDCG10, res.Docs, res.EmbedDocs.Round(time.Millisecond), res.Queries, res.EmbedQuery.Round(time.Millisecond))
+	if math.Abs(res.NDCG10-0.645) > 0.01 && file == "model.onnx" {
+		t.Errorf("nDCG@10 %.4f is not within 0.01 of the published 0.645", res.NDCG10)
 	}
 }
