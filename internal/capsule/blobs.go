@@ -21,44 +21,72 @@ func (b blobs) path(hash string) string {
 	return filepath.Join(b.dir, hash[:2], hash)
 }
 
-// put streams r to a temporary file, hashing it, and moves it to its place.
-// It returns the hex hash and the size. Errors of r (such as a size limit)
-// are returned as they are.
-func (b blobs) put(r io.Reader) (string, int64, error) {
+// An Upload is a file streamed to the data directory and hashed, waiting to
+// become an item's content (AddItem) or to be discarded.
+type Upload struct {
+	path string
+	hash string
+	size int64
+}
+
+// Size is the upload's length in bytes.
+func (u *Upload) Size() int64 { return u.size }
+
+// Discard removes the upload if no item took it; safe to call twice.
+func (u *Upload) Discard() {
+	if u != nil && u.path != "" {
+		os.Remove(u.path)
+		u.path = ""
+	}
+}
+
+// stage streams r to a temporary file, hashing it. Errors of r (such as a
+// size limit) are returned as they are.
+func (b blobs) stage(r io.Reader) (*Upload, error) {
 	tmpDir := filepath.Join(b.dir, "tmp")
 	if err := os.MkdirAll(tmpDir, 0o700); err != nil {
-		return "", 0, fmt.Errorf("blob dir: %w", err)
+		return nil, fmt.Errorf("blob dir: %w", err)
 	}
 	f, err := os.CreateTemp(tmpDir, "upload-*")
 	if err != nil {
-		return "", 0, fmt.Errorf("blob: %w", err)
+		return nil, fmt.Errorf("blob: %w", err)
 	}
-	defer os.Remove(f.Name())
+	u := &Upload{path: f.Name()}
 	h := sha256.New()
 	n, err := io.Copy(io.MultiWriter(f, h), r)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("blob: %w", cerr)
+	}
 	if err != nil {
-		f.Close()
-		return "", 0, err
+		u.Discard()
+		return nil, err
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return "", 0, fmt.Errorf("blob: %w", err)
+	u.hash, u.size = hex.EncodeToString(h.Sum(nil)), n
+	return u, nil
+}
+
+// place moves an upload to its content-addressed place (keeping the copy
+// already there, if any).
+func (b blobs) place(u *Upload) error {
+	if u.path == "" {
+		return errors.New("blob: upload already used or discarded")
 	}
-	if err := f.Close(); err != nil {
-		return "", 0, fmt.Errorf("blob: %w", err)
-	}
-	hash := hex.EncodeToString(h.Sum(nil))
-	dst := b.path(hash)
+	dst := b.path(u.hash)
 	if _, err := os.Stat(dst); err == nil {
-		return hash, n, nil
+		u.Discard()
+		return nil
 	}
 	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
-		return "", 0, fmt.Errorf("blob dir: %w", err)
+		return fmt.Errorf("blob dir: %w", err)
 	}
-	if err := os.Rename(f.Name(), dst); err != nil {
-		return "", 0, fmt.Errorf("blob: %w", err)
+	if err := os.Rename(u.path, dst); err != nil {
+		return fmt.Errorf("blob: %w", err)
 	}
-	return hash, n, nil
+	u.path = ""
+	return nil
 }
 
 func (b blobs) open(hash string) (*os.File, error) { return os.Open(b.path(hash)) }

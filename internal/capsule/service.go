@@ -243,9 +243,9 @@ type NewItem struct {
 	Kind domain.ItemKind
 	// Text is the content of a text item.
 	Text string
-	// File streams a file item's bytes; its errors (such as an upload
-	// limit) are returned by AddItem as they are.
-	File     io.Reader
+	// File is a file item's content, from StageFile. AddItem takes it over
+	// (the caller may still Discard it: that is then a no-op).
+	File     *Upload
 	FileName string
 	// FileType is the MIME type given by the client; sniffed when empty or
 	// application/octet-stream.
@@ -265,27 +265,31 @@ func (s *Service) AddItem(ctx context.Context, capsule string, in NewItem) (doma
 	if in.Metadata == nil {
 		in.Metadata = map[string]any{}
 	}
-	var r io.Reader
+	up := in.File
 	switch in.Kind {
 	case domain.ItemText:
 		if strings.TrimSpace(in.Text) == "" {
 			return domain.Item{}, false, domain.Invalid("content", "content must not be empty")
 		}
-		r = strings.NewReader(in.Text)
+		var err error
+		if up, err = s.blobs.stage(strings.NewReader(in.Text)); err != nil {
+			return domain.Item{}, false, err
+		}
 	case domain.ItemFile:
-		if in.File == nil {
+		if up == nil || up.path == "" {
 			return domain.Item{}, false, domain.Invalid("file", "a file is required")
 		}
-		r = in.File
 	default:
 		return domain.Item{}, false, domain.Invalid("kind", "unknown item kind %q", in.Kind)
 	}
+	defer up.Discard()
 	s.blobMu.Lock()
 	defer s.blobMu.Unlock()
-	hash, size, err := s.blobs.put(r)
-	if err != nil {
+	if err := s.blobs.place(up); err != nil {
 		return domain.Item{}, false, err
 	}
+	hash, size := up.hash, up.size
+	var err error
 	now := s.cfg.Now().UTC().Truncate(time.Millisecond)
 	it := domain.Item{
 		ID: newItemID(now), Capsule: capsule, Kind: in.Kind, URI: in.URI, Size: size, ContentHash: hash,
@@ -320,6 +324,11 @@ func (s *Service) AddItem(ctx context.Context, capsule string, in NewItem) (doma
 	}
 	return stored, created, nil
 }
+
+// StageFile streams a file upload into the data directory; pass it to
+// AddItem as NewItem.File, or Discard it. Errors of r (such as an upload
+// limit) are returned as they are.
+func (s *Service) StageFile(r io.Reader) (*Upload, error) { return s.blobs.stage(r) }
 
 // fileType resolves a file's MIME type from what the client gave and the
 // blob's first bytes.
