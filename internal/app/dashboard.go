@@ -3,6 +3,8 @@ package app
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"io"
 	"fmt"
 	"math"
 	"net/http"
@@ -14,11 +16,21 @@ import (
 	"github.com/prometheus/common/model"
 
 	"capsuled/internal/dashboard"
+	"capsuled/internal/domain"
+	"capsuled/internal/memory"
 )
 
 // mountDashboard serves the dashboard at /dashboard in front of the API
 // handler, which gets every other path.
-func (a *App) mountDashboard(apiHandler http.Handler) (http.Handler, error) {
+//
+// capsules and mem are the services built for the API (nil, or whatever
+// newCapsules and newMemory returned): the dashboard uses them through
+// adapters when they are the real services.
+func (a *App) mountDashboard(apiHandler http.Handler, services ...any) (http.Handler, error) {
+	var capsules, mem any
+	if len(services) == 2 {
+		capsules, mem = services[0], services[1]
+	}
 	d, err := dashboard.New(dashboard.Config{
 		MaxUploadBytes: a.cfg.MaxUploadBytes,
 		Version:        a.cfg.Version,
@@ -26,8 +38,8 @@ func (a *App) mountDashboard(apiHandler http.Handler) (http.Handler, error) {
 	}, dashboard.Deps{
 		Auth:     a.auth,
 		Secrets:  a.db.Keys(),
-		Capsules: a.dashboardCapsules(),
-		Memory:   a.dashboardMemory(),
+		Capsules: dashboardCapsules(capsules),
+		Memory:   dashboardMemory(mem),
 		Status:   a.dashboardStatus(apiHandler),
 	}, a.log)
 	if err != nil {
@@ -42,11 +54,91 @@ func (a *App) mountDashboard(apiHandler http.Handler) (http.Handler, error) {
 
 // dashboardCapsules is the capsule service as the dashboard uses it (nil:
 // its pages say capsules are not available).
-func (a *App) dashboardCapsules() dashboard.Capsules { return nil }
+func dashboardCapsules(svc any) dashboard.Capsules { return nil }
 
 // dashboardMemory is the memory service as the dashboard uses it (nil: its
 // pages say memory is not available).
-func (a *App) dashboardMemory() dashboard.Memory { return nil }
+func dashboardMemory(svc any) dashboard.Memory {
+	if m, ok := svc.(*memory.Service); ok && m != nil {
+		return memoryPages{m}
+	}
+	return nil
+}
+
+// memoryPages adapts the memory service to the dashboard.
+type memoryPages struct{ s *memory.Service }
+
+func (m memoryPages) ListNamespaces(ctx context.Context) ([]domain.Namespace, error) {
+	st, err := m.s.Namespaces(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]domain.Namespace, len(st))
+	for i, n := range st {
+		out[i] = n.Namespace
+	}
+	return out, nil
+}
+
+func (m memoryPages) ListMemories(ctx context.Context, ns, search string, limit int) ([]domain.Memory, error) {
+	found, _, err := m.s.List(ctx, ns, memory.ListOptions{Query: search, Limit: limit, IncludeSuperseded: true})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]domain.Memory, len(found))
+	for i, f := range found {
+		out[i] = f.Memory
+	}
+	return out, nil
+}
+
+func (m memoryPages) DeleteMemory(ctx context.Context, ns, id string) error {
+	return m.s.Delete(ctx, ns, id)
+}
+
+func (m memoryPages) DeleteNamespace(ctx context.Context, ns string) error {
+	_, err := m.s.DeleteNamespace(ctx, ns)
+	return err
+}
+
+// exportedMemory is one line of an export: openapi.yaml's Memory object, which
+// POST /v1/memory/namespaces/{namespace}/import reads back.
+type exportedMemory struct {
+	ID           string         `json:"id"`
+	Namespace    string         `json:"namespace"`
+	Kind         string         `json:"kind"`
+	Role         *string        `json:"role"`
+	Content      string         `json:"content"`
+	Conversation *string        `json:"conversation_id"`
+	Metadata     map[string]any `json:"metadata"`
+	CreatedAt    time.Time      `json:"created_at"`
+	UpdatedAt    time.Time      `json:"updated_at"`
+	ValidFrom    time.Time      `json:"valid_from"`
+	InvalidFrom  *time.Time     `json:"invalid_from"`
+	SupersededBy *string        `json:"superseded_by"`
+	ExpiresAt    *time.Time     `json:"expires_at"`
+}
+
+func (m memoryPages) ExportNamespace(ctx context.Context, ns string, w io.Writer) error {
+	enc := json.NewEncoder(w)
+	opt := func(s string) *string {
+		if s == "" {
+			return nil
+		}
+		return &s
+	}
+	return m.s.Export(ctx, ns, func(mm domain.Memory) error {
+		md := mm.Metadata
+		if md == nil {
+			md = map[string]any{}
+		}
+		return enc.Encode(exportedMemory{
+			ID: mm.ID, Namespace: mm.Namespace, Kind: string(mm.Kind), Role: opt(mm.Role), Content: mm.Content,
+			Conversation: opt(mm.Conversation), Metadata: md, CreatedAt: mm.CreatedAt, UpdatedAt: mm.UpdatedAt,
+			ValidFrom: mm.ValidFrom, InvalidFrom: mm.InvalidFrom, SupersededBy: opt(mm.SupersededBy), ExpiresAt: mm.ExpiresAt,
+		})
+	})
+}
 
 // dashboardServices adds the embedder, semantic search and upstream engines
 // to the status.
