@@ -1,12 +1,11 @@
 package app
 
 import (
-	"errors"
-
 	"capsuled/internal/chat"
+	"capsuled/internal/engine/upstream"
 )
 
-// newUpstream builds the upstream engine.
+// newUpstream builds the upstream engine from the --upstream-* settings.
 func newUpstream(c ChatConfig) (chat.Engine, error) {
-	return nil, errors.New("engine upstream: not part of this build yet; use --engine builtin")
+	return upstream.New(upstream.Config{URL: c.UpstreamURL, Model: c.UpstreamModel, Key: c.UpstreamKey, Timeout: c.UpstreamTimeout})
 }
