@@ -40,6 +40,7 @@ func commands() map[string]command {
 		"add":         {"add files, folders or text to a capsule (add NAME PATH...)", runAdd},
 		"query":       {"query a capsule (query NAME \"text\")", runQuery},
 		"ask":         {"run the svc-1 retrieval loop over a capsule (ask NAME \"question\")", runAsk},
+		"models":      {"convert the embedding model to ONNX, or fetch it (convert|fetch)", runModels},
 		"bench":       {"benchmarks: retrieval, agent, memory", runBench},
 		"version": {"print the version", func(_ context.Context, _ []string, stdout, _ io.Writer) error {
 			_, err := fmt.Fprintln(stdout, version)
