@@ -207,3 +207,20 @@ func TestServe(t *testing.T) {
 		}
 	}
 }
+
+func TestModelsCommands(t *testing.T) {
+	t.Setenv("CAPSULED_MODEL_DIR", "")
+	if code, _, stderr := runCLI(t, "models", "convert", "--from", "x"); code != 2 || !strings.Contains(stderr, "usage") {
+		t.Fatalf("convert without --to: %d %q", code, stderr)
+	}
+	if code, _, stderr := runCLI(t, "models", "shrink"); code != 2 || !strings.Contains(stderr, "unknown subcommand") {
+		t.Fatalf("unknown: %d %q", code, stderr)
+	}
+	code, _, stderr := runCLI(t, "models", "fetch", "--data", t.TempDir(), "--model-url", "http://127.0.0.1:1", "--model-dir", "")
+	if code != 1 || !strings.Contains(stderr, "cannot download the embedding model") {
+		t.Fatalf("fetch from nowhere: %d %q", code, stderr)
+	}
+	if code, _, stderr := runCLI(t, "models", "convert", "--from", t.TempDir(), "--to", t.TempDir()); code != 1 || stderr == "" {
+		t.Fatalf("convert an empty folder: %d %q", code, stderr)
+	}
+}
