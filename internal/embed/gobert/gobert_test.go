@@ -108,3 +108,23 @@ func TestNewErrors(t *testing.T) {
 		})
 	}
 }
+
+func benchEmbedder(b *testing.B) *Embedder {
+	e, err := New(context.Background(), Config{ModelDir: embedtest.ModelDir(b)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return e
+}
+
+// Throughput benchmarks:
+//
+//	go test -run '^$' -bench BenchmarkEmbed -benchtime 3x ./internal/embed/gobert
+func BenchmarkEmbedSentences(b *testing.B) {
+	embedtest.BenchSentences(b, benchEmbedder(b), 32)
+}
+
+func BenchmarkEmbedChunks(b *testing.B) {
+	e := benchEmbedder(b)
+	embedtest.BenchChunks(b, e, 16, e.Tokenizer().CountTokens)
+}

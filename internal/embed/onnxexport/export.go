@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"capsuled/internal/embed/bert"
 )
@@ -15,6 +16,10 @@ import (
 type Options struct {
 	// Quantize writes dynamic int8 dense layers instead of fp32.
 	Quantize bool
+	// KeepFP32 lists dense layers left in fp32 when quantising, by name
+	// suffix (e.g. "output.dense" keeps every feed-forward output layer,
+	// whose GELU inputs have the widest range).
+	KeepFP32 []string
 	// FileName is the model file written in the target directory; default
 	// "model.onnx" (or "model_quantized.onnx" with Quantize).
 	FileName string
@@ -125,7 +130,7 @@ func Build(w *bert.Weights, opts Options) ([]byte, error) {
 	}
 	dense := func(x string, l bert.Linear, name string) string {
 		var y string
-		if opts.Quantize {
+		if opts.Quantize && !keep(name, opts.KeepFP32) {
 			y = quantizedMatMul(g, x, l, name)
 		} else {
 			wt := g.floats(name+".weight_t", []int64{int64(l.In), int64(l.Out)}, transpose(l.W, l.Out, l.In))
@@ -231,6 +236,15 @@ func Build(w *bert.Weights, opts Options) ([]byte, error) {
 		bytes(modelMetadataProps, meta("weights", quant)).
 		bytes(modelGraph, gr)
 	return m, nil
+}
+
+func keep(name string, suffixes []string) bool {
+	for _, s := range suffixes {
+		if strings.HasSuffix(name, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // transpose turns a row-major [rows, cols] matrix into [cols, rows].

@@ -38,15 +38,17 @@ func TestBuildStructure(t *testing.T) {
 	tests := []struct {
 		name     string
 		quantize bool
-		wantOps  []string
+		keep     []string
+		wantOps  map[string]int // op → count; tiny model: 2 layers
 	}{
-		{"fp32", false, []string{"Gather", "LayerNormalization", "MatMul", "Softmax", "Erf", "ReduceL2"}},
-		{"int8", true, []string{"DynamicQuantizeLinear", "MatMulInteger", "Softmax", "Erf"}},
+		{"fp32", false, nil, map[string]int{"Gather": 4, "LayerNormalization": 5, "MatMul": 2 * 8, "Softmax": 2, "Erf": 2, "ReduceL2": 1, "MatMulInteger": 0}},
+		{"int8", true, nil, map[string]int{"DynamicQuantizeLinear": 2 * 6, "MatMulInteger": 2 * 6, "MatMul": 2 * 2, "Softmax": 2, "Erf": 2}},
+		{"int8 keep outputs", true, []string{"output.dense"}, map[string]int{"MatMulInteger": 2 * 4, "MatMul": 2 * 4}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			b, err := Build(bert.Random(bert.TinyConfig(), 1), Options{Quantize: tt.quantize})
+			b, err := Build(bert.Random(bert.TinyConfig(), 1), Options{Quantize: tt.quantize, KeepFP32: tt.keep})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -64,9 +66,9 @@ func TestBuildStructure(t *testing.T) {
 				nf := fields(t, n.([]byte))
 				ops[string(nf[nodeOpType][0].([]byte))]++
 			}
-			for _, op := range tt.wantOps {
-				if ops[op] == 0 {
-					t.Errorf("no %s node; ops %v", op, ops)
+			for op, n := range tt.wantOps {
+				if ops[op] != n {
+					t.Errorf("%d %s nodes, want %d; ops %v", ops[op], op, n, ops)
 				}
 			}
 			var outs []string

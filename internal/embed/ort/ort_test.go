@@ -108,3 +108,24 @@ func TestSciFact(t *testing.T) {
 		t.Errorf("nDCG@10 %.4f is not within 0.01 of the published 0.645", res.NDCG10)
 	}
 }
+
+// Throughput benchmarks:
+//
+//	go test -run '^$' -bench BenchmarkEmbed -benchtime 20x ./internal/embed/ort
+func BenchmarkEmbedSentencesFP32(b *testing.B) {
+	embedtest.BenchSentences(b, newEmbedder(b, "model.onnx"), 32)
+}
+
+func BenchmarkEmbedChunksFP32(b *testing.B) {
+	e := newEmbedder(b, "model.onnx")
+	embedtest.BenchChunks(b, e, 16, e.Tokenizer().CountTokens)
+}
+
+func BenchmarkEmbedSentencesInt8(b *testing.B) {
+	embedtest.BenchSentences(b, newEmbedder(b, "model_quantized.onnx"), 32)
+}
+
+func BenchmarkEmbedChunksInt8(b *testing.B) {
+	e := newEmbedder(b, "model_quantized.onnx")
+	embedtest.BenchChunks(b, e, 16, e.Tokenizer().CountTokens)
+}
