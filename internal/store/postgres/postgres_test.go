@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"capsuled/internal/auth"
+	"capsuled/internal/capsule"
 	"capsuled/internal/store/postgres"
 	"capsuled/internal/storetest"
 )
@@ -165,4 +166,14 @@ func contains(s, sub string) bool {
 		}
 	}
 	return false
+}
+
+func TestCapsuleStore(t *testing.T) {
+	t.Parallel()
+	for _, ft := range []postgres.FullText{postgres.FullTextAuto, postgres.FullTextTSVector} {
+		t.Run("fulltext="+string(ft), func(t *testing.T) {
+			t.Parallel()
+			storetest.CapsuleStore(t, func(t *testing.T) capsule.Store { return openFresh(t, postgres.Options{FullText: ft}).Capsules() })
+		})
+	}
 }
