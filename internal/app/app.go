@@ -76,7 +76,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 		a.Close()
 		return nil, err
 	}
-	a.handler, err = a.mountDashboard(srv.Handler())
+	a.handler, err = a.mountDashboard(srv.Handler(), capsules, nil)
 	if err != nil {
 		a.Close()
 		return nil, err

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"capsuled/internal/capsule"
 	"capsuled/internal/dashboard"
 	"capsuled/internal/domain"
 	"capsuled/internal/memory"
@@ -40,7 +41,7 @@ func (a *App) mountDashboard(apiHandler http.Handler, services ...any) (http.Han
 		Secrets:  a.db.Keys(),
 		Capsules: dashboardCapsules(capsules),
 		Memory:   dashboardMemory(mem),
-		Status:   a.dashboardStatus(apiHandler),
+		Status:   a.dashboardStatus(apiHandler, capsules),
 	}, a.log)
 	if err != nil {
 		return nil, fmt.Errorf("dashboard: %w", err)
@@ -54,7 +55,65 @@ func (a *App) mountDashboard(apiHandler http.Handler, services ...any) (http.Han
 
 // dashboardCapsules is the capsule service as the dashboard uses it (nil:
 // its pages say capsules are not available).
-func dashboardCapsules(svc any) dashboard.Capsules { return nil }
+func dashboardCapsules(svc any) dashboard.Capsules {
+	if c, ok := svc.(*capsule.Service); ok && c != nil {
+		return capsulePages{c}
+	}
+	return nil
+}
+
+// capsulePages adapts the capsule service to the dashboard.
+type capsulePages struct{ s *capsule.Service }
+
+// maxListedItems bounds a capsule page's item list.
+const maxListedItems = 2000
+
+func (c capsulePages) ListCapsules(ctx context.Context) ([]domain.Capsule, error) {
+	return c.s.ListCapsules(ctx)
+}
+
+func (c capsulePages) CreateCapsule(ctx context.Context, name, description string) (domain.Capsule, error) {
+	return c.s.CreateCapsule(ctx, name, description)
+}
+
+func (c capsulePages) DeleteCapsule(ctx context.Context, name string) error {
+	return c.s.DeleteCapsule(ctx, name)
+}
+
+func (c capsulePages) ListItems(ctx context.Context, name string) ([]domain.Item, error) {
+	var out []domain.Item
+	after := ""
+	for len(out) < maxListedItems {
+		page, next, err := c.s.ListItems(ctx, name, "", after, 200)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, page...)
+		if next == "" {
+			break
+		}
+		after = next
+	}
+	return out, nil
+}
+
+func (c capsulePages) AddFile(ctx context.Context, name string, f dashboard.Upload) (domain.Item, error) {
+	up, err := c.s.StageFile(f.Body)
+	if err != nil {
+		return domain.Item{}, err
+	}
+	defer up.Discard()
+	it, _, err := c.s.AddItem(ctx, name, capsule.NewItem{Kind: domain.ItemFile, File: up, FileName: f.FileName, FileType: f.FileType})
+	return it, err
+}
+
+func (c capsulePages) DeleteItem(ctx context.Context, name, id string) error {
+	return c.s.DeleteItem(ctx, name, id)
+}
+
+func (c capsulePages) Query(ctx context.Context, name string, q domain.Query) ([]domain.Hit, error) {
+	return c.s.Query(ctx, name, q)
+}
 
 // dashboardMemory is the memory service as the dashboard uses it (nil: its
 // pages say memory is not available).
@@ -140,19 +199,21 @@ func (m memoryPages) ExportNamespace(ctx context.Context, ns string, w io.Writer
 	})
 }
 
-// dashboardServices adds the embedder, semantic search and upstream engines
-// to the status.
-func (a *App) dashboardServices(ctx context.Context, st *dashboard.Status) {}
-
 // dashboardStatus reports the server's status from the store check and the
 // API's own /metrics, read in-process.
-func (a *App) dashboardStatus(apiHandler http.Handler) dashboard.StatusFunc {
+func (a *App) dashboardStatus(apiHandler http.Handler, capsules any) dashboard.StatusFunc {
 	return func(ctx context.Context) dashboard.Status {
 		st := dashboard.Status{
 			Version: a.cfg.Version,
 			Store:   "sqlite (" + a.cfg.DatabasePath() + ")",
 		}
-		a.dashboardServices(ctx, &st)
+		if c, ok := capsules.(*capsule.Service); ok && c != nil {
+			st.Semantic = c.Semantic()
+			st.Embedder = "none (keyword search only)"
+			if st.Semantic {
+				st.Embedder = "embedder " + a.cfg.Capsules.Embedder
+			}
+		}
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
 		check := dashboard.Check{Name: "store", OK: true}

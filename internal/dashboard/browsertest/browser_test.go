@@ -373,3 +373,133 @@ func TestNonAdminKeyIsRefusedInTheBrowser(t *testing.T) {
 		t.Fatalf("refusal message: %q", msg)
 	}
 }
+
+// api sends a JSON request with the admin key and returns the status.
+func (s *server) api(t *testing.T, method, path, body string) int {
+	t.Helper()
+	req, _ := http.NewRequest(method, s.url+path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+s.admin)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// skipUnavailable skips when the current page says its service is missing.
+func skipUnavailable(t *testing.T, ctx context.Context, what string) {
+	t.Helper()
+	if body := run(t, ctx, "page", chromedp.OuterHTML(chromedp.CSS("main"))); strings.Contains(body, "not available on this server") {
+		t.Skipf("%s: the server runs without the service", what)
+	}
+}
+
+func TestUploadAndQueryInTheBrowser(t *testing.T) {
+	s := startServer(t)
+	ctx := browser(t)
+	dir := screenshotDir(t)
+	signIn(t, ctx, s, "")
+	step(t, ctx, "capsules", chromedp.Navigate(s.url+"/dashboard/capsules"), chromedp.WaitVisible(chromedp.CSS("main h1")))
+	skipUnavailable(t, ctx, "capsules")
+
+	step(t, ctx, "create a capsule",
+		chromedp.SendKeys(chromedp.ID("capsule-name"), "handbook"),
+		chromedp.SendKeys(chromedp.ID("capsule-description"), "the staff handbook"),
+		chromedp.Click(chromedp.CSS(`form[action="/dashboard/capsules"] button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.ID("upload-files")),
+	)
+	file := filepath.Join(t.TempDir(), "holidays.md")
+	text := "# Holidays\n\nEvery employee gets twenty-eight days of paid leave a year. " +
+		"Unused leave carries over until the end of March.\n\n## Parental leave\n\nParents get sixteen weeks at full pay.\n"
+	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	step(t, ctx, "upload",
+		chromedp.SetUploadFiles(chromedp.ID("upload-files"), []string{file}),
+		chromedp.Click(chromedp.CSS(`form[data-upload] button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.CSS(`tr[data-item-id]`)),
+	)
+	// Wait until ingestion is done (reloading, as a person would).
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		st := run(t, ctx, "status", chromedp.Text(chromedp.CSS(`tr[data-item-id] .status`)))
+		if st == "ready" {
+			break
+		}
+		if st == "failed" || time.Now().After(deadline) {
+			row := run(t, ctx, "row", chromedp.Text(chromedp.CSS(`tr[data-item-id]`)))
+			t.Fatalf("the item is %s: %s", st, row)
+		}
+		step(t, ctx, "reload", chromedp.Sleep(300*time.Millisecond), chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`tr[data-item-id]`)))
+	}
+	checkPage(t, ctx, dir, "capsule")
+
+	step(t, ctx, "query",
+		chromedp.Click(chromedp.CSS(`a[href="/dashboard/playground?capsule=handbook"]`)),
+		chromedp.WaitVisible(chromedp.ID("pg-query")),
+		chromedp.SendKeys(chromedp.ID("pg-query"), "how many days of paid leave"),
+		chromedp.Click(chromedp.CSS(`main form button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.ID("results-heading")),
+	)
+	first := run(t, ctx, "first hit", chromedp.Text(chromedp.CSS(`.hits li:first-child`)))
+	if !strings.Contains(first, "holidays.md") || !strings.Contains(first, "twenty-eight days") {
+		t.Fatalf("the first result is %q, want the holidays file", first)
+	}
+	curl := run(t, ctx, "curl", chromedp.Text(chromedp.ID("curl")))
+	if !strings.Contains(curl, s.url+"/capsules/handbook/query") || !strings.Contains(curl, `"query":"how many days of paid leave"`) {
+		t.Errorf("curl command: %s", curl)
+	}
+	checkPage(t, ctx, dir, "playground-results")
+	step(t, ctx, "capsule list", chromedp.Navigate(s.url+"/dashboard/capsules"), chromedp.WaitVisible(chromedp.CSS(`a[href="/dashboard/capsules/handbook"]`)))
+	checkPage(t, ctx, dir, "capsules-list")
+}
+
+func TestDeleteNamespaceInTheBrowser(t *testing.T) {
+	s := startServer(t)
+	ctx := browser(t)
+	dir := screenshotDir(t)
+	signIn(t, ctx, s, "")
+	step(t, ctx, "namespaces", chromedp.Navigate(s.url+"/dashboard/namespaces"), chromedp.WaitVisible(chromedp.CSS("main h1")))
+	skipUnavailable(t, ctx, "memory")
+	for ns, notes := range map[string][]string{
+		"alice": {"Alice prefers green tea.", "Alice moved to Lyon in 2025."},
+		"bob":   {"Bob is allergic to peanuts."},
+	} {
+		for _, n := range notes {
+			if got := s.api(t, http.MethodPost, "/v1/memory/namespaces/"+ns+"/memories", `{"content":"`+n+`"}`); got != http.StatusCreated {
+				t.Fatalf("add a memory to %s: %d", ns, got)
+			}
+		}
+	}
+	step(t, ctx, "list", chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`a[href="/dashboard/namespaces/alice"]`)))
+	checkPage(t, ctx, dir, "namespaces-list")
+	step(t, ctx, "browse",
+		chromedp.Click(chromedp.CSS(`a[href="/dashboard/namespaces/alice"]`)),
+		chromedp.WaitVisible(chromedp.ID("mem-search")),
+		chromedp.SendKeys(chromedp.ID("mem-search"), "Lyon"),
+		chromedp.KeyEvent("\r"),
+		chromedp.WaitVisible(chromedp.CSS(`main table`)),
+	)
+	found := run(t, ctx, "memories", chromedp.Text(chromedp.CSS(`main table tbody`)))
+	if !strings.Contains(found, "Lyon") || strings.Contains(found, "green tea") {
+		t.Errorf("search for Lyon shows %q", found)
+	}
+	checkPage(t, ctx, dir, "namespace")
+	step(t, ctx, "delete",
+		chromedp.Click(chromedp.CSS(`a[href="/dashboard/namespaces/alice/delete"]`)),
+		chromedp.WaitVisible(chromedp.ID("confirm-heading")),
+		chromedp.Click(chromedp.CSS(`main form button.danger`)),
+		chromedp.WaitVisible(chromedp.CSS(`p.notice`)),
+	)
+	body := run(t, ctx, "list", chromedp.OuterHTML(chromedp.CSS("main")))
+	if strings.Contains(body, `/dashboard/namespaces/alice"`) || !strings.Contains(body, `/dashboard/namespaces/bob"`) {
+		t.Fatalf("after deleting alice the list is:\n%s", body)
+	}
+	if got := s.api(t, http.MethodGet, "/v1/memory/namespaces/alice", ""); got != http.StatusNotFound {
+		t.Fatalf("the deleted namespace on the API: %d, want 404", got)
+	}
+}
