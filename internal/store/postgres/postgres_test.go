@@ -13,6 +13,7 @@ import (
 
 	"capsuled/internal/auth"
 	"capsuled/internal/capsule"
+	"capsuled/internal/memory"
 	"capsuled/internal/store/postgres"
 	"capsuled/internal/storetest"
 )
@@ -176,4 +177,9 @@ func TestCapsuleStore(t *testing.T) {
 			storetest.CapsuleStore(t, func(t *testing.T) capsule.Store { return openFresh(t, postgres.Options{FullText: ft}).Capsules() })
 		})
 	}
+}
+
+func TestMemoryStore(t *testing.T) {
+	t.Parallel()
+	storetest.MemoryStore(t, func(t *testing.T) memory.Store { return openFresh(t, postgres.Options{}).Memory() })
 }
