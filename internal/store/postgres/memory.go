@@ -333,7 +333,7 @@ func (s *MemoryStore) Owners(ctx context.Context, ids []string) (map[string]stri
 }
 
 // namespaceStats counts memories and failures by namespace ($1: now; $2:
-// one namespace, or ” for all).
+// one namespace, or the empty string for all).
 const namespaceStats = `WITH m AS (
 	SELECT namespace,
 		count(*) FILTER (WHERE (expires_at IS NULL OR expires_at > $1) AND invalid_from IS NULL) AS live,
