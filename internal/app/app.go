@@ -13,14 +13,13 @@ import (
 	"capsuled/api"
 	"capsuled/internal/auth"
 	"capsuled/internal/ratelimit"
-	"capsuled/internal/store/sqlite"
 )
 
 // App is a running capsuled: its store, services and HTTP handler.
 type App struct {
 	cfg     Config
 	log     *slog.Logger
-	db      *sqlite.DB
+	db      *backend
 	auth    *auth.Service
 	handler http.Handler
 	closers []io.Closer
@@ -36,7 +35,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 		log = slog.Default()
 	}
 	a := &App{cfg: cfg, log: log}
-	db, err := sqlite.Open(ctx, cfg.DatabasePath())
+	db, err := openStore(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -138,6 +137,6 @@ func (a *App) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", a.cfg.Addr, err)
 	}
-	a.log.Info("capsuled listening", "addr", "http://"+l.Addr().String(), "data", a.cfg.DataDir, "store", "sqlite")
+	a.log.Info("capsuled listening", "addr", "http://"+l.Addr().String(), "data", a.cfg.DataDir, "store", a.db.name)
 	return a.Serve(ctx, l)
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
-	"strings"
 	"time"
 )
 
@@ -18,7 +17,8 @@ type Config struct {
 	// DataDir holds the SQLite database, uploads and models. Default ./data.
 	DataDir string
 	// Store selects the storage backend: "" or "sqlite" for the embedded
-	// database in DataDir. (PostgreSQL arrives with its own issue.)
+	// database in DataDir, or a postgres:// URL for PostgreSQL (the URL's
+	// pool_max_conns sets the pool size).
 	Store string
 	// CapsuleHostSuffix turns on host-based capsule addresses
 	// (<capsule>.<suffix>); empty turns them off.
@@ -84,8 +84,7 @@ func (c Config) Validate() error {
 	}
 	switch {
 	case c.Store == "" || c.Store == "sqlite":
-	case strings.HasPrefix(c.Store, "postgres://") || strings.HasPrefix(c.Store, "postgresql://"):
-		return errors.New("store: the PostgreSQL backend is not part of this build yet; use sqlite")
+	case isPostgresURL(c.Store):
 	default:
 		return fmt.Errorf("store %q: want sqlite or a postgres:// URL", c.Store)
 	}
