@@ -2,14 +2,113 @@ package api
 
 import (
 	"context"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
 
 	"capsuled/gen"
+	"capsuled/internal/domain"
+	"capsuled/internal/memory"
 )
 
 // Memory is what the HTTP layer needs from the memory service. Nil answers 501.
-type Memory interface{}
+type Memory interface {
+	// Models are the model ids the memory operation accepts.
+	Models() []string
+	Chat(ctx context.Context, in memory.ChatInput) (memory.ChatResult, error)
+
+	Namespaces(ctx context.Context, allowed func(string) bool) ([]memory.NamespaceStats, error)
+	Namespace(ctx context.Context, ns string) (memory.NamespaceStats, error)
+	DeleteNamespace(ctx context.Context, ns string) (int, error)
+	List(ctx context.Context, ns string, o memory.ListOptions) ([]memory.Found, string, error)
+	Add(ctx context.Context, ns string, in memory.NewMemory) (domain.Memory, error)
+	Get(ctx context.Context, ns, id string) (domain.Memory, error)
+	Update(ctx context.Context, ns, id string, p memory.Patch) (domain.Memory, error)
+	Delete(ctx context.Context, ns, id string) error
+	SetExpiry(ctx context.Context, ns, id string, at *time.Time) (domain.Memory, error)
+	Export(ctx context.Context, ns string, fn func(domain.Memory) error) error
+	Import(ctx context.Context, ns string, mems []domain.Memory) (imported, skipped int, err error)
+	Failures(ctx context.Context, ns string) ([]memory.Failure, error)
+}
 
 // CreateMemoryChatCompletion runs one memory chat turn.
-func (s *Server) CreateMemoryChatCompletion(context.Context, gen.CreateMemoryChatCompletionRequestObject) (gen.CreateMemoryChatCompletionResponseObject, error) {
-	return nil, notImplemented("memory chat")
+func (s *Server) CreateMemoryChatCompletion(ctx context.Context, in gen.CreateMemoryChatCompletionRequestObject) (gen.CreateMemoryChatCompletionResponseObject, error) {
+	if s.memory == nil {
+		return nil, notImplemented("memory chat")
+	}
+	req, err := ChatRequestFromWire(in.Body, info(ctx).Body)
+	if err != nil {
+		return nil, err
+	}
+	ns := domain.GlobalNamespace
+	if in.Params.Namespace != nil {
+		ns = *in.Params.Namespace
+	}
+	if err := domain.ValidateNamespace(ns); err != nil {
+		return nil, err
+	}
+	if models := s.memory.Models(); !slices.Contains(models, req.Model) {
+		return nil, &domain.Error{Kind: domain.KindNotFound, Code: "model_not_found", Param: "model",
+			Message: "model " + quote(req.Model) + " is not served by the memory operation; use one of: " + strings.Join(models, ", ")}
+	}
+	if req.N > 1 {
+		return nil, domain.Invalid("n", "the memory operation generates one choice (n must be 1)")
+	}
+	mi := memory.ChatInput{Namespace: ns, Request: *req}
+	if o := in.Body.Memory; o != nil {
+		if o.BudgetTokens != nil {
+			mi.BudgetTokens = *o.BudgetTokens
+			if mi.BudgetTokens == 0 {
+				mi.BudgetTokens = -1 // an explicit 0: inject nothing
+			}
+		}
+		if o.ConversationId != nil {
+			mi.ConversationID = *o.ConversationId
+		}
+	}
+	if req.Stream {
+		// The memory report has no place in the chunks yet; the turn is
+		// selected, generated and persisted exactly as without streaming.
+		return memoryStream{&chatStream{
+			log:  s.log,
+			req:  req,
+			head: &domain.Completion{ID: "chatcmpl-" + newStreamID(), Model: req.Model, Created: time.Now()},
+			run: func() (*domain.Completion, error) {
+				res, err := s.memory.Chat(ctx, mi)
+				if err != nil {
+					return nil, err
+				}
+				return &res.Completion, nil
+			},
+			ctx: ctx,
+		}}, nil
+	}
+	res, err := s.memory.Chat(ctx, mi)
+	if err != nil {
+		return nil, err
+	}
+	out := CompletionToWire(&res.Completion)
+	ext := gen.MemoryReportExtraction(res.Extraction)
+	out.Memory = &gen.MemoryReport{Namespace: res.Namespace, Read: orEmptyIDs(res.Read), Written: orEmptyIDs(res.Written), Extraction: &ext}
+	if len(res.Superseded) > 0 {
+		out.Memory.Superseded = &res.Superseded
+	}
+	return gen.CreateMemoryChatCompletion200JSONResponse(out), nil
 }
+
+// memoryStream is the svc-1 chat stream answering the memory operation.
+type memoryStream struct{ *chatStream }
+
+func (m memoryStream) VisitCreateMemoryChatCompletionResponse(w http.ResponseWriter) error {
+	return m.VisitCreateChatCompletionResponse(w)
+}
+
+func orEmptyIDs(ids []string) []string {
+	if ids == nil {
+		return []string{}
+	}
+	return ids
+}
+
+func quote(s string) string { return `"` + s + `"` }

@@ -15,7 +15,8 @@ import (
 type ChatInput struct {
 	Namespace string
 	Request   domain.ChatRequest
-	// BudgetTokens is the request's memory budget (0: the server's).
+	// BudgetTokens is the request's memory budget (0: the server's;
+	// negative: inject nothing).
 	BudgetTokens int
 	// ConversationID groups turns for deduplication ("" derives one from
 	// the first user message).

@@ -32,7 +32,8 @@ type Query struct {
 	// Context are the turns before it, oldest first; the most recent
 	// Config.ContextTurns of them shape the query.
 	Context []string
-	// BudgetTokens bounds the packed memory block; 0 means the default.
+	// BudgetTokens bounds the packed memory block; 0 means the default and
+	// a negative budget packs nothing.
 	BudgetTokens int
 	// Exclude are ids never to select (for example the turns the request
 	// itself carries).
@@ -71,8 +72,11 @@ func (s *Service) selectWith(ctx context.Context, q Query, live LiveFilter) (Sel
 		return Selection{}, err
 	}
 	budget := q.BudgetTokens
-	if budget <= 0 {
+	switch {
+	case budget == 0:
 		budget = s.cfg.BudgetTokens
+	case budget < 0:
+		budget = 0 // the caller asked for no memory
 	}
 	n := s.cfg.Candidates
 	score := map[string]float64{}
