@@ -23,6 +23,7 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	fs.IntVar(&cfg.RateLimitTPM, "rate-limit-tpm", 0, "model tokens per minute per API key (0: unlimited)")
 	cfg.Capsules.RegisterFlags(fs)
 	cfg.Chat.RegisterFlags(fs)
+	cfg.Memory.RegisterFlags(fs)
 	logFormat := fs.String("log-format", "text", "log format: text or json")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
 	if err := parse(fs, args); err != nil {

@@ -58,6 +58,11 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 		a.Close()
 		return nil, err
 	}
+	mem, memModels, err := a.newMemory(ctx)
+	if err != nil {
+		a.Close()
+		return nil, err
+	}
 	srv, err := api.NewServer(api.Config{
 		MaxBodyBytes:      cfg.MaxBodyBytes,
 		MaxUploadBytes:    cfg.MaxUploadBytes,
@@ -67,15 +72,16 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 		Auth:     a.auth,
 		Checks:   map[string]api.Check{"store": db.Ping},
 		Limiter:  ratelimit.New(ratelimit.Limits{RequestsPerMinute: cfg.RateLimitRPM, TokensPerMinute: cfg.RateLimitTPM}, cfg.Now),
-		Models:   []api.Model{{ID: "svc-1", OwnedBy: "capsuled", Created: time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)}},
+		Models:   append([]api.Model{{ID: "svc-1", OwnedBy: "capsuled", Created: time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)}}, memModels...),
 		Capsules: capsules,
 		Chat:     chat,
+		Memory:   mem,
 	}, log)
 	if err != nil {
 		a.Close()
 		return nil, err
 	}
-	a.handler, err = a.mountDashboard(srv.Handler(), capsules, nil)
+	a.handler, err = a.mountDashboard(srv.Handler(), capsules, mem)
 	if err != nil {
 		a.Close()
 		return nil, err

@@ -41,6 +41,8 @@ type Config struct {
 	Capsules CapsulesConfig
 	// Chat configures the svc-1 engine (chat.go).
 	Chat ChatConfig
+	// Memory configures the memory operation (memory.go).
+	Memory MemoryConfig
 	// Now is the clock (default time.Now); tests pass their own.
 	Now func() time.Time
 }
