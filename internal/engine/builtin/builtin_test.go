@@ -1,0 +1,157 @@
+package builtin
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"capsuled/internal/domain"
+)
+
+const prompt = "Tools:\n- search: semantic search {\"query\", \"limit\"}\n- text_search: keywords\n- read: full text {\"id\"}\n- report_helpful_ids: {\"ids\": [...]}"
+
+func conv(question string, turns ...[]domain.Message) []domain.Message {
+	msgs := []domain.Message{domain.TextMessage("system", prompt), domain.TextMessage("user", question)}
+	for _, t := range turns {
+		msgs = append(msgs, t...)
+	}
+	return msgs
+}
+
+func gen(t testing.TB, msgs []domain.Message) domain.Choice {
+	t.Helper()
+	req := &domain.ChatRequest{Model: "svc-1", Messages: msgs, ToolStub: true, ToolChoice: domain.ToolChoice{Mode: domain.ToolChoiceAuto}, ParallelToolCalls: true, Set: map[string]bool{}}
+	cs, _, err := New(Config{}).Generate(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs[0]
+}
+
+// answer makes the tool messages of a reply from a fake result function.
+func answer(c domain.Choice, result func(domain.ToolCall) string) []domain.Message {
+	out := []domain.Message{{Role: "assistant", ToolCalls: c.ToolCalls}}
+	for _, tc := range c.ToolCalls {
+		out = append(out, domain.Message{Role: "tool", ToolCallID: tc.ID, Content: []domain.Part{{Type: "text", Text: result(tc)}}})
+	}
+	return out
+}
+
+func TestFirstTurnPlansParallelSearches(t *testing.T) {
+	t.Parallel()
+	c := gen(t, conv(`Were "Scott Derrickson" and Ed Wood of the same nationality?`))
+	if c.FinishReason != domain.FinishToolCalls || c.Reasoning == "" {
+		t.Fatalf("%+v", c)
+	}
+	queries := map[string]string{}
+	for _, tc := range c.ToolCalls {
+		var a struct{ Query string }
+		_ = json.Unmarshal([]byte(tc.Arguments), &a)
+		queries[a.Query] = tc.Name
+	}
+	if queries["Scott Derrickson"] != "text_search" || queries["Ed Wood"] != "text_search" {
+		t.Fatalf("names should go to text_search: %v", queries)
+	}
+	if queries[`Were "Scott Derrickson" and Ed Wood of the same nationality?`] != "search" {
+		t.Fatalf("the question should go to search: %v", queries)
+	}
+}
+
+func TestLoopEndsWithReportAndNeverRepeats(t *testing.T) {
+	t.Parallel()
+	docs := `[{"id":"d1","title":"Ed Wood","content":"Ed Wood was an American filmmaker who worked with Bela Lugosi..."},{"id":"d2","title":"Scott Derrickson","content":"Scott Derrickson is an American director."}]`
+	msgs := conv("Were Scott Derrickson and Ed Wood of the same nationality?")
+	seen := map[string]bool{}
+	for turn := 0; turn < 10; turn++ {
+		c := gen(t, msgs)
+		if len(c.ToolCalls) == 0 {
+			t.Fatalf("turn %d: no tool call: %+v", turn, c)
+		}
+		for _, tc := range c.ToolCalls {
+			key := tc.Name + tc.Arguments
+			if seen[key] {
+				t.Fatalf("repeated %s", key)
+			}
+			seen[key] = true
+		}
+		if c.ToolCalls[0].Name == ToolReport {
+			var a struct{ IDs []string }
+			_ = json.Unmarshal([]byte(c.ToolCalls[0].Arguments), &a)
+			if len(a.IDs) != 2 {
+				t.Fatalf("reported %v", a.IDs)
+			}
+			return
+		}
+		msgs = append(msgs, answer(c, func(tc domain.ToolCall) string {
+			if tc.Name == ToolRead {
+				return "Ed Wood was an American filmmaker who worked with Bela Lugosi for years."
+			}
+			return docs
+		})...)
+	}
+	t.Fatal("no report within 10 turns")
+}
+
+func TestOddInputNeverCrashes(t *testing.T) {
+	t.Parallel()
+	odd := []string{"", "null", "{", "[[[]]]", `{"error":"backend down"}`, strings.Repeat("x", 100000), "\x00\xff"}
+	for _, o := range odd {
+		msgs := conv("What is the capital of France?")
+		c := gen(t, msgs)
+		msgs = append(msgs, answer(c, func(domain.ToolCall) string { return o })...)
+		c = gen(t, msgs)
+		if c.FinishReason == "" {
+			t.Fatalf("%q: %+v", o, c)
+		}
+	}
+	// no user message, no system prompt, tool messages without calls
+	_ = gen(t, []domain.Message{{Role: "tool", ToolCallID: "x"}})
+	_ = gen(t, []domain.Message{domain.TextMessage("user", "?")})
+}
+
+func TestToolsFromPrompt(t *testing.T) {
+	t.Parallel()
+	ts := toolsFrom("Use `search` and report_helpful_ids.")
+	if !ts.search || ts.textSearch || ts.read || !ts.report {
+		t.Fatalf("%+v", ts)
+	}
+	if ts := toolsFrom("Be helpful."); !ts.search || !ts.textSearch || !ts.read || !ts.report {
+		t.Fatalf("no protocol prompt should assume all four: %+v", ts)
+	}
+}
+
+func TestUnsupportedParameters(t *testing.T) {
+	t.Parallel()
+	e := New(Config{})
+	for raw, bad := range map[string]bool{`{"logprobs":true}`: true, `{"logprobs":false}`: false, `{"response_format":{"type":"text"}}`: false, `{"response_format":{"type":"json_object"}}`: true, `{"chat_template":"x"}`: true} {
+		var m map[string]json.RawMessage
+		_ = json.Unmarshal([]byte(raw), &m)
+		set := map[string]bool{}
+		for k := range m {
+			set[k] = true
+		}
+		err := e.Check(&domain.ChatRequest{Raw: []byte(raw), Set: set})
+		if (err != nil) != bad {
+			t.Errorf("%s: %v", raw, err)
+		}
+	}
+}
+
+// BenchmarkTurn measures the engine's time for a late turn (three result
+// lists of ten hits read, ranked and planned).
+func BenchmarkTurn(b *testing.B) {
+	var hits []map[string]string
+	for i := range 10 {
+		hits = append(hits, map[string]string{"id": "doc" + string(rune('a'+i)), "title": "Title Number " + string(rune('A'+i)),
+			"content": strings.Repeat("The Quick Brown Fox jumped over Lazy Dogs in Paris and London during 1999. ", 8) + "…"})
+	}
+	res, _ := json.Marshal(hits)
+	msgs := conv("Which city hosted the event where the band that recorded Abbey Road first played?")
+	c := gen(b, msgs)
+	msgs = append(msgs, answer(c, func(domain.ToolCall) string { return string(res) })...)
+	b.ResetTimer()
+	for b.Loop() {
+		gen(b, msgs)
+	}
+}
