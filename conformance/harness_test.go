@@ -20,7 +20,7 @@ import (
 )
 
 // The suite starts one real capsuled (SQLite in a temporary data directory,
-// port 0) and sends every request through a conformance.Recorder. TestMain
+// or PostgreSQL when CAPSULED_CONFORMANCE_STORE=postgres; port 0) and sends every request through a conformance.Recorder. TestMain
 // fails the run when any exchange broke openapi.yaml and lists the documented
 // operation/status pairs that no test exercised.
 
@@ -72,7 +72,13 @@ func runMain(m *testing.M) int {
 	if os.Getenv("CAPSULED_TEST_LOG") != "" {
 		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
-	a, err := app.New(ctx, app.Config{DataDir: dir, Now: c.now, CapsuleHostSuffix: "capsules.test", MaxBodyBytes: 1 << 20}, log)
+	store, dropStore, err := conformanceStore(ctx)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "store:", err)
+		return 1
+	}
+	defer dropStore()
+	a, err := app.New(ctx, app.Config{DataDir: dir, Store: store, Now: c.now, CapsuleHostSuffix: "capsules.test", MaxBodyBytes: 1 << 20}, log)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start app:", err)
 		return 1
