@@ -222,3 +222,21 @@ func memoryLine(m domain.Memory) string {
 func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
 }
+
+// Pack ranks mems in the given order and packs them into a budget (0: the
+// default), as Select does with its own ranking.
+func (s *Service) Pack(mems []domain.Memory, budget int) Selection {
+	if budget == 0 {
+		budget = s.cfg.BudgetTokens
+	}
+	var sel Selection
+	for i, m := range mems {
+		sm := Selected{Memory: m, Score: 1 / float64(rrfK+i+1), Tokens: s.tok.CountTokens(memoryLine(m))}
+		sel.Ranked = append(sel.Ranked, sm)
+		if sel.Tokens+sm.Tokens <= budget {
+			sel.Packed = append(sel.Packed, sm)
+			sel.Tokens += sm.Tokens
+		}
+	}
+	return sel
+}
