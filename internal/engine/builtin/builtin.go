@@ -24,16 +24,18 @@ const (
 
 // Config sets the policy's budgets. Zero fields take the defaults.
 type Config struct {
-	MaxTurns     int // tool-calling replies before it must report; default 4
-	MaxCalls     int // tool calls over the whole conversation; default 24
-	MaxParallel  int // tool calls in one reply; default 8
-	Limit        int // limit of each search; default 10
-	ReportLimit  int // ids in report_helpful_ids; default 10
-	MaxReads     int // read calls per reply; default 2
-	MaxBridges   int // bridge entities followed per hop; default 4
-	MaxEntities  int // entities of the question sent to text_search; default 3
-	MinCoverage  float64
-	ReportAlways bool // report after the first hop whatever the coverage
+	MaxTurns    int     // tool-calling replies before it must report; default 4
+	MaxCalls    int     // tool calls over the whole conversation; default 24
+	MaxParallel int     // tool calls in one reply; default 8
+	Limit       int     // limit of each search; default 10
+	ReportLimit int     // ids in report_helpful_ids; default 10
+	MaxReads    int     // read calls per reply; default 2
+	MaxBridges  int     // bridge entities followed per hop; default 4
+	MaxEntities int     // entities of the question sent to text_search; default 3
+	MinCoverage float64 // coverage of the question's terms that ends the hops; default 0.999
+	// Weights of the fused evidence: term coverage of the question, a link
+	// to or from the top document, and the question naming the title.
+	CoverageWeight, LinkWeight, TitleWeight float64
 }
 
 // WithDefaults returns c with zero fields set.
@@ -51,9 +53,15 @@ func (c Config) WithDefaults() Config {
 	def(&c.MaxReads, 2)
 	def(&c.MaxBridges, 4)
 	def(&c.MaxEntities, 3)
-	if c.MinCoverage <= 0 {
-		c.MinCoverage = 0.999
+	defF := func(v *float64, d float64) {
+		if *v <= 0 {
+			*v = d
+		}
 	}
+	defF(&c.MinCoverage, 0.999)
+	defF(&c.CoverageWeight, 0.5)
+	defF(&c.LinkWeight, 0.3)
+	defF(&c.TitleWeight, 0.4)
 	return c
 }
 

@@ -289,7 +289,11 @@ func (e *Engine) rank(st *state) []scored {
 			}
 			cov /= total
 		}
-		out = append(out, scored{id, score[id] + 0.5*cov})
+		t := 0.0
+		if mentions(st.question, st.docs[id].title) {
+			t = e.cfg.TitleWeight
+		}
+		out = append(out, scored{id, score[id] + e.cfg.CoverageWeight*cov + t})
 	}
 	sortScored(out, st)
 	// link bonus: documents named by (or naming) the top document
@@ -298,7 +302,7 @@ func (e *Engine) rank(st *state) []scored {
 		for i := 1; i < len(out); i++ {
 			d := st.docs[out[i].id]
 			if mentions(top.text, d.title) || mentions(d.text, top.title) {
-				out[i].score += 0.15
+				out[i].score += e.cfg.LinkWeight
 			}
 		}
 		sortScored(out, st)
