@@ -16,14 +16,25 @@ import (
 // poked (items queued by another process or left by a failed claim).
 const idlePoll = 2 * time.Second
 
+// claimBatch is the most items a worker takes at once: their chunks are
+// embedded together, so that small items still fill the embedder's batches.
+const claimBatch = 32
+
 // work claims and ingests queued items until ctx ends.
 func (s *Service) work(ctx context.Context) {
 	for ctx.Err() == nil {
-		it, err := s.st.ClaimItem(ctx, s.cfg.Now().UTC())
-		if err != nil {
-			if !errors.Is(err, domain.ErrNotFound) && ctx.Err() == nil {
-				s.log.Error("claim item", "err", err)
+		var batch []domain.Item
+		for len(batch) < claimBatch {
+			it, err := s.st.ClaimItem(ctx, s.cfg.Now().UTC())
+			if err != nil {
+				if !errors.Is(err, domain.ErrNotFound) && ctx.Err() == nil {
+					s.log.Error("claim item", "err", err)
+				}
+				break
 			}
+			batch = append(batch, it)
+		}
+		if len(batch) == 0 {
 			select {
 			case <-ctx.Done():
 				return
@@ -32,20 +43,62 @@ func (s *Service) work(ctx context.Context) {
 			}
 			continue
 		}
-		s.ingest(ctx, it)
+		s.ingest(ctx, batch)
 	}
 }
 
-// ingest extracts, chunks, embeds and indexes one claimed item.
-func (s *Service) ingest(ctx context.Context, it domain.Item) {
-	start := time.Now()
-	text, chunks, err := s.prepare(ctx, it)
-	if ctx.Err() != nil {
-		return // shutting down: the item stays indexing and is requeued at start
+// prepared is one claimed item after extraction and chunking.
+type prepared struct {
+	it     domain.Item
+	text   string
+	chunks []domain.Chunk
+	err    error
+}
+
+// ingest extracts and chunks a batch of claimed items, embeds all their
+// chunks together and indexes each item in its own transaction.
+func (s *Service) ingest(ctx context.Context, items []domain.Item) {
+	ps := make([]prepared, len(items))
+	var all []domain.Chunk
+	for i, it := range items {
+		ps[i].it = it
+		ps[i].text, ps[i].chunks, ps[i].err = s.prepare(ctx, it)
+		if ps[i].err == nil {
+			all = append(all, ps[i].chunks...)
+		}
 	}
+	if s.emb != nil && len(all) > 0 {
+		err := s.embedChunks(ctx, all)
+		off := 0
+		for i := range ps {
+			if ps[i].err != nil {
+				continue
+			}
+			if err != nil {
+				ps[i].err = err
+				continue
+			}
+			for j := range ps[i].chunks {
+				ps[i].chunks[j].Vector = all[off+j].Vector
+			}
+			off += len(ps[i].chunks)
+		}
+	}
+	if ctx.Err() != nil {
+		return // shutting down: the items stay indexing and are requeued at start
+	}
+	for _, p := range ps {
+		s.finish(ctx, p)
+	}
+	s.notify()
+}
+
+// finish writes one item's outcome.
+func (s *Service) finish(ctx context.Context, p prepared) {
 	now := s.cfg.Now().UTC()
-	if err != nil {
-		reason := failureReason(err)
+	it := p.it
+	if p.err != nil {
+		reason := failureReason(p.err)
 		failed, ferr := s.st.FailItem(ctx, it.ID, it.ContentHash, reason, now)
 		if ferr == nil {
 			s.engine.ItemRemoved(failed.Capsule, failed.ID)
@@ -53,20 +106,18 @@ func (s *Service) ingest(ctx context.Context, it domain.Item) {
 		} else if !errors.Is(ferr, domain.ErrConflict) {
 			s.log.Error("mark item failed", "item", it.ID, "err", ferr)
 		}
-		s.notify()
 		return
 	}
-	done, err := s.st.CompleteItem(ctx, it.ID, it.ContentHash, text, chunks, now)
+	done, err := s.st.CompleteItem(ctx, it.ID, it.ContentHash, p.text, p.chunks, now)
 	switch {
 	case errors.Is(err, domain.ErrConflict):
 		// Updated, requeued or deleted while we worked: the newer state wins.
 	case err != nil:
 		s.log.Error("index item", "item", it.ID, "err", err)
 	default:
-		s.engine.ItemIndexed(done, chunks)
-		s.log.Debug("item ready", "capsule", it.Capsule, "item", it.ID, "chunks", len(chunks), "took", time.Since(start))
+		s.engine.ItemIndexed(done, p.chunks)
+		s.log.Debug("item ready", "capsule", it.Capsule, "item", it.ID, "chunks", len(p.chunks))
 	}
-	s.notify()
 }
 
 // failureReason is the readable reason shown on a failed item.
@@ -77,7 +128,7 @@ func failureReason(err error) string {
 	return err.Error()
 }
 
-// prepare returns an item's clean text and its embedded chunks.
+// prepare returns an item's clean text and its chunks (not yet embedded).
 func (s *Service) prepare(ctx context.Context, it domain.Item) (string, []domain.Chunk, error) {
 	f, err := s.blobs.open(it.ContentHash)
 	if err != nil {
@@ -99,11 +150,6 @@ func (s *Service) prepare(ctx context.Context, it domain.Item) (string, []domain
 	chunks := make([]domain.Chunk, len(pieces))
 	for i, p := range pieces {
 		chunks[i] = domain.Chunk{ItemID: it.ID, Idx: p.Idx, Text: p.Text, Start: p.Start, End: p.End, Tokens: p.Tokens}
-	}
-	if s.emb != nil {
-		if err := s.embedChunks(ctx, chunks); err != nil {
-			return "", nil, err
-		}
 	}
 	return doc.Text, chunks, nil
 }
