@@ -21,7 +21,9 @@ type fakeSource struct {
 	seed  uint64
 }
 
-func (f *fakeSource) SearchableItems(context.Context, string) ([]domain.Item, error) { return f.items, nil }
+func (f *fakeSource) SearchableItems(context.Context, string) ([]domain.Item, error) {
+	return f.items, nil
+}
 
 func (f *fakeSource) ChunkVectors(_ context.Context, _ string, fn func(string, int, []float32) error) error {
 	r := rand.New(rand.NewPCG(f.seed, 1))
