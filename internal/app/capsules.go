@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"capsuled/api"
 	"capsuled/internal/capsule"
@@ -35,6 +36,10 @@ type CapsulesConfig struct {
 	Fusion string
 	// Alpha is the dense weight of the convex fusion. Default 0.5.
 	Alpha float64
+	// IngestLease is how long an item claimed for indexing stays claimed
+	// before another replica may take it over, on a shared (PostgreSQL)
+	// store. Default postgres.DefaultClaimLease.
+	IngestLease time.Duration
 }
 
 // RegisterFlags adds the capsule settings to a serve command's flags.
@@ -46,6 +51,7 @@ func (c *CapsulesConfig) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.Workers, "ingest-workers", 1, "ingestion workers")
 	fs.StringVar(&c.Fusion, "fusion", "convex", "hybrid fusion: convex or rrf")
 	fs.Float64Var(&c.Alpha, "fusion-alpha", 0, "dense weight of the convex fusion (0: default)")
+	fs.DurationVar(&c.IngestLease, "ingest-lease", 0, "PostgreSQL store: how long a replica's claim on an item being indexed lasts before another replica may take it over (0: 5m)")
 }
 
 // newCapsules builds the capsule service (nil: the operations answer 501).

@@ -40,7 +40,7 @@ func isPostgresURL(s string) bool {
 func openStore(ctx context.Context, cfg Config) (*backend, error) {
 	switch {
 	case isPostgresURL(cfg.Store):
-		db, err := postgres.Open(ctx, cfg.Store, postgres.Options{})
+		db, err := postgres.Open(ctx, cfg.Store, postgres.Options{ClaimLease: cfg.Capsules.IngestLease})
 		if err != nil {
 			return nil, err
 		}

@@ -25,6 +25,14 @@ type Source interface {
 	ChunkText(ctx context.Context, itemID string, idx int) (string, error)
 }
 
+// Versioned is a Source shared by several processes: a capsule's generation
+// changes, in the same transaction, whenever any process changes its
+// searchable items. An Engine over a Versioned source checks the generation
+// on each query and reloads a capsule whose generation moved.
+type Versioned interface {
+	Generation(ctx context.Context, capsule string) (int64, error)
+}
+
 // QueryEmbedder embeds query texts into unit vectors.
 type QueryEmbedder interface {
 	Embed(ctx context.Context, texts []string) ([][]float32, error)
@@ -105,6 +113,7 @@ var ErrSemanticOff = &domain.Error{Kind: domain.KindUnprocessable, Code: "semant
 type capIndex struct {
 	mu     sync.RWMutex
 	loaded bool
+	gen    int64 // the source's generation when loaded (Versioned sources)
 	items  map[string]*entry
 	chunks int
 }
@@ -127,18 +136,28 @@ func (e *Engine) capsule(name string) *capIndex {
 	return ci
 }
 
-// load fills the capsule's index from the source if it is not loaded yet.
+// load fills the capsule's index from the source if it is not loaded yet,
+// or, for a Versioned source, if another process changed it since.
 func (e *Engine) load(ctx context.Context, name string) (*capIndex, error) {
 	ci := e.capsule(name)
+	var gen int64
+	if v, ok := e.src.(Versioned); ok {
+		// Read before loading: a change after this read is reloaded next time.
+		g, err := v.Generation(ctx, name)
+		if err != nil {
+			return nil, fmt.Errorf("load capsule %s: %w", name, err)
+		}
+		gen = g
+	}
 	ci.mu.RLock()
-	ok := ci.loaded
+	ok := ci.loaded && ci.gen == gen
 	ci.mu.RUnlock()
 	if ok {
 		return ci, nil
 	}
 	ci.mu.Lock()
 	defer ci.mu.Unlock()
-	if ci.loaded {
+	if ci.loaded && ci.gen == gen {
 		return ci, nil
 	}
 	items, err := e.src.SearchableItems(ctx, name)
@@ -165,7 +184,7 @@ func (e *Engine) load(ctx context.Context, name string) (*capIndex, error) {
 			return nil, fmt.Errorf("load capsule %s: %w", name, err)
 		}
 	}
-	ci.loaded = true
+	ci.loaded, ci.gen = true, gen
 	return ci, nil
 }
 

@@ -16,10 +16,26 @@ import (
 
 // CapsuleStore implements the capsule service's store and the retrieval
 // source on the database.
-type CapsuleStore struct{ db *DB }
+type CapsuleStore struct {
+	db    *DB
+	lease time.Duration // 0: the store belongs to one process
+}
+
+// WithLease returns the store with a claim lease: an item claimed for
+// indexing longer ago than the lease may be claimed again, by any process,
+// as its worker is presumed dead. Set it when several processes share the
+// database, longer than the ingestion of one claimed batch may take (a live
+// worker whose claim expires only costs duplicate work: completion is
+// guarded by the item's status and content hash).
+func (s *CapsuleStore) WithLease(lease time.Duration) *CapsuleStore {
+	c := *s
+	c.lease = lease
+	return &c
+}
 
 // Capsules returns the capsule, item and chunk store.
-func (db *DB) Capsules() *CapsuleStore { return &CapsuleStore{db: db} }
+// Its claim lease is Options.ClaimLease.
+func (db *DB) Capsules() *CapsuleStore { return &CapsuleStore{db: db, lease: db.claimLease} }
 
 // CreateCapsule stores a new capsule (ErrConflict when the name is taken).
 func (s *CapsuleStore) CreateCapsule(ctx context.Context, c domain.Capsule) error {
@@ -183,6 +199,9 @@ func (s *CapsuleStore) PutItem(ctx context.Context, it domain.Item) (domain.Item
 			}
 		}
 	}
+	if err == nil && !created {
+		err = bump(ctx, tx, capID) // its metadata or times may have changed
+	}
 	if err != nil {
 		return domain.Item{}, false, fmt.Errorf("put item: %w", interpret(err))
 	}
@@ -227,8 +246,12 @@ func (s *CapsuleStore) DeleteItem(ctx context.Context, capsule, id string) (doma
 	if err != nil {
 		return domain.Item{}, err
 	}
-	if _, err := tx.Exec(ctx, "DELETE FROM items WHERE id = $1", id); err != nil { // chunks and text cascade
+	var capID int64
+	if err := tx.QueryRow(ctx, "DELETE FROM items WHERE id = $1 RETURNING capsule_id", id).Scan(&capID); err != nil { // chunks and text cascade
 		return domain.Item{}, fmt.Errorf("delete item: %w", interpret(err))
+	}
+	if err := bump(ctx, tx, capID); err != nil {
+		return domain.Item{}, err
 	}
 	return it, tx.Commit(ctx)
 }
@@ -257,14 +280,22 @@ func (s *CapsuleStore) RequeueItem(ctx context.Context, capsule, id string, at t
 	return scanItem(s.db.pool.QueryRow(ctx, "SELECT "+itemColumns+itemFrom+" WHERE i.id = $1", id))
 }
 
-// ClaimItem marks the longest-queued item indexing and returns it
-// (ErrNotFound when none is queued). Replicas claiming at once get
-// different items (SKIP LOCKED).
+// ClaimItem marks the longest-waiting item indexing and returns it
+// (ErrNotFound when there is none): a queued item, or, when the store has a
+// lease (WithLease), an
+// indexing item whose claim is older than the lease (its replica stopped).
+// Replicas claiming at once get different items (SKIP LOCKED).
 func (s *CapsuleStore) ClaimItem(ctx context.Context, at time.Time) (domain.Item, error) {
+	lease := s.lease
+	expired := time.Time{} // nothing is older
+	if lease > 0 {
+		expired = at.Add(-lease)
+	}
 	var id string
-	err := s.db.pool.QueryRow(ctx, `UPDATE items SET status = $1, time_updated = $2 WHERE id = (
-		SELECT id FROM items WHERE status = $3 ORDER BY time_updated, id LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING id`,
-		string(domain.StatusIndexing), at, string(domain.StatusQueued)).Scan(&id)
+	err := s.db.pool.QueryRow(ctx, `UPDATE items SET status = $1, time_updated = $2, claimed_at = $2 WHERE id = (
+		SELECT id FROM items WHERE status = $3 OR (status = $1 AND coalesce(claimed_at, '-infinity') < $4)
+		ORDER BY time_updated, id LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING id`,
+		string(domain.StatusIndexing), at, string(domain.StatusQueued), expired).Scan(&id)
 	if err != nil {
 		return domain.Item{}, interpret(err)
 	}
@@ -272,15 +303,37 @@ func (s *CapsuleStore) ClaimItem(ctx context.Context, at time.Time) (domain.Item
 }
 
 // ResetIndexing puts items left indexing by a stopped process back in the
-// queue, and returns how many there were. With several replicas it must run
-// only when no other replica is indexing (the durable job queue replaces it).
+// queue, and returns how many there were. Without a lease the store belongs
+// to one process and every claim is reset; with one, only claims older than
+// the lease, so that the claims of running replicas stay.
 func (s *CapsuleStore) ResetIndexing(ctx context.Context) (int, error) {
-	tag, err := s.db.pool.Exec(ctx, "UPDATE items SET status = $1 WHERE status = $2",
-		string(domain.StatusQueued), string(domain.StatusIndexing))
+	before := time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC) // no lease: every claim
+	if s.lease > 0 {
+		before = s.db.now().Add(-s.lease)
+	}
+	tag, err := s.db.pool.Exec(ctx, `UPDATE items SET status = $1, claimed_at = NULL
+		WHERE status = $2 AND coalesce(claimed_at, '-infinity') < $3`,
+		string(domain.StatusQueued), string(domain.StatusIndexing), before)
 	if err != nil {
 		return 0, fmt.Errorf("reset indexing items: %w", interpret(err))
 	}
 	return int(tag.RowsAffected()), nil
+}
+
+// Generation returns the capsule's generation, which changes whenever its
+// searchable items change (ErrNotFound: no such capsule).
+func (s *CapsuleStore) Generation(ctx context.Context, capsule string) (int64, error) {
+	var g int64
+	err := s.db.pool.QueryRow(ctx, "SELECT generation FROM capsules WHERE name = $1", capsule).Scan(&g)
+	return g, interpret(err)
+}
+
+// bump gives the capsule a new generation in tx.
+func bump(ctx context.Context, tx pgx.Tx, capID int64) error {
+	if _, err := tx.Exec(ctx, "UPDATE capsules SET generation = nextval('capsule_generations') WHERE id = $1", capID); err != nil {
+		return fmt.Errorf("bump generation: %w", interpret(err))
+	}
+	return nil
 }
 
 // CompleteItem makes an item searchable all at once: in one transaction it
@@ -325,6 +378,9 @@ func (s *CapsuleStore) CompleteItem(ctx context.Context, id, hash, text string, 
 		time_updated = $3 WHERE id = $4`, string(domain.StatusReady), len(chunks), at, id); err != nil {
 		return domain.Item{}, interpret(err)
 	}
+	if err := bump(ctx, tx, capID); err != nil {
+		return domain.Item{}, err
+	}
 	it, err := scanItem(tx.QueryRow(ctx, "SELECT "+itemColumns+itemFrom+" WHERE i.id = $1", id))
 	if err != nil {
 		return domain.Item{}, err
@@ -341,14 +397,17 @@ func (s *CapsuleStore) FailItem(ctx context.Context, id, hash, reason string, at
 		return domain.Item{}, err
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after Commit
-	tag, err := tx.Exec(ctx, `UPDATE items SET status = $1, error = $2, chunk_count = 0, indexed_hash = NULL, time_updated = $3
-		WHERE id = $4 AND content_hash = $5 AND status = $6`,
-		string(domain.StatusFailed), reason, at, id, hash, string(domain.StatusIndexing))
-	if err != nil {
+	var capID int64
+	err = tx.QueryRow(ctx, `UPDATE items SET status = $1, error = $2, chunk_count = 0, indexed_hash = NULL, time_updated = $3
+		WHERE id = $4 AND content_hash = $5 AND status = $6 RETURNING capsule_id`,
+		string(domain.StatusFailed), reason, at, id, hash, string(domain.StatusIndexing)).Scan(&capID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return domain.Item{}, fmt.Errorf("fail item %s: %w", id, domain.ErrConflict)
+	} else if err != nil {
 		return domain.Item{}, interpret(err)
 	}
-	if tag.RowsAffected() == 0 {
-		return domain.Item{}, fmt.Errorf("fail item %s: %w", id, domain.ErrConflict)
+	if err := bump(ctx, tx, capID); err != nil {
+		return domain.Item{}, err
 	}
 	if err := deleteChunks(ctx, tx, id); err != nil {
 		return domain.Item{}, err

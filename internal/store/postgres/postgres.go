@@ -43,13 +43,23 @@ type Options struct {
 	MaxConns int32
 	// FullText picks the keyword search method. Default FullTextAuto.
 	FullText FullText
+	// ClaimLease is how long an item claimed for indexing stays claimed
+	// before another replica may take it over (its replica is presumed
+	// dead); it must exceed the ingestion of one claimed batch. Default
+	// DefaultClaimLease; negative: none (one process owns the database).
+	ClaimLease time.Duration
 }
+
+// DefaultClaimLease is the default Options.ClaimLease.
+const DefaultClaimLease = 5 * time.Minute
 
 // DB is an open capsuled database on PostgreSQL.
 type DB struct {
 	pool     *pgxpool.Pool
 	fullText FullText // resolved: bm25 or tsvector
 	now      func() time.Time
+	// claimLease is the capsule store's claim lease.
+	claimLease time.Duration
 }
 
 // Open connects to the PostgreSQL database at url (postgres://…), applies
@@ -72,7 +82,10 @@ func Open(ctx context.Context, url string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: pool: %w", err)
 	}
-	db := &DB{pool: pool, now: time.Now}
+	db := &DB{pool: pool, now: time.Now, claimLease: opts.ClaimLease}
+	if db.claimLease == 0 {
+		db.claimLease = DefaultClaimLease
+	}
 	if db.fullText, err = db.resolveFullText(ctx, opts.FullText); err != nil {
 		pool.Close()
 		return nil, err

@@ -8,6 +8,7 @@ import (
 	"os"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -182,4 +183,19 @@ func TestCapsuleStore(t *testing.T) {
 func TestMemoryStore(t *testing.T) {
 	t.Parallel()
 	storetest.MemoryStore(t, func(t *testing.T) memory.Store { return openFresh(t, postgres.Options{}).Memory() })
+}
+
+func TestClaimLease(t *testing.T) {
+	t.Parallel()
+	storetest.ClaimLease(t, func(t *testing.T, lease time.Duration) capsule.Store {
+		if lease == 0 {
+			lease = -1 // Options: negative is none
+		}
+		return openFresh(t, postgres.Options{ClaimLease: lease}).Capsules()
+	})
+}
+
+func TestGenerations(t *testing.T) {
+	t.Parallel()
+	storetest.Generations(t, func(t *testing.T) capsule.Store { return openFresh(t, postgres.Options{}).Capsules() })
 }

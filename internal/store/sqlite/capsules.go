@@ -17,7 +17,22 @@ import (
 
 // CapsuleStore implements the capsule service's store and the retrieval
 // source on the database.
-type CapsuleStore struct{ db *DB }
+type CapsuleStore struct {
+	db    *DB
+	lease time.Duration // 0: the store belongs to one process
+}
+
+// WithLease returns the store with a claim lease: an item claimed for
+// indexing longer ago than the lease may be claimed again, by any process,
+// as its worker is presumed dead. Set it when several processes share the
+// database, longer than the ingestion of one claimed batch may take (a live
+// worker whose claim expires only costs duplicate work: completion is
+// guarded by the item's status and content hash).
+func (s *CapsuleStore) WithLease(lease time.Duration) *CapsuleStore {
+	c := *s
+	c.lease = lease
+	return &c
+}
 
 // Capsules returns the capsule, item and chunk store.
 func (db *DB) Capsules() *CapsuleStore { return &CapsuleStore{db: db} }
@@ -292,21 +307,29 @@ func (s *CapsuleStore) RequeueItem(ctx context.Context, capsule, id string, at t
 	return scanItem(s.db.write.QueryRowContext(ctx, "SELECT "+itemColumns+itemFrom+" WHERE i.id = ?", id))
 }
 
-// ClaimItem marks the longest-queued item indexing and returns it
-// (ErrNotFound when none is queued).
+// ClaimItem marks the longest-waiting item indexing and returns it
+// (ErrNotFound when there is none): a queued item, or, when the store has a
+// lease (WithLease), an
+// indexing item whose claim is older than the lease (its worker stopped).
 func (s *CapsuleStore) ClaimItem(ctx context.Context, at time.Time) (domain.Item, error) {
+	lease := s.lease
 	tx, err := s.db.write.BeginTx(ctx, nil)
 	if err != nil {
 		return domain.Item{}, err
 	}
 	defer tx.Rollback()
 	var id string
-	if err := tx.QueryRowContext(ctx, "SELECT id FROM items WHERE status = ? ORDER BY time_updated, id LIMIT 1",
-		string(domain.StatusQueued)).Scan(&id); err != nil {
+	expired := int64(math.MinInt64)
+	if lease > 0 {
+		expired = millis(at.Add(-lease))
+	}
+	if err := tx.QueryRowContext(ctx, `SELECT id FROM items WHERE status = ?
+		OR (status = ? AND coalesce(claimed_at, 0) < ?) ORDER BY time_updated, id LIMIT 1`,
+		string(domain.StatusQueued), string(domain.StatusIndexing), expired).Scan(&id); err != nil {
 		return domain.Item{}, interpret(err)
 	}
-	if _, err := tx.ExecContext(ctx, "UPDATE items SET status = ?, time_updated = ? WHERE id = ?",
-		string(domain.StatusIndexing), millis(at), id); err != nil {
+	if _, err := tx.ExecContext(ctx, "UPDATE items SET status = ?, time_updated = ?, claimed_at = ? WHERE id = ?",
+		string(domain.StatusIndexing), millis(at), millis(at), id); err != nil {
 		return domain.Item{}, interpret(err)
 	}
 	it, err := scanItem(tx.QueryRowContext(ctx, "SELECT "+itemColumns+itemFrom+" WHERE i.id = ?", id))
@@ -317,10 +340,16 @@ func (s *CapsuleStore) ClaimItem(ctx context.Context, at time.Time) (domain.Item
 }
 
 // ResetIndexing puts items left indexing by a stopped process back in the
-// queue, and returns how many there were.
+// queue, and returns how many there were. Without a lease the store belongs
+// to one process and every claim is reset; with one, only claims older than
+// the lease.
 func (s *CapsuleStore) ResetIndexing(ctx context.Context) (int, error) {
-	res, err := s.db.write.ExecContext(ctx, "UPDATE items SET status = ? WHERE status = ?",
-		string(domain.StatusQueued), string(domain.StatusIndexing))
+	before := time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC) // no lease: every claim
+	if s.lease > 0 {
+		before = time.Now().Add(-s.lease)
+	}
+	res, err := s.db.write.ExecContext(ctx, "UPDATE items SET status = ?, claimed_at = NULL WHERE status = ? AND coalesce(claimed_at, 0) < ?",
+		string(domain.StatusQueued), string(domain.StatusIndexing), millis(before))
 	if err != nil {
 		return 0, fmt.Errorf("reset indexing items: %w", interpret(err))
 	}

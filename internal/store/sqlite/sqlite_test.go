@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"capsuled/internal/auth"
 	"capsuled/internal/capsule"
@@ -45,4 +46,11 @@ func TestMigrationsAreIdempotent(t *testing.T) {
 func TestCapsuleStore(t *testing.T) {
 	t.Parallel()
 	storetest.CapsuleStore(t, func(t *testing.T) capsule.Store { return openFresh(t).Capsules() })
+}
+
+func TestClaimLease(t *testing.T) {
+	t.Parallel()
+	storetest.ClaimLease(t, func(t *testing.T, lease time.Duration) capsule.Store {
+		return openFresh(t).Capsules().WithLease(lease)
+	})
 }
