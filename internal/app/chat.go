@@ -10,6 +10,7 @@ import (
 
 	"capsuled/api"
 	"capsuled/internal/chat"
+	"capsuled/internal/embed/modelfiles"
 	"capsuled/internal/embed/wordpiece"
 	"capsuled/internal/engine/builtin"
 )
@@ -26,8 +27,10 @@ type ChatConfig struct {
 	UpstreamKey     string
 	UpstreamTimeout time.Duration
 	// Tokenizer is the path of the embedding model's vocab.txt or
-	// tokenizer.json, used to count usage tokens. Default: the model
-	// directory in the data directory; without it, pre-tokens are counted.
+	// tokenizer.json (or a folder holding one), used to count usage tokens.
+	// Default: the embedder's model folder (Capsules.ONNXDir, then
+	// $CAPSULED_MODEL_DIR, then <data>/models/all-MiniLM-L6-v2); without
+	// any, pre-tokens are counted.
 	Tokenizer string
 }
 
@@ -72,27 +75,53 @@ func (a *App) newChat(ctx context.Context) (api.Chat, error) {
 	return chat.New(chat.Config{Engine: engine, Counter: counter, Now: a.cfg.Now})
 }
 
-// tokenCounter loads the WordPiece vocabulary when it is present.
+// tokenCounter returns the WordPiece tokenizer of the embedding model, so
+// that usage counts word pieces whenever the model is on this machine. It
+// looks, in order, at --tokenizer (a vocab.txt or tokenizer.json, or a
+// folder holding one), the embedder's model folder (--onnx-dir, env
+// CAPSULED_ONNX_DIR), CAPSULED_MODEL_DIR (the sentence-transformers folder)
+// and <data>/models/all-MiniLM-L6-v2. Without any, usage counts pre-tokens
+// (chat.PreTokenCounter), as the spec's usage paragraph says.
 func (a *App) tokenCounter(path string) chat.TokenCounter {
-	candidates := []string{path}
-	if path == "" {
-		for _, name := range []string{"tokenizer.json", "vocab.txt"} {
-			candidates = append(candidates, filepath.Join(a.cfg.DataDir, "models", "all-MiniLM-L6-v2", name))
-		}
-	}
-	for _, p := range candidates {
-		if p == "" {
-			continue
-		}
-		if _, err := os.Stat(p); err != nil {
-			continue
-		}
+	dirs := []string{a.cfg.Capsules.ONNXDir, os.Getenv("CAPSULED_MODEL_DIR"), filepath.Join(a.cfg.DataDir, "models", modelfiles.DefaultName)}
+	for _, p := range tokenizerCandidates(path, dirs) {
 		t, err := wordpiece.Load(p)
 		if err != nil {
-			a.log.Warn("tokenizer unreadable; counting pre-tokens for usage", "path", p, "err", err)
+			a.log.Warn("tokenizer unreadable; trying the next", "path", p, "err", err)
 			continue
 		}
+		a.log.Debug("usage counts WordPiece tokens", "vocabulary", p)
 		return t
 	}
+	a.log.Warn("no WordPiece vocabulary found (no embedding model on this machine); usage counts pre-tokens", "hint", "run .ci/fetch-model.sh or pass --onnx-dir or --tokenizer")
 	return chat.PreTokenCounter{}
+}
+
+// tokenizerCandidates lists the existing vocabulary files, most wanted
+// first: path itself (or the vocabulary in it when it is a folder), then
+// those of dirs. An explicit path hides the folders.
+func tokenizerCandidates(path string, dirs []string) []string {
+	if path != "" {
+		dirs = []string{path}
+	}
+	var out []string
+	for _, d := range dirs {
+		if d == "" {
+			continue
+		}
+		st, err := os.Stat(d)
+		if err != nil {
+			continue
+		}
+		if !st.IsDir() {
+			out = append(out, d)
+			continue
+		}
+		for _, name := range []string{"vocab.txt", "tokenizer.json"} {
+			if st, err := os.Stat(filepath.Join(d, name)); err == nil && st.Mode().IsRegular() {
+				out = append(out, filepath.Join(d, name))
+			}
+		}
+	}
+	return out
 }
