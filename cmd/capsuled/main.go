@@ -41,6 +41,7 @@ func commands() map[string]command {
 		"query":       {"query a capsule (query NAME \"text\")", runQuery},
 		"ask":         {"run the svc-1 retrieval loop over a capsule (ask NAME \"question\")", runAsk},
 		"models":      {"convert the embedding model to ONNX, or fetch it (convert|fetch)", runModels},
+		"memory":      {"manage memory namespaces on a running server (namespaces|export|import|delete)", runMemory},
 		"bench":       {"benchmarks: retrieval, agent, memory", runBench},
 		"version": {"print the version", func(_ context.Context, _ []string, stdout, _ io.Writer) error {
 			_, err := fmt.Fprintln(stdout, version)

@@ -140,6 +140,7 @@ func (s *Service) Persist(ctx context.Context, in PersistInput) ([]domain.Memory
 	}
 	now := s.cfg.Now()
 	var recs []Record
+	prev := ""
 	for _, m := range in.Messages {
 		text := strings.TrimSpace(m.Text())
 		if !isTurnRole(m.Role) || text == "" {
@@ -149,11 +150,18 @@ func (s *Service) Persist(ctx context.Context, in PersistInput) ([]domain.Memory
 			text = stripThink(text)
 		}
 		meta := map[string]any{}
-		search := text
+		said := text
 		if m.Name != "" {
 			meta["name"] = m.Name
-			search = m.Name + ": " + text
+			said = m.Name + ": " + text
 		}
+		// A turn is indexed with the turn before it: an answer is found by
+		// the words of its question.
+		search := said
+		if prev != "" && s.cfg.TurnContext {
+			search = said + "\n" + prev
+		}
+		prev = said
 		t := at.Add(time.Duration(len(recs)) * time.Millisecond)
 		recs = append(recs, Record{
 			Memory: domain.Memory{
@@ -167,10 +175,18 @@ func (s *Service) Persist(ctx context.Context, in PersistInput) ([]domain.Memory
 	if len(recs) == 0 {
 		return nil, nil, nil
 	}
+	if s.cfg.TurnContext {
+		// ...and with the turn after it, when the batch has one: a
+		// statement is often confirmed or explained by the reply.
+		for i := 0; i+1 < len(recs); i++ {
+			recs[i].SearchText += "\n" + recs[i+1].Memory.Content
+		}
+	}
 	stored, err := s.store.InsertMemories(ctx, recs)
 	if err != nil {
 		return nil, nil, err
 	}
+	defer s.vectors.drop(in.Namespace)
 	var created []string
 	var fresh []Record
 	out := make([]domain.Memory, len(recs))

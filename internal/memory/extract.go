@@ -132,6 +132,7 @@ func (s *Service) learn(ctx context.Context, ns, conv string, turns []domain.Mem
 	if err != nil {
 		return nil, nil, err
 	}
+	defer s.vectors.drop(ns)
 	var written, superseded []string
 	var fresh2 []Record
 	for i, st := range stored {

@@ -40,6 +40,7 @@ func (s *Service) DeleteNamespace(ctx context.Context, ns string) (int, error) {
 		return 0, err
 	}
 	n, err := s.store.DeleteNamespace(ctx, ns)
+	s.vectors.drop(ns)
 	return n, notFound(err, "namespace", ns)
 }
 
@@ -138,6 +139,7 @@ func (s *Service) Add(ctx context.Context, ns string, in NewMemory) (domain.Memo
 	if _, err := s.store.InsertMemories(ctx, []Record{rec}); err != nil {
 		return domain.Memory{}, err
 	}
+	defer s.vectors.drop(ns)
 	if err := s.embedRecords(ctx, []Record{rec}); err != nil {
 		s.log.WarnContext(ctx, "memory: embedding a new memory failed", "namespace", ns, "err", err)
 	}
@@ -187,6 +189,7 @@ func (s *Service) Update(ctx context.Context, ns, id string, p Patch) (domain.Me
 	if err := s.store.UpdateMemory(ctx, rec); err != nil {
 		return domain.Memory{}, notFound(err, "memory", id)
 	}
+	defer s.vectors.drop(ns)
 	if err := s.embedRecords(ctx, []Record{rec}); err != nil {
 		s.log.WarnContext(ctx, "memory: embedding an updated memory failed", "namespace", ns, "err", err)
 	}
@@ -207,6 +210,7 @@ func (s *Service) Delete(ctx context.Context, ns, id string) error {
 	if err := checkNamespace(ns); err != nil {
 		return err
 	}
+	defer s.vectors.drop(ns)
 	return notFound(s.store.DeleteMemory(ctx, ns, id), "memory", id)
 }
 
@@ -231,6 +235,7 @@ func (s *Service) SetExpiry(ctx context.Context, ns, id string, at *time.Time) (
 	if err := s.store.UpdateMemory(ctx, rec); err != nil {
 		return domain.Memory{}, notFound(err, "memory", id)
 	}
+	s.vectors.drop(ns)
 	return s.Get(ctx, ns, id)
 }
 
@@ -295,6 +300,7 @@ func (s *Service) Import(ctx context.Context, ns string, mems []domain.Memory) (
 		recs = append(recs, rec)
 	}
 	stored, err := s.store.InsertMemories(ctx, recs)
+	defer s.vectors.drop(ns)
 	if err != nil {
 		if errors.Is(err, domain.ErrConflict) {
 			return 0, 0, &domain.Error{Kind: domain.KindConflict, Code: "memory_id_conflict", Message: "an imported id was taken concurrently; retry the import", Err: err}
@@ -323,5 +329,6 @@ func (s *Service) Failures(ctx context.Context, ns string) ([]Failure, error) {
 
 // Sweep deletes memories whose expiry has passed.
 func (s *Service) Sweep(ctx context.Context) (int, error) {
+	defer s.vectors.dropAll()
 	return s.store.DeleteExpired(ctx, s.cfg.Now())
 }

@@ -111,7 +111,7 @@ func (s *Service) selectWith(ctx context.Context, q Query, live LiveFilter) (Sel
 		if err != nil {
 			return Selection{}, err
 		}
-		add(ids, 1)
+		add(ids, s.cfg.DenseWeight)
 	}
 	ids := make([]string, 0, len(score))
 	for id := range score {
@@ -124,7 +124,7 @@ func (s *Service) selectWith(ctx context.Context, q Query, live LiveFilter) (Sel
 	now := live.Now
 	byID := map[string]domain.Memory{}
 	for _, m := range mems {
-		if q.ExcludeTurn != nil && q.ExcludeTurn(m) {
+		if !isLive(m, live) || (q.ExcludeTurn != nil && q.ExcludeTurn(m)) {
 			delete(score, m.ID)
 			continue
 		}
@@ -164,7 +164,7 @@ func (s *Service) dense(ctx context.Context, ns, text string, n int, live LiveFi
 	if err != nil {
 		return nil, fmt.Errorf("embed the memory query: %w", err)
 	}
-	stored, err := s.store.Vectors(ctx, ns, s.emb.ModelID(), live)
+	stored, err := s.vectors.get(ctx, s.store, ns, s.emb.ModelID(), live.Now)
 	if err != nil {
 		return nil, err
 	}
@@ -239,4 +239,13 @@ func (s *Service) Pack(mems []domain.Memory, budget int) Selection {
 		}
 	}
 	return sel
+}
+
+// isLive applies the filter to a memory (the vector cache holds every
+// memory, live or not).
+func isLive(m domain.Memory, f LiveFilter) bool {
+	if !f.IncludeExpired && m.ExpiresAt != nil && !m.ExpiresAt.After(f.Now) {
+		return false
+	}
+	return f.IncludeSuperseded || m.InvalidFrom == nil
 }

@@ -36,6 +36,11 @@ type Config struct {
 	ExtractAttempts int
 	// ExtractTimeout bounds one extraction attempt. Default 30s.
 	ExtractTimeout time.Duration
+	// DenseWeight is the weight of the dense ranking in the fusion (BM25's
+	// is 1). Default 1.
+	DenseWeight float64
+	// TurnContext indexes each turn together with the turn before it.
+	TurnContext bool
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
 }
@@ -56,6 +61,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.RecencyWeight == 0 {
 		c.RecencyWeight = 0.25
+	}
+	if c.DenseWeight <= 0 {
+		c.DenseWeight = 1
 	}
 	if c.RecencyHalfLife <= 0 {
 		c.RecencyHalfLife = 30 * 24 * time.Hour
@@ -95,6 +103,7 @@ type Service struct {
 	models    []string
 	extractor Extractor
 	log       *slog.Logger
+	vectors   *vectorCache
 }
 
 // New returns a Service. Generators are tried by model name; the first
@@ -106,7 +115,8 @@ func New(cfg Config, d Deps) (*Service, error) {
 	if len(d.Generators) == 0 {
 		return nil, errors.New("memory: at least one generator is required")
 	}
-	s := &Service{cfg: cfg.WithDefaults(), store: d.Store, emb: d.Embedder, tok: d.Tokens, gens: map[string]Generator{}, extractor: d.Extractor, log: d.Log}
+	s := &Service{cfg: cfg.WithDefaults(), store: d.Store, emb: d.Embedder, tok: d.Tokens, gens: map[string]Generator{}, extractor: d.Extractor, log: d.Log,
+		vectors: newVectorCache(5 * time.Second)}
 	if s.tok == nil {
 		s.tok = ApproxTokens{}
 	}

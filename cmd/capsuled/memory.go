@@ -1,0 +1,114 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"text/tabwriter"
+)
+
+// runMemory manages memory namespaces on a running server:
+//
+//	memory namespaces [--json]        list namespaces with their counts
+//	memory export NS [--out FILE]     write a namespace as JSON lines
+//	memory import NS FILE|-           read JSON lines into a namespace
+//	memory delete NS                  delete a namespace with everything in it
+func runMemory(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, "usage: capsuled memory namespaces|export|import|delete [NS] [FILE] [flags]")
+		return errUsage
+	}
+	sub, args := args[0], args[1:]
+	fs := newFlags("memory "+sub, stderr)
+	var cf clientFlags
+	cf.register(fs)
+	asJSON := fs.Bool("json", false, "print JSON (namespaces)")
+	out := fs.String("out", "", "file to write (export; default standard output)")
+	var pos []string
+	for len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		pos, args = append(pos, args[0]), args[1:]
+	}
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	pos = append(pos, fs.Args()...)
+	need := map[string]int{"namespaces": 0, "export": 1, "import": 2, "delete": 1}
+	n, ok := need[sub]
+	if !ok || len(pos) != n {
+		fmt.Fprintln(stderr, "usage: capsuled memory namespaces | export NS [--out FILE] | import NS FILE | delete NS")
+		return errUsage
+	}
+	c, err := apiClient(&cf)
+	if err != nil {
+		return err
+	}
+	switch sub {
+	case "namespaces":
+		r, err := c.ListMemoryNamespacesWithResponse(ctx)
+		if err != nil {
+			return err
+		}
+		if r.JSON200 == nil {
+			return errorOf(r.StatusCode(), r.Body)
+		}
+		if *asJSON {
+			return json.NewEncoder(stdout).Encode(r.JSON200)
+		}
+		tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "NAMESPACE\tMEMORIES\tTURNS\tFACTS\tNOTES\tFAILURES\tUPDATED")
+		for _, ns := range r.JSON200.Data {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%s\n", ns.Name, ns.MemoryCount, ns.TurnCount, ns.FactCount, ns.NoteCount, ns.FailureCount, ns.UpdatedAt.Format("2006-01-02 15:04"))
+		}
+		return tw.Flush()
+	case "export":
+		r, err := c.ExportMemoryNamespaceWithResponse(ctx, pos[0])
+		if err != nil {
+			return err
+		}
+		if r.StatusCode() != http.StatusOK {
+			return errorOf(r.StatusCode(), r.Body)
+		}
+		if *out == "" {
+			_, err = stdout.Write(r.Body)
+			return err
+		}
+		if err := os.WriteFile(*out, r.Body, 0o600); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "exported %d memories of %s to %s\n", strings.Count(string(r.Body), "\n"), pos[0], *out)
+		return nil
+	case "import":
+		var in io.Reader = os.Stdin
+		if pos[1] != "-" {
+			f, err := os.Open(pos[1])
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			in = f
+		}
+		r, err := c.ImportMemoryNamespaceWithBodyWithResponse(ctx, pos[0], "application/x-ndjson", in)
+		if err != nil {
+			return err
+		}
+		if r.JSON200 == nil {
+			return errorOf(r.StatusCode(), r.Body)
+		}
+		fmt.Fprintf(stdout, "imported %d, skipped %d (already there) into %s\n", r.JSON200.Imported, r.JSON200.Skipped, r.JSON200.Namespace)
+		return nil
+	default: // delete
+		r, err := c.DeleteMemoryNamespaceWithResponse(ctx, pos[0])
+		if err != nil {
+			return err
+		}
+		if r.JSON200 == nil {
+			return errorOf(r.StatusCode(), r.Body)
+		}
+		fmt.Fprintf(stdout, "deleted namespace %s (%d memories)\n", r.JSON200.Namespace, r.JSON200.Deleted)
+		return nil
+	}
+}
