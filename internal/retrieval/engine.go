@@ -51,7 +51,8 @@ const (
 type Config struct {
 	// Fusion is the hybrid method. Default FusionConvex.
 	Fusion Fusion
-	// Alpha is the dense weight of the convex mix. Default 0.5.
+	// Alpha is the dense weight of the convex mix. Default 0.6 (SciFact
+	// train, see the package documentation).
 	Alpha float64
 	// BM25Scale is K in the keyword score x/(x+K). Default 10.
 	BM25Scale float64
@@ -69,7 +70,7 @@ func (c Config) withDefaults() Config {
 		c.Fusion = FusionConvex
 	}
 	if c.Alpha <= 0 || c.Alpha > 1 {
-		c.Alpha = 0.5
+		c.Alpha = 0.6
 	}
 	if c.BM25Scale <= 0 {
 		c.BM25Scale = 10
