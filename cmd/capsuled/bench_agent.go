@@ -2,11 +2,464 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"capsuled/api"
+	"capsuled/gen"
+	"capsuled/internal/agent"
+	"capsuled/internal/auth"
+	"capsuled/internal/capsule"
+	"capsuled/internal/chat"
+	"capsuled/internal/domain"
+	"capsuled/internal/embed/ort"
+	"capsuled/internal/engine/builtin"
+	"capsuled/internal/store/sqlite"
 )
 
-// runBenchAgent is `capsuled bench agent`.
+// runBenchAgent is `capsuled bench agent`: it ingests a multi-hop set into
+// fresh capsules through the capsule service, serves the real API on
+// 127.0.0.1:0, and answers every question twice: one-shot hybrid search
+// through the query API, and svc-1's full loop over HTTP with the official
+// OpenAI Go SDK as the chat client and the tools run against the query API
+// (as `capsuled ask` does).
 func runBenchAgent(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return errors.New("not available in this build yet")
+	fs := newFlags("bench agent", stderr)
+	dataset := fs.String("dataset", "", "HotpotQA folder in BEIR layout (corpus.jsonl.gz, queries.jsonl.gz, qrels/test.tsv)")
+	locomo := fs.String("locomo", "", "LoCoMo JSON file instead: category-1 questions over each conversation's turns")
+	asJSON := fs.Bool("json", false, "print one JSON object as the last line")
+	limit := fs.Int("limit", 0, "answer only the first N questions (0: all); HotpotQA then ingests their passages and fills up to 10 per question with others")
+	embedder := fs.String("embedder", "onnx", "onnx (the real model) or off (keyword search only: hybrid is BM25 alone; for smoke tests)")
+	onnxDir := fs.String("onnx-dir", "", "folder of the ONNX model (env CAPSULED_ONNX_DIR)")
+	modelFile := fs.String("model-file", "", "model file in the folder (default model.onnx)")
+	ortLib := fs.String("ort-lib", "", "libonnxruntime.so (env CAPSULED_ORT_LIB)")
+	maxTurns := fs.Int("max-turns", 8, "turn limit of the loop")
+	workers := fs.Int("ingest-workers", 1, "ingestion workers")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if (*dataset == "") == (*locomo == "") {
+		return errors.New("give one of --dataset (HotpotQA) or --locomo")
+	}
+	var sets []benchSet
+	var err error
+	if *dataset != "" {
+		sets, err = hotpotSets(*dataset, *limit)
+	} else {
+		sets, err = locomoSets(*locomo, *limit)
+	}
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+
+	dir, err := os.MkdirTemp("", "capsuled-bench-agent-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	db, err := sqlite.Open(ctx, filepath.Join(dir, "capsuled.db"))
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	ccfg := capsule.Config{Store: db.Capsules(), DataDir: dir, Workers: *workers, Log: log}
+	var counter chat.TokenCounter = chat.PreTokenCounter{}
+	modelID := "none (keyword only)"
+	switch *embedder {
+	case "onnx":
+		if *onnxDir == "" {
+			return errors.New("--onnx-dir (or CAPSULED_ONNX_DIR) is required with --embedder onnx")
+		}
+		emb, err := ort.New(ctx, ort.Config{ModelDir: *onnxDir, ModelFile: *modelFile, ORTLibrary: *ortLib})
+		if err != nil {
+			return err
+		}
+		defer emb.Close()
+		ccfg.Embedder, ccfg.Tokens, counter, modelID = emb, emb.Tokenizer(), emb.Tokenizer(), emb.ModelID()
+	case "off":
+	default:
+		return fmt.Errorf("--embedder %q: want onnx or off", *embedder)
+	}
+	svc, err := capsule.New(ccfg)
+	if err != nil {
+		return err
+	}
+	if err := svc.Start(ctx); err != nil {
+		return err
+	}
+	defer svc.Close()
+
+	eng := &timedEngine{Engine: builtin.New(builtin.Config{})}
+	chatSvc, err := chat.New(chat.Config{Engine: eng, Counter: counter})
+	if err != nil {
+		return err
+	}
+	url, key, stop, err := serveBenchAPI(ctx, db, svc, chatSvc, log)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	cf := clientFlags{url: url, key: key, timeout: time.Minute}
+	client, err := cf.client()
+	if err != nil {
+		return err
+	}
+	model := sdkModel(url, key)
+
+	var st benchStats
+	docs, chunks := 0, 0
+	var ingest time.Duration
+	for _, set := range sets {
+		t0 := time.Now()
+		uri, err := ingestSet(ctx, svc, set)
+		if err != nil {
+			return err
+		}
+		ingest += time.Since(t0)
+		c, err := svc.GetCapsule(ctx, set.capsule)
+		if err != nil {
+			return err
+		}
+		docs, chunks = docs+len(set.docs), chunks+c.ChunkCount
+		fmt.Fprintf(stderr, "%s: ingested %d documents (%d chunks) in %s; asking %d questions\n",
+			set.capsule, len(set.docs), c.ChunkCount, time.Since(t0).Round(time.Millisecond), len(set.questions))
+		backend := &capsuleBackend{c: client, capsule: set.capsule}
+		for i, q := range set.questions {
+			if err := st.ask(ctx, client, backend, model, set.capsule, q, uri, *maxTurns); err != nil {
+				return fmt.Errorf("%s question %s: %w", set.capsule, q.id, err)
+			}
+			if (i+1)%100 == 0 {
+				fmt.Fprintf(stderr, "  %d/%d questions\n", i+1, len(set.questions))
+			}
+		}
+	}
+	res := st.summary()
+	res["dataset"] = sets[0].name
+	res["docs"], res["chunks"], res["model"], res["cpus"] = docs, chunks, modelID, runtime.NumCPU()
+	res["ingest_s"] = round4(ingest.Seconds())
+	res["engine_turn_p50_ms"] = pct(eng.turns(), 50)
+	printAgentBench(stdout, res)
+	if *asJSON {
+		b, _ := json.Marshal(res)
+		fmt.Fprintln(stdout, string(b))
+	}
+	return nil
+}
+
+// A benchSet is one capsule's documents and the questions asked over it.
+type benchSet struct {
+	name, capsule string
+	docs          []beirDoc
+	questions     []benchQuestion
+}
+
+type benchQuestion struct {
+	id, text, kind string
+	rel            map[string]int // relevant document ids
+}
+
+// hotpotSets reads a HotpotQA folder in BEIR layout; each passage is
+// title + " " + text.
+func hotpotSets(dir string, limit int) ([]benchSet, error) {
+	queries, err := readBEIRQueries(filepath.Join(dir, "queries.jsonl.gz"))
+	if err != nil {
+		return nil, err
+	}
+	kinds := map[string]string{}
+	err = readJSONLGz(filepath.Join(dir, "queries.jsonl.gz"), func(line []byte) error {
+		var q struct{ ID, Type string }
+		if err := json.Unmarshal(line, &q); err != nil {
+			return err
+		}
+		kinds[q.ID] = q.Type
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	qrels, err := readQrels(filepath.Join(dir, "qrels", "test.tsv"))
+	if err != nil {
+		return nil, err
+	}
+	var qids []string
+	for id := range qrels {
+		if _, ok := queries[id]; ok {
+			qids = append(qids, id)
+		}
+	}
+	sort.Strings(qids)
+	if limit > 0 && limit < len(qids) {
+		for _, id := range qids[limit:] {
+			delete(qrels, id)
+		}
+		qids = qids[:limit]
+	} else {
+		limit = 0
+	}
+	corpus, err := readBEIRCorpus(filepath.Join(dir, "corpus.jsonl.gz"), 10*limit, qrels)
+	if err != nil {
+		return nil, err
+	}
+	for i := range corpus { // readBEIRCorpus joins title and text with a blank line
+		corpus[i].text = strings.Replace(corpus[i].text, "\n\n", " ", 1)
+	}
+	set := benchSet{name: "hotpotqa", capsule: "hotpotqa", docs: corpus}
+	for _, id := range qids {
+		set.questions = append(set.questions, benchQuestion{id: id, text: queries[id], kind: kinds[id], rel: qrels[id]})
+	}
+	if len(set.questions) == 0 {
+		return nil, fmt.Errorf("%s: no questions with qrels", dir)
+	}
+	return []benchSet{set}, nil
+}
+
+// locomoSets reads a LoCoMo file: one capsule per conversation, each turn a
+// document ("speaker: text", with the shared image's caption), and the
+// category-1 (multi-hop) questions with their evidence turns as relevant.
+func locomoSets(path string, limit int) ([]benchSet, error) {
+	convs, err := loadLocomo(path)
+	if err != nil {
+		return nil, err
+	}
+	var out []benchSet
+	n := 0
+	for _, c := range convs {
+		set := benchSet{name: "locomo", capsule: "locomo-" + strings.ToLower(c.ID)}
+		for _, qa := range c.QA {
+			ev := qa.evidence(c.diaIDs)
+			if qa.Category != 1 || len(ev) == 0 || (limit > 0 && n >= limit) {
+				continue
+			}
+			rel := map[string]int{}
+			for id := range ev {
+				rel[id] = 1
+			}
+			n++
+			set.questions = append(set.questions, benchQuestion{id: fmt.Sprintf("%s/%d", c.ID, len(set.questions)), text: qa.Question, kind: "multi-hop", rel: rel})
+		}
+		if len(set.questions) == 0 {
+			continue
+		}
+		for _, s := range c.Sessions {
+			for _, t := range s.Turns {
+				text := t.Speaker + ": " + t.Text
+				if t.Caption != "" {
+					text += " [shares a photo: " + t.Caption + "]"
+				}
+				set.docs = append(set.docs, beirDoc{t.DiaID, text})
+			}
+		}
+		out = append(out, set)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: no category-1 questions with evidence", path)
+	}
+	return out, nil
+}
+
+// ingestSet creates the set's capsule, adds every document (URI = its id)
+// and waits until all are ready. It returns item id → document id.
+func ingestSet(ctx context.Context, svc *capsule.Service, set benchSet) (map[string]string, error) {
+	if _, err := svc.CreateCapsule(ctx, set.capsule, "bench agent: "+set.name); err != nil {
+		return nil, err
+	}
+	uri := map[string]string{}
+	var ids []string
+	for _, d := range set.docs {
+		it, _, err := svc.AddItem(ctx, set.capsule, capsule.NewItem{Kind: domain.ItemText, Text: d.text, URI: d.id})
+		if err != nil {
+			return nil, err
+		}
+		uri[it.ID] = d.id
+		ids = append(ids, it.ID)
+	}
+	for _, id := range ids {
+		it, err := svc.WaitItem(ctx, set.capsule, id, time.Hour)
+		if err != nil {
+			return nil, err
+		}
+		if it.Status != domain.StatusReady {
+			return nil, fmt.Errorf("item %s (%s): %s %s", id, uri[id], it.Status, it.Error)
+		}
+	}
+	return uri, nil
+}
+
+// serveBenchAPI serves the API (capsules and svc-1) on 127.0.0.1:0 with an
+// admin key.
+func serveBenchAPI(ctx context.Context, db *sqlite.DB, svc *capsule.Service, chatSvc *chat.Service, log *slog.Logger) (string, string, func(), error) {
+	au := auth.New(db.Keys(), time.Now, log)
+	key, _, err := au.EnsureAdminKey(ctx)
+	if err != nil {
+		return "", "", nil, err
+	}
+	spec, err := api.LoadSpec(ctx)
+	if err != nil {
+		return "", "", nil, err
+	}
+	srv, err := api.NewServer(api.Config{}, spec, api.Deps{
+		Auth: au, Capsules: svc, Chat: chatSvc,
+		Models: []api.Model{{ID: chat.Model, OwnedBy: "capsuled", Created: time.Now()}},
+	}, log)
+	if err != nil {
+		return "", "", nil, err
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", "", nil, err
+	}
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = hs.Serve(l) }()
+	return "http://" + l.Addr().String(), key, func() { _ = hs.Close() }, nil
+}
+
+// timedEngine records the engine's own time per turn (search excluded: the
+// tools run in the client between turns).
+type timedEngine struct {
+	chat.Engine
+	mu sync.Mutex
+	d  []time.Duration
+}
+
+func (e *timedEngine) Generate(ctx context.Context, req *domain.ChatRequest) ([]domain.Choice, *domain.Usage, error) {
+	t0 := time.Now()
+	c, u, err := e.Engine.Generate(ctx, req)
+	e.mu.Lock()
+	e.d = append(e.d, time.Since(t0))
+	e.mu.Unlock()
+	return c, u, err
+}
+
+func (e *timedEngine) turns() []time.Duration {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]time.Duration(nil), e.d...)
+}
+
+// benchStats accumulates both runs' figures.
+type benchStats struct {
+	n, reported, turns, calls int
+	sum                       map[string]float64 // metric → sum over questions
+	byKind                    map[string]*[2]float64
+	kindN                     map[string]int
+	oneLat, agentLat          []time.Duration
+}
+
+// ask answers q both ways and adds up the measures.
+func (s *benchStats) ask(ctx context.Context, c *gen.ClientWithResponses, b *capsuleBackend, m agent.Model, capsuleName string, q benchQuestion, uri map[string]string, maxTurns int) error {
+	if s.sum == nil {
+		s.sum, s.byKind, s.kindN = map[string]float64{}, map[string]*[2]float64{}, map[string]int{}
+	}
+	// One-shot: hybrid search, one chunk per item, the top 10 items.
+	limit, one, mode := 10, 1, gen.Hybrid
+	t0 := time.Now()
+	resp, err := c.QueryCapsuleWithResponse(ctx, capsuleName, gen.QueryCapsuleJSONRequestBody{Query: q.text, Limit: &limit,
+		Wishlist: &gen.Wishlist{Mode: &mode, MaxChunksPerItem: &one}})
+	if err != nil {
+		return err
+	}
+	if resp.JSON200 == nil {
+		return errorOf(resp.StatusCode(), resp.Body)
+	}
+	s.oneLat = append(s.oneLat, time.Since(t0))
+	var oneshot []string
+	for _, r := range *resp.JSON200 {
+		oneshot = append(oneshot, uri[r.ItemId])
+	}
+	// The loop over HTTP.
+	t0 = time.Now()
+	res, err := agent.Run(ctx, m, b, q.text, agent.Config{MaxTurns: maxTurns})
+	if err != nil {
+		return err
+	}
+	s.agentLat = append(s.agentLat, time.Since(t0))
+	var ranked []string
+	for _, id := range res.IDs {
+		if u, ok := uri[id]; ok {
+			ranked = append(ranked, u)
+		}
+	}
+	s.n++
+	s.turns += res.Turns
+	s.calls += res.ToolCalls
+	if res.Reported {
+		s.reported++
+	}
+	for run, list := range map[string][]string{"oneshot": oneshot, "agent": ranked} {
+		for _, k := range []int{2, 5, 10} {
+			r := recallAt(list, q.rel, k)
+			s.sum[fmt.Sprintf("%s_recall_at_%d", run, k)] += r
+			if r == 1 {
+				s.sum[fmt.Sprintf("%s_both_at_%d", run, k)]++
+			}
+		}
+	}
+	if s.byKind[q.kind] == nil {
+		s.byKind[q.kind] = &[2]float64{}
+	}
+	s.kindN[q.kind]++
+	if recallAt(oneshot, q.rel, 10) == 1 {
+		s.byKind[q.kind][0]++
+	}
+	if recallAt(ranked, q.rel, 10) == 1 {
+		s.byKind[q.kind][1]++
+	}
+	return nil
+}
+
+func (s *benchStats) summary() map[string]any {
+	n := float64(max(s.n, 1))
+	res := map[string]any{"questions": s.n}
+	for _, run := range []string{"oneshot", "agent"} {
+		for _, k := range []int{2, 5, 10} {
+			res[fmt.Sprintf("%s_recall_at_%d", run, k)] = round4(s.sum[fmt.Sprintf("%s_recall_at_%d", run, k)] / n)
+			res[fmt.Sprintf("%s_both_at_%d", run, k)] = round4(s.sum[fmt.Sprintf("%s_both_at_%d", run, k)] / n)
+		}
+	}
+	res["turns_per_question"] = round4(float64(s.turns) / n)
+	res["tool_calls_per_question"] = round4(float64(s.calls) / n)
+	res["reported_share"] = round4(float64(s.reported) / n)
+	res["oneshot_latency_p50_ms"], res["oneshot_latency_p95_ms"] = pct(s.oneLat, 50), pct(s.oneLat, 95)
+	res["agent_latency_p50_ms"], res["agent_latency_p95_ms"] = pct(s.agentLat, 50), pct(s.agentLat, 95)
+	for kind, v := range s.byKind {
+		if kind == "" {
+			continue
+		}
+		k := float64(s.kindN[kind])
+		res["oneshot_both_at_10_"+kind] = round4(v[0] / k)
+		res["agent_both_at_10_"+kind] = round4(v[1] / k)
+	}
+	return res
+}
+
+func printAgentBench(w io.Writer, r map[string]any) {
+	fmt.Fprintf(w, "%s: %v questions over %v documents (%v chunks, %v, %v CPUs; ingest %vs)\n",
+		r["dataset"], r["questions"], r["docs"], r["chunks"], r["model"], r["cpus"], r["ingest_s"])
+	fmt.Fprintf(w, "  %-9s %8s %8s %8s %8s %8s %8s\n", "", "both@10", "both@5", "both@2", "rec@2", "rec@5", "rec@10")
+	for _, run := range []string{"oneshot", "agent"} {
+		fmt.Fprintf(w, "  %-9s %8v %8v %8v %8v %8v %8v\n", run, r[run+"_both_at_10"], r[run+"_both_at_5"], r[run+"_both_at_2"],
+			r[run+"_recall_at_2"], r[run+"_recall_at_5"], r[run+"_recall_at_10"])
+	}
+	fmt.Fprintf(w, "  agent: %v turns and %v tool calls per question; report_helpful_ids reached in %v of questions\n",
+		r["turns_per_question"], r["tool_calls_per_question"], r["reported_share"])
+	fmt.Fprintf(w, "  latency per question: one-shot p50 %vms p95 %vms; agent p50 %vms p95 %vms; engine time per turn p50 %vms\n",
+		r["oneshot_latency_p50_ms"], r["oneshot_latency_p95_ms"], r["agent_latency_p50_ms"], r["agent_latency_p95_ms"], r["engine_turn_p50_ms"])
+	for _, kind := range []string{"bridge", "comparison"} {
+		if v, ok := r["agent_both_at_10_"+kind]; ok {
+			fmt.Fprintf(w, "  %s: both@10 one-shot %v, agent %v\n", kind, r["oneshot_both_at_10_"+kind], v)
+		}
+	}
 }
