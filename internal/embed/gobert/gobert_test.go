@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"sync"
 	"testing"
 
 	"capsuled/internal/embed/bert"
@@ -82,12 +83,43 @@ func TestTinyBatchInvariance(t *testing.T) {
 
 func TestSuite(t *testing.T) {
 	dir := embedtest.ModelDir(t)
+	if raceEnabled {
+		t.Skip("the real-model suite is too slow under the race detector (minutes of pure-Go BERT); run it without -race. TestTinyConcurrent covers concurrency under -race")
+	}
 	e, err := New(context.Background(), Config{ModelDir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer e.Close()
 	embedtest.Run(t, e, embedtest.Options{})
+}
+
+// TestTinyConcurrent runs callers in parallel on a random model: results
+// match the sequential ones (the race detector checks the sharing).
+func TestTinyConcurrent(t *testing.T) {
+	t.Parallel()
+	e := tinyEmbedder(t)
+	texts := []string{"the cat sat", "a dog ran far", "mats", ""}
+	want, err := e.Embed(context.Background(), texts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			got, err := e.Embed(context.Background(), texts)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			for i := range got {
+				if c := vecmath.Cosine(got[i], want[i]); c < 0.99999 {
+					t.Errorf("%q: concurrent cosine %v", texts[i], c)
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
 
 func TestNewErrors(t *testing.T) {

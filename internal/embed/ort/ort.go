@@ -109,6 +109,13 @@ func New(ctx context.Context, cfg Config) (*Embedder, error) {
 		func() error { return opts.SetInterOpNumThreads(1) },
 		func() error { return opts.SetExecutionMode(onnx.ExecutionModeSequential) },
 		func() error { return opts.SetGraphOptimizationLevel(onnx.GraphOptimizationLevelEnableAll) },
+		func() error {
+			spin := "0"
+			if cfg.Spin {
+				spin = "1"
+			}
+			return opts.AddSessionConfigEntry("session.intra_op.allow_spinning", spin)
+		},
 	} {
 		if err := set(); err != nil {
 			return nil, fmt.Errorf("ort: session options: %w", err)

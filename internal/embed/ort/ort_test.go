@@ -15,12 +15,19 @@ import (
 
 func newEmbedder(t testing.TB, file string) *Embedder {
 	t.Helper()
+	return newEmbedderConfig(t, Config{ModelFile: file})
+}
+
+func newEmbedderConfig(t testing.TB, cfg Config) *Embedder {
+	t.Helper()
+	file := cfg.ModelFile
 	dir := embedtest.ONNXDir(t)
 	lib := embedtest.ORTLib(t)
 	if _, err := os.Stat(filepath.Join(dir, file)); err != nil {
 		t.Skipf("%s: %v (run .ci/fetch-model.sh)", file, err)
 	}
-	e, err := New(context.Background(), Config{ModelDir: dir, ModelFile: file, ORTLibrary: lib})
+	cfg.ModelDir, cfg.ORTLibrary = dir, lib
+	e, err := New(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,6 +128,16 @@ func BenchmarkEmbedChunksFP32(b *testing.B) {
 	embedtest.BenchChunks(b, e, 16, e.Tokenizer().CountTokens)
 }
 
+func BenchmarkEmbedChunksFP32Batch32x8192(b *testing.B) {
+	e := newEmbedderConfig(b, Config{ModelFile: "model.onnx", BatchSize: 32, MaxBatchTokens: 8192})
+	embedtest.BenchChunks(b, e, 16, e.Tokenizer().CountTokens)
+}
+
+func BenchmarkEmbedChunksFP32Batch4x8192(b *testing.B) {
+	e := newEmbedderConfig(b, Config{ModelFile: "model.onnx", BatchSize: 4, MaxBatchTokens: 8192})
+	embedtest.BenchChunks(b, e, 16, e.Tokenizer().CountTokens)
+}
+
 func BenchmarkEmbedSentencesInt8(b *testing.B) {
 	embedtest.BenchSentences(b, newEmbedder(b, "model_quantized.onnx"), 32)
 }
@@ -128,4 +145,8 @@ func BenchmarkEmbedSentencesInt8(b *testing.B) {
 func BenchmarkEmbedChunksInt8(b *testing.B) {
 	e := newEmbedder(b, "model_quantized.onnx")
 	embedtest.BenchChunks(b, e, 16, e.Tokenizer().CountTokens)
+}
+
+func BenchmarkEmbedSentencesFP32Batch1(b *testing.B) {
+	embedtest.BenchSentences(b, newEmbedderConfig(b, Config{ModelFile: "model.onnx", BatchSize: 1}), 32)
 }

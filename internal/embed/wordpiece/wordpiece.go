@@ -267,7 +267,7 @@ func (t *Tokenizer) run(text string, s *sink) {
 	sc.wOrig = sc.wOrig[:0]
 	start := 0
 	for i := 0; i < len(text); {
-		if text[i] != '[' || len(t.added) == 0 {
+		if text[i] != '[' {
 			j := strings.IndexByte(text[i:], '[')
 			if j < 0 {
 				break

@@ -1,0 +1,5 @@
+//go:build !race
+
+package gobert
+
+const raceEnabled = false
