@@ -27,6 +27,7 @@ import (
 	"capsuled/internal/domain"
 	"capsuled/internal/embed/ort"
 	"capsuled/internal/retrieval"
+	"capsuled/internal/store/postgres"
 	"capsuled/internal/store/sqlite"
 )
 
@@ -47,6 +48,8 @@ func runBenchRetrieval(ctx context.Context, args []string, stdout, stderr io.Wri
 	fusion := fs.String("fusion", "", "hybrid fusion: convex or rrf (default: the engine's)")
 	alpha := fs.Float64("alpha", 0, "dense weight of the convex fusion (0: default)")
 	bareSample := fs.Int("bare-sample", 1000, "chunks embedded by the bare embedder to measure its speed")
+	storeURL := fs.String("store", "", "postgres://… to run on PostgreSQL (an empty database or schema) instead of a temporary SQLite")
+	fullText := fs.String("fulltext", "", "PostgreSQL keyword ranking: bm25 (pg_textsearch) or tsvector (default: bm25 when present)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -99,13 +102,26 @@ func runBenchRetrieval(ctx context.Context, args []string, stdout, stderr io.Wri
 		return err
 	}
 	defer os.RemoveAll(dir)
-	db, err := sqlite.Open(ctx, filepath.Join(dir, "capsuled.db"))
-	if err != nil {
-		return err
+	var st capsule.Store
+	var keys auth.Store
+	if *storeURL != "" {
+		pg, err := postgres.Open(ctx, *storeURL, postgres.Options{FullText: postgres.FullText(*fullText)})
+		if err != nil {
+			return err
+		}
+		defer pg.Close()
+		st, keys = pg.Capsules(), pg.Keys()
+		fmt.Fprintf(stderr, "store: PostgreSQL, keyword ranking %s\n", pg.FullText())
+	} else {
+		db, err := sqlite.Open(ctx, filepath.Join(dir, "capsuled.db"))
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		st, keys = db.Capsules(), db.Keys()
 	}
-	defer db.Close()
 	rcfg := retrieval.Config{Fusion: retrieval.Fusion(*fusion), Alpha: *alpha}
-	svc, err := capsule.New(capsule.Config{Store: db.Capsules(), Embedder: emb, Tokens: emb.Tokenizer(), DataDir: dir, Workers: 1, Retrieval: rcfg, Log: log})
+	svc, err := capsule.New(capsule.Config{Store: st, Embedder: emb, Tokens: emb.Tokenizer(), DataDir: dir, Workers: 1, Retrieval: rcfg, Log: log})
 	if err != nil {
 		return err
 	}
@@ -143,9 +159,9 @@ func runBenchRetrieval(ctx context.Context, args []string, stdout, stderr io.Wri
 
 	// The bare embedder on a sample of the same chunks.
 	var sample []string
-	err = db.Capsules().ChunkVectors(ctx, "bench", func(id string, idx int, _ []float32) error {
+	err = st.ChunkVectors(ctx, "bench", func(id string, idx int, _ []float32) error {
 		if len(sample) < *bareSample {
-			t, err := db.Capsules().ChunkText(ctx, id, idx)
+			t, err := st.ChunkText(ctx, id, idx)
 			if err != nil {
 				return err
 			}
@@ -209,7 +225,7 @@ func runBenchRetrieval(ctx context.Context, args []string, stdout, stderr io.Wri
 	if *sweep {
 		memo := &memoEmbedder{emb: emb, vecs: map[string][]float32{}}
 		for _, cfg := range sweepConfigs() {
-			eng := retrieval.New(db.Capsules(), memo, emb.Dim(), cfg)
+			eng := retrieval.New(st, memo, emb.Dim(), cfg)
 			ndcg, recall, _, err := eval(func(q domain.Query) ([]domain.Hit, error) { return eng.Search(ctx, "bench", q) }, domain.ModeHybrid)
 			if err != nil {
 				return err
@@ -227,7 +243,7 @@ func runBenchRetrieval(ctx context.Context, args []string, stdout, stderr io.Wri
 		}
 		bare = append(bare, time.Since(t0))
 	}
-	srvURL, key, stop, err := benchHTTP(ctx, db, svc, log)
+	srvURL, key, stop, err := benchHTTP(ctx, keys, svc, log)
 	if err != nil {
 		return err
 	}
@@ -284,8 +300,8 @@ func sweepConfigs() []retrieval.Config {
 }
 
 // benchHTTP serves the service over a real HTTP listener with an admin key.
-func benchHTTP(ctx context.Context, db *sqlite.DB, svc *capsule.Service, log *slog.Logger) (string, string, func(), error) {
-	au := auth.New(db.Keys(), time.Now, log)
+func benchHTTP(ctx context.Context, keys auth.Store, svc *capsule.Service, log *slog.Logger) (string, string, func(), error) {
+	au := auth.New(keys, time.Now, log)
 	key, _, err := au.EnsureAdminKey(ctx)
 	if err != nil {
 		return "", "", nil, err
