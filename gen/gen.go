@@ -43,6 +43,24 @@ func (e AccessTokenTokenType) Valid() bool {
 	}
 }
 
+// Defines values for AskRequestEngine.
+const (
+	Builtin  AskRequestEngine = "builtin"
+	Upstream AskRequestEngine = "upstream"
+)
+
+// Valid indicates whether the value is a known member of the AskRequestEngine enum.
+func (e AskRequestEngine) Valid() bool {
+	switch e {
+	case Builtin:
+		return true
+	case Upstream:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for AssistantMessageRole.
 const (
 	AssistantMessageRoleAssistant AssistantMessageRole = "assistant"
@@ -632,6 +650,74 @@ type AddTextItemRequest struct {
 	Metadata     *map[string]interface{} `json:"metadata,omitempty"`
 	TimeAuthored *time.Time              `json:"time_authored,omitempty"`
 	Uri          *string                 `json:"uri,omitempty"`
+}
+
+// AskRequest defines model for AskRequest.
+type AskRequest struct {
+	// Engine The engine that must answer (default whichever the server runs).
+	Engine *AskRequestEngine `json:"engine,omitempty"`
+
+	// Limit Results per search when a tool call gives no limit.
+	Limit *int `json:"limit,omitempty"`
+
+	// MaxTurns Turn limit of the loop.
+	MaxTurns *int `json:"max_turns,omitempty"`
+
+	// Question The question (1 to 4096 bytes, not only whitespace).
+	Question string `json:"question"`
+}
+
+// AskRequestEngine The engine that must answer (default whichever the server runs).
+type AskRequestEngine string
+
+// AskResult defines model for AskResult.
+type AskResult struct {
+	// Engine The engine that answered (builtin or upstream).
+	Engine string `json:"engine"`
+
+	// Items The reported items, most helpful first, each as its evidence chunk.
+	Items    []QueryResult `json:"items"`
+	Question string        `json:"question"`
+
+	// Reported True when the model called report_helpful_ids; false when the turn limit ended the loop.
+	Reported bool `json:"reported"`
+
+	// ToolCalls Tool calls over all turns.
+	ToolCalls int       `json:"tool_calls"`
+	Trace     []AskTurn `json:"trace"`
+	Turns     int       `json:"turns"`
+}
+
+// AskToolCall defines model for AskToolCall.
+type AskToolCall struct {
+	// Arguments The call's arguments
+	Arguments string `json:"arguments"`
+
+	// Error Why the call failed (bad arguments
+	Error *string `json:"error,omitempty"`
+	Name  string  `json:"name"`
+
+	// ResultBytes Size of the tool message sent back to the model.
+	ResultBytes int `json:"result_bytes"`
+
+	// ResultCount Hits (search
+	ResultCount int      `json:"result_count"`
+	ResultIds   []string `json:"result_ids"`
+}
+
+// AskTurn defines model for AskTurn.
+type AskTurn struct {
+	// Content The assistant's content, with its <think> block.
+	Content string `json:"content"`
+
+	// DurationMs The whole turn
+	DurationMs float32 `json:"duration_ms"`
+
+	// EngineMs The engine's reply alone.
+	EngineMs     float32       `json:"engine_ms"`
+	FinishReason string        `json:"finish_reason"`
+	ToolCalls    []AskToolCall `json:"tool_calls"`
+	Turn         int           `json:"turn"`
 }
 
 // AssistantMessage defines model for AssistantMessage.
@@ -1691,6 +1777,9 @@ type ListMemoriesParams struct {
 	IncludeExpired    *bool   `form:"include_expired,omitempty" json:"include_expired,omitempty"`
 	IncludeSuperseded *bool   `form:"include_superseded,omitempty" json:"include_superseded,omitempty"`
 }
+
+// AskCapsuleJSONRequestBody defines body for AskCapsule for application/json ContentType.
+type AskCapsuleJSONRequestBody = AskRequest
 
 // QueryCapsuleJSONRequestBody defines body for QueryCapsule for application/json ContentType.
 type QueryCapsuleJSONRequestBody = QueryRequest
@@ -2842,6 +2931,68 @@ func WithRequestEditorFn(fn RequestEditorFn) ClientOption {
 // The interface specification for the client above.
 type ClientInterface interface {
 
+	// AskCapsuleWithBody Run svc-1's retrieval loop over a capsule on the server.
+	//
+	// Runs the documented client loop of the retrieval chat on the server,
+	// against this capsule: the system prompt naming the four tools and the
+	// question go to svc-1 (the server's engine) with one tool stub; each tool
+	// call of a reply runs against the capsule (`search` = the capsule query in
+	// `hybrid` mode, `text_search` = `keyword` mode, both with one chunk per
+	// item and `limit` results unless the call gives its own; `read` = the
+	// item's extracted text); the results go back as tool messages; the loop
+	// ends when the model calls `report_helpful_ids` or after `max_turns`
+	// turns (`reported` is then false).
+	//
+	// The reply lists the reported items, most helpful first, each with its
+	// evidence chunk: the best-scoring chunk of that item that a search
+	// returned during the loop (for an item that was only read, its first
+	// 600 bytes with `idx` 0 and `score` 0). Reported ids that name no item
+	// of the capsule are left out. `trace` has one entry per turn: the
+	// assistant's content (with its `<think>` block), its tool calls and
+	// what each returned.
+	//
+	// `engine` names the engine that must answer; a server configured with
+	// another gives 422 `engine_unavailable` (the server runs one svc-1
+	// engine, chosen at start). Errors of an upstream engine give 502, 503 or
+	// 504 as on the chat operation. A key with `capsules:read` may ask only
+	// the capsules in its allow-list (403 otherwise).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /capsules/{capsule}/ask (the `AskCapsule` operationId).
+	AskCapsuleWithBody(ctx context.Context, capsule CapsulePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AskCapsule Run svc-1's retrieval loop over a capsule on the server.
+	//
+	// Runs the documented client loop of the retrieval chat on the server,
+	// against this capsule: the system prompt naming the four tools and the
+	// question go to svc-1 (the server's engine) with one tool stub; each tool
+	// call of a reply runs against the capsule (`search` = the capsule query in
+	// `hybrid` mode, `text_search` = `keyword` mode, both with one chunk per
+	// item and `limit` results unless the call gives its own; `read` = the
+	// item's extracted text); the results go back as tool messages; the loop
+	// ends when the model calls `report_helpful_ids` or after `max_turns`
+	// turns (`reported` is then false).
+	//
+	// The reply lists the reported items, most helpful first, each with its
+	// evidence chunk: the best-scoring chunk of that item that a search
+	// returned during the loop (for an item that was only read, its first
+	// 600 bytes with `idx` 0 and `score` 0). Reported ids that name no item
+	// of the capsule are left out. `trace` has one entry per turn: the
+	// assistant's content (with its `<think>` block), its tool calls and
+	// what each returned.
+	//
+	// `engine` names the engine that must answer; a server configured with
+	// another gives 422 `engine_unavailable` (the server runs one svc-1
+	// engine, chosen at start). Errors of an upstream engine give 502, 503 or
+	// 504 as on the chat operation. A key with `capsules:read` may ask only
+	// the capsules in its allow-list (403 otherwise).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /capsules/{capsule}/ask (the `AskCapsule` operationId).
+	AskCapsule(ctx context.Context, capsule CapsulePath, body AskCapsuleJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// QueryCapsuleWithBody Hybrid search over a capsule's items (path-based capsule_url).
 	//
 	// Searches the capsule's ready items and returns matching chunks, best
@@ -3429,6 +3580,88 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/tokens (the `CreateAccessToken` operationId).
 	CreateAccessToken(ctx context.Context, body CreateAccessTokenJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+}
+
+// AskCapsuleWithBody Run svc-1's retrieval loop over a capsule on the server.
+//
+// Runs the documented client loop of the retrieval chat on the server,
+// against this capsule: the system prompt naming the four tools and the
+// question go to svc-1 (the server's engine) with one tool stub; each tool
+// call of a reply runs against the capsule (`search` = the capsule query in
+// `hybrid` mode, `text_search` = `keyword` mode, both with one chunk per
+// item and `limit` results unless the call gives its own; `read` = the
+// item's extracted text); the results go back as tool messages; the loop
+// ends when the model calls `report_helpful_ids` or after `max_turns`
+// turns (`reported` is then false).
+//
+// The reply lists the reported items, most helpful first, each with its
+// evidence chunk: the best-scoring chunk of that item that a search
+// returned during the loop (for an item that was only read, its first
+// 600 bytes with `idx` 0 and `score` 0). Reported ids that name no item
+// of the capsule are left out. `trace` has one entry per turn: the
+// assistant's content (with its `<think>` block), its tool calls and
+// what each returned.
+//
+// `engine` names the engine that must answer; a server configured with
+// another gives 422 `engine_unavailable` (the server runs one svc-1
+// engine, chosen at start). Errors of an upstream engine give 502, 503 or
+// 504 as on the chat operation. A key with `capsules:read` may ask only
+// the capsules in its allow-list (403 otherwise).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /capsules/{capsule}/ask (the `AskCapsule` operationId).
+func (c *Client) AskCapsuleWithBody(ctx context.Context, capsule CapsulePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAskCapsuleRequestWithBody(c.Server, capsule, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AskCapsule Run svc-1's retrieval loop over a capsule on the server.
+//
+// Runs the documented client loop of the retrieval chat on the server,
+// against this capsule: the system prompt naming the four tools and the
+// question go to svc-1 (the server's engine) with one tool stub; each tool
+// call of a reply runs against the capsule (`search` = the capsule query in
+// `hybrid` mode, `text_search` = `keyword` mode, both with one chunk per
+// item and `limit` results unless the call gives its own; `read` = the
+// item's extracted text); the results go back as tool messages; the loop
+// ends when the model calls `report_helpful_ids` or after `max_turns`
+// turns (`reported` is then false).
+//
+// The reply lists the reported items, most helpful first, each with its
+// evidence chunk: the best-scoring chunk of that item that a search
+// returned during the loop (for an item that was only read, its first
+// 600 bytes with `idx` 0 and `score` 0). Reported ids that name no item
+// of the capsule are left out. `trace` has one entry per turn: the
+// assistant's content (with its `<think>` block), its tool calls and
+// what each returned.
+//
+// `engine` names the engine that must answer; a server configured with
+// another gives 422 `engine_unavailable` (the server runs one svc-1
+// engine, chosen at start). Errors of an upstream engine give 502, 503 or
+// 504 as on the chat operation. A key with `capsules:read` may ask only
+// the capsules in its allow-list (403 otherwise).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /capsules/{capsule}/ask (the `AskCapsule` operationId).
+func (c *Client) AskCapsule(ctx context.Context, capsule CapsulePath, body AskCapsuleJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAskCapsuleRequest(c.Server, capsule, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
 }
 
 // QueryCapsuleWithBody Hybrid search over a capsule's items (path-based capsule_url).
@@ -4487,6 +4720,53 @@ func (c *Client) CreateAccessToken(ctx context.Context, body CreateAccessTokenJS
 		return nil, err
 	}
 	return c.Client.Do(req)
+}
+
+// NewAskCapsuleRequest calls the generic AskCapsule builder with application/json body
+func NewAskCapsuleRequest(server string, capsule CapsulePath, body AskCapsuleJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewAskCapsuleRequestWithBody(server, capsule, "application/json", bodyReader)
+}
+
+// NewAskCapsuleRequestWithBody constructs an http.Request for the AskCapsule method, with any body, and a specified content type
+func NewAskCapsuleRequestWithBody(server string, capsule CapsulePath, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "capsule", capsule, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/capsules/%s/ask", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
 }
 
 // NewQueryCapsuleRequest calls the generic QueryCapsule builder with application/json body
@@ -6076,6 +6356,68 @@ func WithBaseURL(baseURL string) ClientOption {
 // ClientWithResponsesInterface is the interface specification for the client with responses above.
 type ClientWithResponsesInterface interface {
 
+	// AskCapsuleWithBodyWithResponse Run svc-1's retrieval loop over a capsule on the server.
+	//
+	// Runs the documented client loop of the retrieval chat on the server,
+	// against this capsule: the system prompt naming the four tools and the
+	// question go to svc-1 (the server's engine) with one tool stub; each tool
+	// call of a reply runs against the capsule (`search` = the capsule query in
+	// `hybrid` mode, `text_search` = `keyword` mode, both with one chunk per
+	// item and `limit` results unless the call gives its own; `read` = the
+	// item's extracted text); the results go back as tool messages; the loop
+	// ends when the model calls `report_helpful_ids` or after `max_turns`
+	// turns (`reported` is then false).
+	//
+	// The reply lists the reported items, most helpful first, each with its
+	// evidence chunk: the best-scoring chunk of that item that a search
+	// returned during the loop (for an item that was only read, its first
+	// 600 bytes with `idx` 0 and `score` 0). Reported ids that name no item
+	// of the capsule are left out. `trace` has one entry per turn: the
+	// assistant's content (with its `<think>` block), its tool calls and
+	// what each returned.
+	//
+	// `engine` names the engine that must answer; a server configured with
+	// another gives 422 `engine_unavailable` (the server runs one svc-1
+	// engine, chosen at start). Errors of an upstream engine give 502, 503 or
+	// 504 as on the chat operation. A key with `capsules:read` may ask only
+	// the capsules in its allow-list (403 otherwise).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /capsules/{capsule}/ask (the `AskCapsule` operationId).
+	AskCapsuleWithBodyWithResponse(ctx context.Context, capsule CapsulePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AskCapsuleResponse, error)
+
+	// AskCapsuleWithResponse Run svc-1's retrieval loop over a capsule on the server.
+	//
+	// Runs the documented client loop of the retrieval chat on the server,
+	// against this capsule: the system prompt naming the four tools and the
+	// question go to svc-1 (the server's engine) with one tool stub; each tool
+	// call of a reply runs against the capsule (`search` = the capsule query in
+	// `hybrid` mode, `text_search` = `keyword` mode, both with one chunk per
+	// item and `limit` results unless the call gives its own; `read` = the
+	// item's extracted text); the results go back as tool messages; the loop
+	// ends when the model calls `report_helpful_ids` or after `max_turns`
+	// turns (`reported` is then false).
+	//
+	// The reply lists the reported items, most helpful first, each with its
+	// evidence chunk: the best-scoring chunk of that item that a search
+	// returned during the loop (for an item that was only read, its first
+	// 600 bytes with `idx` 0 and `score` 0). Reported ids that name no item
+	// of the capsule are left out. `trace` has one entry per turn: the
+	// assistant's content (with its `<think>` block), its tool calls and
+	// what each returned.
+	//
+	// `engine` names the engine that must answer; a server configured with
+	// another gives 422 `engine_unavailable` (the server runs one svc-1
+	// engine, chosen at start). Errors of an upstream engine give 502, 503 or
+	// 504 as on the chat operation. A key with `capsules:read` may ask only
+	// the capsules in its allow-list (403 otherwise).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /capsules/{capsule}/ask (the `AskCapsule` operationId).
+	AskCapsuleWithResponse(ctx context.Context, capsule CapsulePath, body AskCapsuleJSONRequestBody, reqEditors ...RequestEditorFn) (*AskCapsuleResponse, error)
+
 	// QueryCapsuleWithBodyWithResponse Hybrid search over a capsule's items (path-based capsule_url).
 	//
 	// Searches the capsule's ready items and returns matching chunks, best
@@ -6711,6 +7053,152 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/tokens (the `CreateAccessToken` operationId).
 	CreateAccessTokenWithResponse(ctx context.Context, body CreateAccessTokenJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateAccessTokenResponse, error)
+}
+
+// AskCapsuleResponse401Headers the declared response headers of an HTTP 401 response for AskCapsule
+type AskCapsuleResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// AskCapsuleResponse429Headers the declared response headers of an HTTP 429 response for AskCapsule
+type AskCapsuleResponse429Headers struct {
+	RetryAfter *int
+}
+
+// AskCapsuleResponse503Headers the declared response headers of an HTTP 503 response for AskCapsule
+type AskCapsuleResponse503Headers struct {
+	RetryAfter *int
+}
+
+type AskCapsuleResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *AskResult
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *Unprocessable
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON501 the response for an HTTP 501 `application/json` response
+	JSON501 *NotImplemented
+	// JSON502 the response for an HTTP 502 `application/json` response
+	JSON502 *BadGateway
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *GatewayTimeout
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *AskCapsuleResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *AskCapsuleResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *AskCapsuleResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r AskCapsuleResponse) GetJSON200() *AskResult {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r AskCapsuleResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r AskCapsuleResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r AskCapsuleResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r AskCapsuleResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r AskCapsuleResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r AskCapsuleResponse) GetJSON422() *Unprocessable {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r AskCapsuleResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r AskCapsuleResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON501 returns the response for an HTTP 501 `application/json` response
+func (r AskCapsuleResponse) GetJSON501() *NotImplemented {
+	return r.JSON501
+}
+
+// GetJSON502 returns the response for an HTTP 502 `application/json` response
+func (r AskCapsuleResponse) GetJSON502() *BadGateway {
+	return r.JSON502
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r AskCapsuleResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r AskCapsuleResponse) GetJSON504() *GatewayTimeout {
+	return r.JSON504
+}
+
+// GetBody returns the raw response body bytes
+func (r AskCapsuleResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r AskCapsuleResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r AskCapsuleResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r AskCapsuleResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
 }
 
 // QueryCapsuleResponse401Headers the declared response headers of an HTTP 401 response for QueryCapsule
@@ -10016,6 +10504,80 @@ func (r CreateAccessTokenResponse) ContentType() string {
 	return ""
 }
 
+// AskCapsuleWithBodyWithResponse Run svc-1's retrieval loop over a capsule on the server.
+//
+// Runs the documented client loop of the retrieval chat on the server,
+// against this capsule: the system prompt naming the four tools and the
+// question go to svc-1 (the server's engine) with one tool stub; each tool
+// call of a reply runs against the capsule (`search` = the capsule query in
+// `hybrid` mode, `text_search` = `keyword` mode, both with one chunk per
+// item and `limit` results unless the call gives its own; `read` = the
+// item's extracted text); the results go back as tool messages; the loop
+// ends when the model calls `report_helpful_ids` or after `max_turns`
+// turns (`reported` is then false).
+//
+// The reply lists the reported items, most helpful first, each with its
+// evidence chunk: the best-scoring chunk of that item that a search
+// returned during the loop (for an item that was only read, its first
+// 600 bytes with `idx` 0 and `score` 0). Reported ids that name no item
+// of the capsule are left out. `trace` has one entry per turn: the
+// assistant's content (with its `<think>` block), its tool calls and
+// what each returned.
+//
+// `engine` names the engine that must answer; a server configured with
+// another gives 422 `engine_unavailable` (the server runs one svc-1
+// engine, chosen at start). Errors of an upstream engine give 502, 503 or
+// 504 as on the chat operation. A key with `capsules:read` may ask only
+// the capsules in its allow-list (403 otherwise).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /capsules/{capsule}/ask (the `AskCapsule` operationId).
+func (c *ClientWithResponses) AskCapsuleWithBodyWithResponse(ctx context.Context, capsule CapsulePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AskCapsuleResponse, error) {
+	rsp, err := c.AskCapsuleWithBody(ctx, capsule, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAskCapsuleResponse(rsp)
+}
+
+// AskCapsuleWithResponse Run svc-1's retrieval loop over a capsule on the server.
+//
+// Runs the documented client loop of the retrieval chat on the server,
+// against this capsule: the system prompt naming the four tools and the
+// question go to svc-1 (the server's engine) with one tool stub; each tool
+// call of a reply runs against the capsule (`search` = the capsule query in
+// `hybrid` mode, `text_search` = `keyword` mode, both with one chunk per
+// item and `limit` results unless the call gives its own; `read` = the
+// item's extracted text); the results go back as tool messages; the loop
+// ends when the model calls `report_helpful_ids` or after `max_turns`
+// turns (`reported` is then false).
+//
+// The reply lists the reported items, most helpful first, each with its
+// evidence chunk: the best-scoring chunk of that item that a search
+// returned during the loop (for an item that was only read, its first
+// 600 bytes with `idx` 0 and `score` 0). Reported ids that name no item
+// of the capsule are left out. `trace` has one entry per turn: the
+// assistant's content (with its `<think>` block), its tool calls and
+// what each returned.
+//
+// `engine` names the engine that must answer; a server configured with
+// another gives 422 `engine_unavailable` (the server runs one svc-1
+// engine, chosen at start). Errors of an upstream engine give 502, 503 or
+// 504 as on the chat operation. A key with `capsules:read` may ask only
+// the capsules in its allow-list (403 otherwise).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /capsules/{capsule}/ask (the `AskCapsule` operationId).
+func (c *ClientWithResponses) AskCapsuleWithResponse(ctx context.Context, capsule CapsulePath, body AskCapsuleJSONRequestBody, reqEditors ...RequestEditorFn) (*AskCapsuleResponse, error) {
+	rsp, err := c.AskCapsule(ctx, capsule, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAskCapsuleResponse(rsp)
+}
+
 // QueryCapsuleWithBodyWithResponse Hybrid search over a capsule's items (path-based capsule_url).
 //
 // Searches the capsule's ready items and returns matching chunks, best
@@ -10932,6 +11494,149 @@ func (c *ClientWithResponses) CreateAccessTokenWithResponse(ctx context.Context,
 		return nil, err
 	}
 	return ParseCreateAccessTokenResponse(rsp)
+}
+
+// ParseAskCapsuleResponse parses an HTTP response from a AskCapsuleWithResponse call
+func ParseAskCapsuleResponse(rsp *http.Response) (*AskCapsuleResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &AskCapsuleResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest AskResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Unprocessable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
+		var dest NotImplemented
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON501 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 502:
+		var dest BadGateway
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON502 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest GatewayTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers AskCapsuleResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers AskCapsuleResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers AskCapsuleResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
 }
 
 // ParseQueryCapsuleResponse parses an HTTP response from a QueryCapsuleWithResponse call
@@ -14005,6 +14710,9 @@ func ParseCreateAccessTokenResponse(rsp *http.Response) (*CreateAccessTokenRespo
 
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
+	// AskCapsule Run svc-1's retrieval loop over a capsule on the server.
+	// (POST /capsules/{capsule}/ask)
+	AskCapsule(w http.ResponseWriter, r *http.Request, capsule CapsulePath)
 	// QueryCapsule Hybrid search over a capsule's items (path-based capsule_url).
 	// (POST /capsules/{capsule}/query)
 	QueryCapsule(w http.ResponseWriter, r *http.Request, capsule CapsulePath)
@@ -14123,6 +14831,32 @@ type ServerInterfaceWrapper struct {
 }
 
 type MiddlewareFunc func(http.Handler) http.Handler
+
+// AskCapsule operation middleware
+func (siw *ServerInterfaceWrapper) AskCapsule(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "capsule" -------------
+	var capsule CapsulePath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "capsule", r.PathValue("capsule"), &capsule, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "capsule", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.AskCapsule(w, r, capsule)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
 
 // QueryCapsule operation middleware
 func (siw *ServerInterfaceWrapper) QueryCapsule(w http.ResponseWriter, r *http.Request) {
@@ -15283,6 +16017,7 @@ func HandlerWithOptions(si ServerInterface, options StdHTTPServerOptions) http.H
 	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/v1/memory/namespaces/{namespace}/import", wrapper.ImportMemoryNamespace)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/memory/namespaces/{namespace}/failures", wrapper.ListMemoryFailures)
 	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/capsules/{capsule}/query", wrapper.QueryCapsule)
+	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/capsules/{capsule}/ask", wrapper.AskCapsule)
 	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/query", wrapper.QueryCapsuleByHost)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/capsules", wrapper.ListCapsules)
 	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/v1/capsules", wrapper.CreateCapsule)
@@ -15354,6 +16089,206 @@ type UnavailableJSONResponse struct {
 }
 
 type UnprocessableJSONResponse ErrorResponse
+
+type AskCapsuleRequestObject struct {
+	Capsule CapsulePath `json:"capsule"`
+	Body    *AskCapsuleJSONRequestBody
+}
+
+type AskCapsuleResponseObject interface {
+	VisitAskCapsuleResponse(w http.ResponseWriter) error
+}
+
+type AskCapsule200JSONResponse AskResult
+
+func (response AskCapsule200JSONResponse) VisitAskCapsuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AskCapsule400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response AskCapsule400JSONResponse) VisitAskCapsuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AskCapsule401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response AskCapsule401JSONResponse) VisitAskCapsuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AskCapsule403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response AskCapsule403JSONResponse) VisitAskCapsuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AskCapsule404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response AskCapsule404JSONResponse) VisitAskCapsuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AskCapsule413JSONResponse struct{ TooLargeJSONResponse }
+
+func (response AskCapsule413JSONResponse) VisitAskCapsuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AskCapsule422JSONResponse struct{ UnprocessableJSONResponse }
+
+func (response AskCapsule422JSONResponse) VisitAskCapsuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AskCapsule429JSONResponse struct{ RateLimitedJSONResponse }
+
+func (response AskCapsule429JSONResponse) VisitAskCapsuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AskCapsule500JSONResponse struct{ InternalJSONResponse }
+
+func (response AskCapsule500JSONResponse) VisitAskCapsuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AskCapsule501JSONResponse struct{ NotImplementedJSONResponse }
+
+func (response AskCapsule501JSONResponse) VisitAskCapsuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(501)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AskCapsule502JSONResponse struct{ BadGatewayJSONResponse }
+
+func (response AskCapsule502JSONResponse) VisitAskCapsuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(502)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AskCapsule503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response AskCapsule503JSONResponse) VisitAskCapsuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AskCapsule504JSONResponse struct{ GatewayTimeoutJSONResponse }
+
+func (response AskCapsule504JSONResponse) VisitAskCapsuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(504)
+	_, err := buf.WriteTo(w)
+	return err
+}
 
 type QueryCapsuleRequestObject struct {
 	Capsule CapsulePath `json:"capsule"`
@@ -19258,6 +20193,9 @@ func (response CreateAccessToken500JSONResponse) VisitCreateAccessTokenResponse(
 
 // StrictServerInterface represents all server handlers.
 type StrictServerInterface interface {
+	// AskCapsule Run svc-1's retrieval loop over a capsule on the server.
+	// (POST /capsules/{capsule}/ask)
+	AskCapsule(ctx context.Context, request AskCapsuleRequestObject) (AskCapsuleResponseObject, error)
 	// QueryCapsule Hybrid search over a capsule's items (path-based capsule_url).
 	// (POST /capsules/{capsule}/query)
 	QueryCapsule(ctx context.Context, request QueryCapsuleRequestObject) (QueryCapsuleResponseObject, error)
@@ -19405,6 +20343,39 @@ type strictHandler struct {
 	ssi         StrictServerInterface
 	middlewares []StrictMiddlewareFunc
 	options     StrictHTTPServerOptions
+}
+
+// AskCapsule operation middleware
+func (sh *strictHandler) AskCapsule(w http.ResponseWriter, r *http.Request, capsule CapsulePath) {
+	var request AskCapsuleRequestObject
+
+	request.Capsule = capsule
+
+	var body AskCapsuleJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.AskCapsule(ctx, request.(AskCapsuleRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "AskCapsule")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(AskCapsuleResponseObject); ok {
+		if err := validResponse.VisitAskCapsuleResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
 }
 
 // QueryCapsule operation middleware
@@ -20426,276 +21397,294 @@ func (sh *strictHandler) CreateAccessToken(w http.ResponseWriter, r *http.Reques
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3bchu3ti78KiiuWWXSf4ui5MP0lGrXKsVxMr3jQ7btrKx/h1pssHuQxFQTYAC0JMZRVa7+2pd/7drP",
-	"MF9h3a9HyZPswhhAn9g8SLIUz1m+SCySDTQOAwPj+I2PnUTNF0qCtKZz9LGz4JrPwYLGT8/5wuQZfM/t",
-	"zH1MwSRaLKxQsnPU+TADltADDwyTfA6sy9nXb96zjI8h6/U7UUe4BxeuedRxT3SOOr5JJ+po+DkXGtLO",
-	"kdU5RB2TzGDO3Yv+pGHSOer8y345uH361ez7Mb1xvV1dRZ2XFubrBygszB8YJlLWjYWdj37/7e/xupG5",
-	"ZzcOa8GtBe0a/ofr66eTvf/J934Z7P3l9ONB9PTx1Z86UccuF64vY7WQUxzga5grvVw/xDn+HgY5h82D",
-	"pKd3HabrbcdhugU1C57AtpHiVuOTR+yAWcUODp+xZMY1TxzdMDVhGbgRmIilYiqsiVjcjyMWj+JoKOO9",
-	"mHGZsvgojpixXFshp+xC2BnjviFTmlqybjzN1JhnMROG2RmwFCY8z+xQFoNw77Pl4NQCNHdj7vWHsn0J",
-	"i6Y3psFirQoqLL75Hzno5WeyfH32NS3XEa4QLWVl6SIcS8rCIldW7GecRuuS3WyJrtxam4WSBpC1fMXT",
-	"b7mFC46LlShpQVr3J18sMpHgFu7/zbjF+7jjK19orfQ7/xJ65eom5AtjNfA5AzkVEpiGSW4gjZgGAxbX",
-	"KVFSQuLauJU0IC2bcj3mU+h3riI38nfwcw7G3u/INb3UnYQ5zyZKu61Tmo018DPDONN5BscsRhYeE5nh",
-	"fCYCshSH/lzJSSaSex+4UblOgPFMA0+XDC6FcWSttJuMVJYJybijZgvMzrhlPMvUhRu9MDjwb5QeizQF",
-	"eb8jTzSkIK3gGct4ckbLaRK1ABy8LW9A97FkScIwlVsjUncBGZrNXiaMxcl4uv8g5qBy+8eSfypS3AAu",
-	"zQVotw9WzInOX0p3i/Ds/gZ4Ilku4XIBiYWUTbjIcg3Hnrsbw6duubUWnq6LA0HE/UbZb1Qu0/sb7w/y",
-	"TKoLyeYqhSwKpBCh0BGxM1hGFZpQ2l8AYbAv54sM5iAt3OOQ37i9Puci4+MMcLtnwrBxLjLkJYmSEzHN",
-	"6QbFgb7jFl6JubjXUb49B804W4DeO4Ml044vZG4QTiiaAU+9fPoOrF7unUws6NUr9z0kSqbGXbEXXFg2",
-	"honSjmqsXgo57deuMi8PCWlhCtqN6SrqfFDqFddTuN8jOlbp0u1FvsgUT5GXuOVwjMSvwVXU+UHy3M6U",
-	"Fr/c5768FsYIOY3KCyhiOR0Cd4GeqzO6kuBy4YSqCv9sbNyPP/64d5Lbmfsx4RZWdy/+CrgGHbftUiG1",
-	"XtFKBHr+Y1mpciSbwgJkCjJZsoRLx1nHjuR4MoP0fon3B7nQKnFs815X5kfIsr1AG+PcMjFfKGOEYzcz",
-	"0MC6EyQQ7rgfMzDnjgSYAa6TGbuYCceWUMhRk0mvj8K1f7kb20nipvRBnZEosNBO3reCZEoiOzPiOEk3",
-	"CPdXJ+UW9ty1tqr3REUbIddvQi6tyNyo/MP9sqNizaNSRjbt4n/5u+tqzpcsN3DMYL6wSzYHLlFQQLXP",
-	"wty00HvxVq41X+LnsBCrT7pfRvT1xw7IfN45+qkzxkPVOW1TAEtV6Cffb62XqLq8tXWrTb3sWo3/Bol1",
-	"YzlJ029EBk5Tr0jO9b2biAza1839cozsb8G1rUkA7ieyPDiVSGErnmVLfPr1y9cvmBuLW9KCGMZCctRs",
-	"VlbMdVYs2Op9pEXq3+qG8aDR/5xfvgI5dZrz4ZMnLb3PwfKUW77a+Qn77+/fvmG0XBHjhlm4tI1Onz55",
-	"8uhpS7eOrEd0FdBFsBvV51q4h6ujHjx+to0qcI/WbPAHuLSNDeZpKmhHvq9s9YRnBqLG7ld40yoBuOVg",
-	"XW7ZXBnLnrHX4qteY3mePXr27OngWdSZCxm+O9iyC+3DIzPAnF9Wv3z6uGXS97r0YYFaV98YYSyX9jUJ",
-	"yauHq7K8Ms/8XUkzVRLeTjpHP9VGdDB4/OzJn1vo7WPJmzbdEo4YvucaRzfnly+pzeGTp00OdnoVTAz1",
-	"FXnSRuuoqpM+0jbW5sxW26usxgx5WLcWfuhYn8pGCc8ynO1u01Yqe86zrD7tg8NnzWk3NhcHtnFn38Ei",
-	"W27c19Vjcy7o1nXH55hMRSYYiuJhPhg8SuxMyDP8E37/7e/03X7ly5iNM5WcsVxmYAyLhUyyPIWRBm6U",
-	"FHKKdjk80e5Abt+Bcgc/r93avj3RxiPojdItOzTL5dkoUTnt0qrUkGjgFtJrySy1vW65+930N70znLjN",
-	"LAefqr+sNtzae6LaTDcs0SvRdvsHnrzTxoXF3rZv2OmGobzxy1A/OmiTffqIZeoC9F7CDTTtsWi3khI0",
-	"my0XM5Bm1e9RMcH/5G3v3X898n/unX4cRE8PrsIvvX/9U9suP59x+3ymRAJt0pIUZubPYfWUGKsWnaiT",
-	"EXOsnYu2YyNkCpftRJKp6UKrsdl2Va45yOVqz8tbadOuNnhdczNppGVvUWMNWvfZraByikY4Ks3D6VZ3",
-	"d45R2ZEWWdwfjVWK+kGKS29WqwiiQtqnj1sVCZG2nmrv+dkyRvI2vYOF8tevSiFr7c+vU4V4khm3/aRc",
-	"sDaKMUvjTv1EyCnohRbtUsWq1LMLCfyAD63sfNopBluucphZVOxieMl2SnjuWNWnIIdcnu1ED/9Am95H",
-	"Pn4nW8+zzIuaOxDBaZOz3JQstpNDRWWpH9zzV69ePzDMrdBeuULB7txnL85BL8m9EryQbkf1xPsAeJLA",
-	"wkI6lCh2uavDDSViNDORCbtEzdV7NY+pL9PoKVWAXhLy3DGugYmpdFoHaotulPgMue/qNM3TdDQF6X2i",
-	"o4VW84WfKb6ysWtjpTLg0q2Ra2kWkAiejdAMYGrNvBrX0i5zN2dKbUYirZ+nVcIvBWWv464hqOJcjXk6",
-	"ulC6vePKydmkd0RI9iML80XmzY+ryvZWyq71MTq74Hp6++vSiZlC5uDOGc9Gldtz+9pDMlO7PTlBIpbJ",
-	"crQAyTO7rDUb4PKJueMQh6hU0997h2snIPP52HMypM0RqB0JZkWp2Ik8Qysn8IyM1SMhRyq3i9zu9laS",
-	"kFpnf9AyqUxNhR2NBd+wwR9Xm23d7aqU1Rz0msaVScz55ahkTJVjWuzYwdpu6kewdsQXGhK6uqhFnSt+",
-	"XfzOeCY4RizErSOJ0UpzvaFc4757iyMyFRnzeqJcMJfUtfXB4WMcdPi8yjrmQo4WnmUUUyumOdjhiLge",
-	"WnjqoN5Ny+qEe73hKzHnyd5BzCZKo4dAwDnP8No6ZgaAxd+++MD2zw/2sb2hB9tiZlYsmU+3WtRk8+iU",
-	"i/L0upu/4JpnGbj7pqrNN3jB9mOx0GBAJvDpeRvdn6Pqqd1h4ytTLJjcCCYTJ63Vb55HhztZURZgBd3n",
-	"5QSvRYAhFGcUJNPNpyU4fL6hp7EDm2tZv+S3b0y1lRlxc932BtbI09sX3pyJxSZ5Zu0r0a0xGoO9AJA3",
-	"6sGp5C1Wf/c9o10ldy8Ggz31kuS8CN5iUslW81qr6bbVdFphilutrBVW2GquxQv3+sIdvmybaEcO1Zvd",
-	"hdR2pPylsIWi3+PTlRvEWJ0nNteQejFily58i7e+gVMCYY7MNNdQuyEOr3lDEAcsrD8Nfu8oIo5YzHOr",
-	"3L9BL4oj8kJTWN8klxjFVgkDpBbBCuxewozNxxGjLvEHldvN1BY0R9ekE3Vcl9VIytM2+tsWKpiiNdbr",
-	"0qd+AVocqSfeC6QklMNn3bnSwKbiHNjjwSBiiUqBxUKe80ykdJu45+Jen720Zii9KddUdaljJixz7Mkw",
-	"JalvvIHwsgTU9PBLDAFDTXgo6Togz64PntzV8vze5uPV47btgLizd7aBV1aOnnu0VbqsXYCD6JoXmOv2",
-	"dsKP1bl04qNXRm8steYGRmN35Cl2YDexPzcUbdFkg1su3YbtIdgYCrFzu5HhfYW1NT01sYVLuw/nIO0e",
-	"sbEYo4COGGeG9DQMc45TbvkRIz/N34ySwUuDTU3kTsVQLjBYCOZ0kQhH5JovIwYyLUKFHRFnwoLmGTUO",
-	"ff/09ds3L07joexezEQyC/GZXGKXvT57wd23rnvXM0NrEXEdyUBrOivSsosZSPeaofRRMhMuMsP4xOLw",
-	"2BimXDbOTMlitlphG7a8bSymEbZy2mKuq2oEqwEAsghB7LOHD/+Na8GlxYjbo4cPcTnP/XfCsGSmDEg2",
-	"XrJYqwziPjsJrYfywv3I3Pfu0TiFc8icAO74OPEV95ejU+TwwSoeuzWOHQeKmTBDYm2khE25kMZS4Kzr",
-	"94EpBqNktjxmXC6ZsjPQ9FoDGSTW0O4kubFqHhr4/fWfHhg/AUbryHg6F9YwuOSJ9VEW6kKyc57lYIay",
-	"iwGxtQ4fGHonXKK6HsI2zoG5WaVcp/i76UXMKMaLeWHgNQ0zvM2x/DCvkif7dY3QjsbLZcbV8KHRbpyN",
-	"hRGG+euBaY5LY2dc+sETWe5GjV+H/Su1yS1iA+7xrk//YHbveSUOYFsDdw/t+uxzXJni6VM8MaX9e9Wj",
-	"B5nlO1nQv8Ynr6KbOrW26kt37+Ra46uiNWi/G4qJXydY449zkhebtOJxXZ0bmuK9j/Vm4UANB3ct2mMw",
-	"aLNCeFfudRLHVnzdp2sn8x0sbxjXRO9sE2SLnAB3T4csApQkQ0ygu1THmH7i0yGa4YE7z7Zu4KqsYHH7",
-	"tQThHAwG260/G2Ie6zNsJj99mlk2soy2zxOTN3Yn//fu8Xq/TzZZB6NOLsXPOfif2/xWPqzCD2Q9zQWf",
-	"3i3D6WrGpcEOW5ooeQ7akL+IvJJVojjcHmR3kzDcMyHTmgTfkcpi0GmhbOLHCU/aeduukX0rqx1YaNX/",
-	"87jlBaRLTrRqEeJLS81Fzce/YcrXiO8jesCY55uRQ/2U3s3BsjYbGYqXru3jo6eDqsL57OnjQVXnfNpi",
-	"515/qaTfQUsU3BlsdRi4dmg/TDSsCZc7+f4lO4Nln72fOZlWyQSOUX5G8XHGDSpDxipNkfyb99ONqXhf",
-	"66aiPPWcth1jJVtMhE4vjJiPmqOMMyHPnBa34NpGVUXDvQD9LbuJrZUIzW2mX3z5Ts9+8KOjh0+LWe4S",
-	"l3oncairi/yJA1IrHstbhaQ2mE+dwUpVC9goNMZOCMnoeLtGVJH/SNrrVDTdFjlwlb/vYgz51LGx241e",
-	"6povajGubXvNriG5K/reJqLedgI9ZXauRXQNkb8kh61ZHTsEstYNJasZNu7ntimn0Ma/5jyZCQl7GniK",
-	"CYd0YiJm8mTGuGExWtJGUtnRROUyjXcKI56vM9P86JT+CzQ/aSWnEdoJMI/QkHNzpStMlm6/EEJ6KcX3",
-	"WMXGGZ8DhtxwStlYcDtD25cb8U4jb08vwVTjjBt0peMSoynPjRuTonPDugYAbSe2TNwEVummt/1OKkMn",
-	"fUIPTT6i7TvdptXS3rcRzV+BZ4QZ0Qyog+RsY8BEU+2zXKyJWzurfF3YcxsjVGetw1v5gta0eojUGYru",
-	"ZSZhm4jpxOL2kOvGOHz/bWN5OV8obd+BQeGouQACf4V0fdg2gTC0rZA5E4tFW/jpKyHBMDI7ipR1Kc23",
-	"kPHR59FjF46sfX6+nYGGtiS3FlUmoEIUQy9H0jp/d12tEkoZPt8SZLUtgp7Y2ciJaKuz/ytcsvd/Pdk7",
-	"fBI8q0xpMRWSZ2y8tLVkvooKE/hck78smZBTMLhwEy4ykgW3nnvMLVsTdt/IPFs1X7VHhgaNadMd41b7",
-	"O/fcbRQkI36BHYNYy4O1bVTv6ckijSpNr5NDtVvq1XZu7LrJF+lKmO4uCVybWQBGp5ZQR7hZ1LRKDNWt",
-	"9wvdoOfKvtWWqrkGjckUWxFIeXt+RkErFbbo9A8/yFaO6Np8goQOZAotLhnpXr9yCJ/n2igdDrN7hi3Q",
-	"A7D7RdyWKOJft25p3q/cGT/nkONSo7nX9YsaQbpEM4VjDWvX7IOfWIP7e96401L5HrZQISkHdt3EWtXp",
-	"qs1y90zkm+QxreFsGTd2lJvNnW093Gu57RpryNYZLjRMxGW79EaK/gPDJkIbW4FzipzgqCFRUync/Wtb",
-	"rxsPnXCr+d7UsrlRDUI25lmVn3/xpqiklNqiNpLEartZm+oaivwEDMWbe26WHfa6CEFdq9ftYjTdHj1+",
-	"gxOzg2l1uzus/dSFaJl2C+ePM5CMs4xb0GzCE8tM7tQqSCFlwh4j5y3hG2YqS81aU+jWIe4i29A23Vq6",
-	"2SxUB2W7vhjfKE2RQkfeUY+++Yqrvuvja80C+Bno4ATnBtHEev0dz7OGNkwKBMrQqEEYNFAeMQ0ZnHOZ",
-	"QMRmYjoDxNUaY9Zihd+UITjl3o3Gy92SeEiwuBaxbqUnjAVwtDSGhM+B4bsDsJZbYNRKDBfpDa3qBfsK",
-	"WoqXwxqGkNXzWxO7auysshC1GTYOUHONa0d3Pdf5hjCvVpkPtxbmC2vWqkD3w36CWrQ7UykSMlpRHeDS",
-	"uosSs6q4ZGuMNFsUX+ttQUEwKzvdbhJboRDqrRSbi4VvIxKaXm0tt+7tJ7je6rRyy4vuu8LzVgsxdccv",
-	"PmJ81VbA/Jk8ZrE7vPhQmmu0S+Fp9usPKXNHwcdUOpZ4oYW1gB0oCb1jFktlIT4qfkiFhsRmy37F8eea",
-	"B8dfRG7ANrGaJvPJFvdzVkfq2S/bXIH10XqRLXWbBNIIhcBdPGXjZWtGCHnAuj5G1j81lPUsk94Rm6kL",
-	"Ns+TWejAKiakG7DPNRGmSJvE4KrmitQ3bJynU7C1IPsa+3DfM3qoTLz8G8EG+gEQcEXX+yEZOi3D1WJA",
-	"n+OtbMBaIacBTSbkrQwGWzNxWjhufYzfapUvjCd+Ia1qHiW3LimkeYHEVQb8p6DFeXF8MGDOaRVO1Cii",
-	"EOuZOlWMkQpVrSGdd5AonbZHOWYIZTbBiE806RH+Ily6vx8YFlMXsccrohBqH0iH3aLYd6/hCJ+5pH0D",
-	"OOZVafxzk6O3JjbuJlc3/J67C8WfhUj7ieM8aln8K4dzlXMzJT232yv5dQGyzLpFhG2SCcx2IC4+lMJx",
-	"bFuFpHO8JcUQWuSlqamhagswdEl0Cy7rONpQIhoaRvH3sHG4x7tuL4SxkPboymiy/yZuXyGwrepaFYkC",
-	"5+yD2h1jPQppK12pSjhGj8ZKnJdroGGGifQiFqszSpSJyUwX+6h0utQM6xIjgxSzJ4eyTJ/Exd4vbR37",
-	"H4u/r/Y9Xq2JPfJ4I00GXUwb7IJbDgzw9HrmqvJArC7qS9pg4DoTXp83FD9Of4Z9bOxdRee/Hkyh7+86",
-	"E9jgasK1KDttP0rExp4rSTysHmKyGk7S5CervsZoGxulN77Fk6i0oViS1a+3yWtzIavfHqwclp+3c3R6",
-	"5/uEZ1zTZSZMTXesZMRM7a79vdUpuO3ARnCDVkJeQwpvzmFbAFp2k3lkN5qHhOsPX97h5K82nIAw7OvR",
-	"f5V0/ShufYCwz5DA3hAQPwVUziq0DaVptTFbdSELQWEHA0ELzEzRQyv7cS/+FLooTqCFoa7ONXNv22ru",
-	"KCay1ijQTMZchR7zWaWrv6wLYdoo4e8aiF9GzoQA4WIg5VVbfLV1IVqerK8BXjZfQwaeLleyW6AV6+t1",
-	"kJf8E1uggndD4QsXX3jrxjG/lBO19oR5YbehTos5qnyYzpWl7qIPSPXRjnKxExs2xWh42ah8pD6Cd17g",
-	"qgp6QZxqX0Ea4Lr+XonziujalSpAN6cRpjOWckxv/Qa1Ow+VhU0TRXyDDb/XlY71+5BxC+RIlFO4ofXb",
-	"++1qS1UbYW3fanNr7th6I/hGWvwELLBO1ze2ddbj2etaeUUjL//sj44Qp/Hg8M/tGjoW+rlZPD7C+Ndx",
-	"UwYrUPtkjmJ0oTqyCC6fik0rYgEV+WAwaFixajasgzYi/3l9qSIPx45PsC5CYj4e/OUpRUzRGULD4MVM",
-	"WFrXJiKze3yrcedCmFnmaWQTEfwYnmvuN02hbcP99rTH2a3FzfUBuUH7xZiZfmdbQFejxAafF0WpEKC8",
-	"OyGvKMyLpCc0isKlpW97/WvikRfQ45/iPSJtCWp4KVO4rC0DJo77uFPXWzvjREhY0Q6C+XMOTGA9iImA",
-	"wmLe6OvuA9waQcrFkyx0sGZklYi4dtfsu+CFZUKynwYROzht98eug05YhUqoxcat8aBiMj6Gb7oH3VGt",
-	"1CXa/Qpfianb9roQRpktWWjGuohx6O4xGgyiAPgKIb3dx+JD7BoU9O4l48aoRGDae4FjsIaAWkKhvNMu",
-	"vaz5fikoz3uG18XmbQy9I3qoUOAWhrR7lE6Vi7WoAe8gAZksr+kD+l7DBDSTcOGRIswRwymw3/+//591",
-	"D37/X//7AsR0Znv/9Z/0/f/D6Iv/+s/D/+j+/r/+N5/C/oxnk1EmJsT5m/DEkDXS+Zpr1mA3bhQBfYZx",
-	"WVIUElNuMPhd6Apt1XyEbbGQtFtt2l8x9FHKl410tWqy2qOnT+qeoP5g0AYOSItTB1npP9r5nLep79W0",
-	"q5XrawsQ/tqsg7Bcof32MiBE/KvPVwdagwZrcSTDpY0jFv/NKDmidsVHIvOYdfEw177reSijgMvEM2b5",
-	"lHVLLAtKeYuIEcTEWOLeZuii3UHOvs+4kDtkx1Xb/Pf3b9+8pzI612v4vpjkBz4lS8nanleoobJqbX6P",
-	"jZn1O0dRbk1LKgdwK7eR6zCxu6DBXddwEIi/uly7HoD2NusOAZHOyj41B+KDqyvnYsfxbB9BnZ5WTThr",
-	"zipK/rXz9gDhr+bc0sHDrCdEe+n1q2vbyFBsmVljDa92XHg/0rYZUwBrA8i6UHcr0alH3l9QfL7QAnPJ",
-	"eToX7SDn78G+uFyI3fW7+jq+qCDWqAmLS1+yr91aSZaOvUDYsPlv9QLU3NOr24i/L31YZpIB18YHH98w",
-	"VaKe3l1ekQdPHj0dDLYpm21XXB2Cbyvn8rjIKjcjRBQfGcvtDXFzA3hwvgKtvBvE6JrpNOAAt05pNObJ",
-	"Gcjd4vXCw6MLbkaIubcT4FmJIbje87YtATcVWERuVB6BUfNW2TaMogu5HJVGg+u1nfAsc4uwW6up5vM5",
-	"+S22rm2ogddamIt4ls/7LPE6ufQhMJsljlVPyTXCk0+v6lx0R5DVKcEdbY+mKHj9yNI9sbVJuXejwoL2",
-	"cYf4ttXjUoPB+qOTqH0e/afIoK4OqRX1VWMFTaIgPGJob6C4QW1NHcPhjyrKVTy8Ksb4KMgbaR6NTKTN",
-	"l//atKUazsQq6WTK1FJoK2cj4GfcfAKhg50nsdqgMpEAirDRy9ZSEtH/SjEbGN6iUiDAUtKMG9HjeprP",
-	"HTHsUn0wMLlmiOHaNdrx1LV7J8qhtS1QOz7Fjmn1cVimuFlM8fFOYeFBBt3kKqzjo13DWVrbkl2T167W",
-	"LtF1QO+aNL2715Q6XbcOn5iZN3k04ZncAM7kWiy90d26uSLCSMthchu3h66RRcYTmKksBd1nXyuCUU1T",
-	"FleaUOIQwjCABW0wlt7YfOzxK2ccATMRa1WDD71De8fjwYB118MctwTZrecosRt07FOJasOLaoPDwZKC",
-	"Hhdgy5tG0YnWRAg0V62yViU0SJrP58v42IOrZjnipfpA9GsXKvgcwwx+QC/q9XDetumFtwm1vnEO3Y2i",
-	"YleXYx3zaKlv0lI7ogkm3QZdbWvI/VvQLeo9Ri0DaXTZusfm80EKQoyoTyHi/lhx217DLPLW12dmE5E5",
-	"hoK2kAU6I0AmYMqCWu5nhkXKwTAhjUihLGzSH8oPYg6UefDum+fs0aNHf+mzH8jLxM5gaUruJPnc6WuO",
-	"h5zBck2FLEhHPJRh381BRY2oKPs1WnkPxbXfFtpd94WFB8ts8CFjKHDpOq5F9m4va11W73q8ajjwTre6",
-	"v2tL2sr2SM8zIVNzLXCJwkVcqj0tZX345Qg93Wa0AD0KaAzt9QcwLHrO5ZKc47iGSnrvqPeS+4CN64Zl",
-	"bGfDu0WPlrHPK0X6v/EHUBGse+H5LmGnzmAZMZ5lbl6EBD/PDeV199kJ3cdDKQwDgc4YzgyGibKumSlt",
-	"Z+5oT5y8AD/HvZq5BFcqREMfDaV7ImIxFbQQKHNIIWPWxY3BeP0peoymFh/JLP0fw/7Rg4YFHeYLxw5k",
-	"PgctnPC2jAre4PUZg6XVHeeIvAfJfz+UGVxSI/c2CpaOWdfrjb0+e3HJHe93o/047GRcToedIzbsgBx2",
-	"IjbsLIFr983HYWdqwf11ODgcuF8y6z89uXIfU80n1j9J73EfkFteXcXEnhrG4EeHbTVVhRytiUL4WqtF",
-	"ESvknnH8bwyZukCivVb8wbzAdQvS0Gw51mLVfxvT9zGb5AYM++r14RNf2FCaCus+ZrGBOZdWJFg5mn6m",
-	"FMPHh4cULhCeCEFIwh2uSe+YxWewvFA6xab4Ctey6gcuRhf66EQd36hVc9Cl/3yzs44eo8iEUQkEskMR",
-	"91VMNQNJroVdoj+PjvNJkoAxmNaI6Y/ANejgUS0zfzg+xlDcYN3E2NHvv/29t7IZJ8yIqYQ0Ii+A2/9a",
-	"y7ljNj67kMsAfFoGVPgMSoT5YN3v376n7BeSclCqx4VB0wqOtLx6ZtYusHD5QnhsmXVzCW/tJuZszTSK",
-	"oUXMRx8iTXkEETZeogUtnQtZ4OFxMxsrrtMIPz5/9dKxHjd4JxXsMPIr1JwnakP6FZa9MJBN9mbKuDEZ",
-	"0OciAcIanAKSbimssJeO400ct7UzDTCURa6WidiF0IClRbnFWu3FHpQJtkUd0KOhHMqDPnv48F0t+/bh",
-	"Q/b7b/+HxbhRH8fcwCjX2dW++22/FFpNHHkrkS8Xd8S4HErGVgftn6OCEkBSGI2srIrTjel4xhH2gW7+",
-	"UfiKxRp4Sv8ulLajGWSLSe40ahP3/IWCUUqYmcZ0Lk2oY4HdhcoSngV410fEcmlFxoT1g2jrvj+Uh26R",
-	"SK9qWSEfD4trVCZ1NVfrX4vA6//25n18hKNyz7DKM2GFeJF1TGeqkleHIi4lw1HmtOumllGPWHtD+ciN",
-	"2YO2U9xlfdSe/mjY+Ht8xIjfhVVS5+4iplfQ0w+Ml+kc6fzLv7CTNNVgDBj3mYTtBbczfz2gkSHj1snO",
-	"PoqMMqWZVsqy+CN9wiHErIs1OOhiHMrYnZ+j/f2Dwz/3B/1B/+Do2eDZIO712YdqLdsHGKVGY2BzvmBK",
-	"WuX2kxs2UYj/jmT+a6X8rW/AfmUlIwxfDeWve3t7+J9rFJfkH7Nf6yPePz+ImX+qQgIrzxUPVVd8tbfg",
-	"Td4Pz7klcYu554aQUvhK/JH4zdXRfvlcv+jZMZCRyScTcelau4/UOirK54QdQOhprgv7Dy9KBrhWjDqh",
-	"ao8IcVjkg8ZIK56wvlr+VRkb99wUiSByO8PDjw+XVFG2h8sEFmRjniHMJ1toNQZS3igzcu74RmJiJgFS",
-	"M5TxCeor4hfs4Yh9hazWly1KNGAIKM988SInTpZfsopIKdnDh/4GePhwKLuxvyri290HQxmHG6EQTR8+",
-	"rN6QDx8y9zLrX7blvhzKeO5z4unKtDOt8unMn9zy6oyPVy7mqKgRXUArtCIwhMJL5bfIYohC8KXC0vIz",
-	"IYcyvtwLKv0e/hwfsxhXJmZiTgydyufgr332nVOa53zJEq71kioxYOkGM5RleQra9GoJBy59oDGWeagU",
-	"cHCktMfmwhic5ZxnTmMFZOGop0fFviEbweSMCh0csYcPHw8O3L7veXiBCpGEQMFi+j5YLJwJpSssWOUW",
-	"DQjCTYZV5kbveOTegYcBsY8rrJHKWXkbbADiJVYZMqXHKl2yuAaaHHstAVt7UT9UJUJlwQkc9BfaVunP",
-	"RKUw7DgdwMe1uYNgq7jASBw0pG4dHNgpLa59zPh6xGUy5MZeuEBj41DWoY1Zt4JrXIFo9kXOfjo47Xur",
-	"EJ0bRDchbu0X51cKSv+V2FeVOwcO/XgwcKw0WIv9SEY4L8dkC0LBkUSME5Kzr5vOi2Bi5kR+UkPdQ2Qf",
-	"diShJkxziQWhsDxXAfpanJyxRinYD+fADYfX2GBlNES/brJjXqNA3/qRa70AjQ9WW9KhdERZVkHxbR67",
-	"NgXiddkkzMznr3tajvAGj0gMrhC1DiKH7/UvrtdEyUkmksp6ejuEyrW7ST2+L2mevuUBziFshFVqlHE9",
-	"BdcYqRtLk2aKpyRfYHKSmIswncND1zyXC60cA8VADbdGdlkO4gKybM9v6zi3CCxiDAq8TvphXehP+yt6",
-	"XwEm5xXA8EKcqeYWRjiO8jUL0HuOMbvfaIzHLHay8nLvZGJBx8zwpfFXq0Jx1y/fE6JKf78XHXI2zqfH",
-	"XifCQ4D8UXjGG7LiRRp6OQhb65gszMHdG2V36AEKCNN0RQnDxrnIig5oMT2SQWUgsoQ3ADkVEqgohOOn",
-	"GgxYhvXSpGVTrsdunL6/R2FaIoFRBd+6vWvkoSksQKZO32UJl27MY+QiyQyKYSIJWzEHldv2rlKR+sKB",
-	"BqPMJUVu/1py1wBUUSxp/O973guy9zL1tpBMJOCB6Mns3TlZuJHsHfYHlLRgM6hoZ50KSndn0D+gp9QC",
-	"JF+IzlHnUX/Qf4TI53aGmneLHLdf5EUtlLHrEPg8DZSCNh0tFLe9WEIIFHNuHUueekNhxMae9Wp3A1F8",
-	"vXsBlWdEQUWy2FtO4+JzehmzbgrW8RopjBVJrz+U711zX8Z0fc5JxMg+hnTHE62MQS5DekGMRyVm3shj",
-	"sAzxAOfgJAJKnkwAUnYwGPRZHJK24qodfygrhnw03S9XDPdU4s+3gtRnlxkrsqxYrXwxdBpBGFOwY3lx",
-	"mFuyueKalib/MCK0/UfIqlNunZbjJuE+FgbHVs8AXoNODi3EurgWPBoPpVsJGi9aqypb7yQu5IoVTt91",
-	"NwPaGC+EAe+OLW6gl2nniNJBnhcA0aWbdW2cevlIKO71PbezztUp+W/A2K9Uumz4ldCJQtfafohyK0O1",
-	"d0g9IbfkVd1LhHWtyirieJIOB4NP/W7KlcF3N5MjW84UoWRhXPJjGkvbK4ox73/F02J6rsnB9iY/SO5V",
-	"GwKCeDx4tL3RN0qPRZqCpBaPt7d4o+w3TjbABgc7vOKDUq/cpY0NDg93mUjlvqZWf9ne6h238ModTJr9",
-	"k11W+aXT4yXPyPSZz+fc8dbOX1ssF02rRVWfZhVtnNIY+dRg1HfAID6NOk2tp7wYfBC4G8M+qbG/uKFP",
-	"qRhU/WR+C9YXtLhDCvdvaKHtk0ycQ79mKe4c/XRaXbxX4hwkGNNnh4OBl5M8FBMqsSjHFKg9prpcIdAR",
-	"V8Ir7ptW4rV/ZOtSYAnjRch8KBehaRFfPcv0hqCyf6/VHOwMckMxkeTo3LwelTZ+SqwbJu/0aq1yS6Y4",
-	"0lMiTK93Es5MGKumms9NVBZ26K1dMC9I9Jd8nm1atbcLkCffv3y/gOR6RBQ63i2bZjUw0L+YPeoPWKoS",
-	"jDDrdxoYIF4a8pbuIAy11H+52vSK0D3r/r8nr1/1Nu/QByfphhYRq64jxhxWLF2hsHFhEA6g6W0bskVU",
-	"w4QWTMcutD+n0VZNYiGBrHKj+/L5HhETb5WhzPgYsqBMxmhGYzPgKWjWjbfZ9npOuHBtfFxXqoDqaoOs",
-	"JLI67U1McycaUcOQAkcL4+1/QxmsH0pChPKMQa0S+6FgrDCISl2lLSIIWQY7X0SJL6LEP4gogYeCpOVG",
-	"xZ/CjF4VGsgREU64MBVc1drRdq39wSbNn45iaFFAx8Z7e74z9APu0WMYaZzrrHPU2d30j0DiWrj1a1ZD",
-	"Kh3vqUqwXE5LB/UHg8TTz1TCM/cYumKKHM2mQ9/aRdWDTh/dP8bx2KvT60tts9YNuIXU9mW372233aWK",
-	"loyN8vE74KlwEugfIyK71y/7xDce3cP73ijy8i6PfckCkdGNAcmZYYYv2cVsuVkAKlYsyOzBvWeVBm8l",
-	"M8dosSvsBn32Cu20wJMZvWytHHR+sF8t29O6b66z52XFljvbN/+OV8K0ypBhCJETsJyk1b/PO/Oe1dxX",
-	"3u9fGovwQ+lHmPMlMwC34Y1B9K3vdq0K/x3Jda2V/neS7w4+NbWt01YkXJRQOJ+5OLcDaT73Dp4binP3",
-	"S/xEHqWEcBMip1z9Jo8r79gSjHH1CBB6Y/UI1GjwcVsddw/a+E8m+N/zxtMyVvzxFLKSZWgnRykxCnHT",
-	"GCgsMjC3oI5oraCydvMH98WA/lGYz2dOUt+CbdJToCUkIYKoQ7BKc6vL9BZ+mLVMar9IVFgrmFFawsr7",
-	"m/U5suBhDN5jY7lFxircA2QOCylCZQ3Q3Si5Wpf1Kmq+/Hs+BWbEL2vfRqiW1ZdV4C0H9RyIrXAhbZa8",
-	"WMKljVlSK7iz0HAuVG6w6M66oVG+TXVo23JET++QYxRVU1tYxlsJOBPCgcV0nC+M49YS+IqRIkL0u2Do",
-	"K03AQlfqO9Px+aO4SbTGpn2Spgar8wTWh3Vo3bwwAr0Y/nGJ1uj4BJpsMABAIUKlNUPpo7aEoXjtZcy6",
-	"PuXH8dZwQVts0atXzPBBqCHMbChjCgPps5M0ReXYI6li4aM41yIm/32IQZrxchbe9eOXbygJXtiHV+MT",
-	"3cPBoMeENBZ46gaIAaCY2cBCCSVwTx30vB2Hz2EowyDQk0CR+1LtqUWf/eht6DiyiPESJfWBYbkWTJih",
-	"jM2MHz55ekSRqzMCRMWloX59BCvuAsY1IH0ZFrs/fStMrHNsKIS7DuVQfuMEHtad55kVC67t/kTp+V7K",
-	"LfeFWdyX1E1cCzny+LtuDO7HoXQ9u/dHTPnsymxJv5cYsV0jxWQS0Dj5GAOFMA62ysNUYsHuUfhO3Ouz",
-	"9/mCKrofMXTr4QpF7DXXZynGb/71w+tXEfv+62+iofz67fN/j9jz9/+2/+H9v0UYu7ePoYQZFp9H1xvF",
-	"oCUqhWOff0XZh46kPD0NJYUr9tkPGHLm7jcMJ7KKpcKcHZPNsWaa88FpFJMWsJGH8ulj9lp81Qv+kYNH",
-	"uPA/YnDHBRf2vznFNPZ0VwlAwTUqeYAj04mQwsyASufjVTKU2McohEAFLK+ojkrKOB5LjOARpjUM5CRN",
-	"X1KR5o03/49cWJ/8UD3VdJSUrpSib7v+3FjbL+Y16Emr9+9f1QXLlJzS4sXM/d8E9OlN722uUfs4nlbl",
-	"g6dbxYM7Cnk5SdMPcImyWGnNiDotx5TSqhOVeiwZrJBeDuMDDfjh/kO6jXZ9u+ML9bffq6+Miou3hCRI",
-	"Chl1/Jbgf4nKBbHKC+5OISLCU5lHx9o9mye854RnBBj4KS0/a0eLRp8CptinCnxx5t2z4HWSpqWY4oM5",
-	"uu5OoJwL42/Myi3oWXnvLuxEpILtf3T/7GA08jz5i8Xoni1GssJfShn0TkxD7Vt898z0QwFZ/oVkbm0R",
-	"atLLH6qyRVsfdzSxm7HIc6p9DQWQ132NbJ1H6R0Npf3cHN7buYlI4f3Ccm95fv6HW8VSm6jZDrzCXE3x",
-	"9TUyeUAaxMJEd39V7we4yU1s/APhTd8pK8d3bCBL1HGx+gVc/vNFjl3bN3nPxBx24YFhkzzLKiXoSe68",
-	"CDiZBExAQAZe5e/9I10XDZSC9aGvbyVQtX5vJ18D8kCBUnSmJWCufy4Nro85YsIO5ToAiAJ6tAXDoYHf",
-	"MJQFgANfLCjRCZGGYtdfXCTXLUCTMaZbYpH48MyhjKu4jHEvIrcPDoW4VWkeKcFQzVCuwYgYyocPsbxi",
-	"/+FDXAPM66GWAlE+PEzGMStLTrQE2w5ljI2qsbahqetlIaSkqjxuTcYw4+dC5foIldTiIzMzsTBDmcuU",
-	"KrMUIzF9VtYfdt+ZGJOtEc6dpvHBbVaYxsT1htsXkpSFrryHY7bZRMgywJkCiYaS8O6ouNd4SXtjMB8Z",
-	"/0DzqUe/cnv30Nh8jGn5H0NO8xEbFoiHlNZcfsI8aLSD4mMI7ogJzz12MVMGgk3Vl2z2OI/HaD9Dw5yS",
-	"VerDmwnzCPHLch6+HjWlyvaH8rXS7pbjEgftxlwUFsnH/tUFnO4McSfr+JxDWcXALAOuNyJfon05vAST",
-	"5lVBwQjIHkfV2bhdUZJ1Y55bFfeOQ11rmjkigKrJJEJiJo4UuxXAVDvLMuB+T1xvkccfSctp+UfdiR3K",
-	"8G1pA+d+WWrjCyZat3J+NMXMke4c1e3haS2gbEm/9zhfBgP7A/SWkCwunot7HuQDl+DXSge/lngIGCQp",
-	"rWlNIw/gMwjLMSS7oyOsgK49JG+k+8pbDRHC4/ff/o9H96jC1dy4E7pLqLVIy6YEF5KqhDI4K8mcsUjN",
-	"EfsJkeLS07joZ4VDFb0iQNhPYUi///b306uYaS7PIKWz6Fv56NZfWVztJgrDMOjkSNR8zvcMOIJG6CJC",
-	"s/817GeRbznnSzYG5HxkkUfPkZnxBRwxjxLgsct1Bddthm4lsuVLx0YJYKAb0+T9GrQtzO+//Z1KyFPS",
-	"j2tmEPLDAw5ErCgkZKRYLMD6RniaSweFVwUd2zwJ2BTuDJe4Aracp48XcHQqFQ7ec9R3GFL78CFm1Fsh",
-	"cxhNhOTZyN9UToCYAh4QShflaTqagvSy6Yh4UDyUXYI6qqbWWp1DrzxLR8yAXdeBex5N9Mwq8ma5sfhg",
-	"Zskzxo0RxnJpwx3aZ/GcX3pEUuLZLIWFhoTwUjLBDVMTd2vxy9EKpGl87EaGiHHKzmhyqZhgYq8llAVT",
-	"4wMxJDMVH/l8+EW2fFB4x/D2Q6i0arW2jJtisJVnL2YgfXJMkAYEOgjbZmisWvh3hvYgU3e7Tojbg8+v",
-	"Zu7JQOVd8uN4gva99PqOgVM1EPpByKlH5IuZhrk6B+MGBiwmhx4CupMz7/ff/k7f7Ve+jNk4U8lZnxA3",
-	"sgyyUSG5mKJn5CwGPaiLbInb65hCcSf0WSzjwiklGXFlJwwYAELAC5ySHJ7jXGR2T8ih9AABCK9XSRfH",
-	"7Gv4OedZkRhIydDhu4qY505MyDIqxIwX2C8di1K+QT9cIUuEUVTEzIXKRLLEY4oIPUNZgARgKtnLKv6Z",
-	"T3Xqnr969TpiWcbnvJ8sFhF7i39H7P23r7ic9shNpyRhUJaJU312worbuvATut33q+IhDWZKOmmovMvd",
-	"bN0Jcxd6Lk3wfY6KzuKomjFeviMgwVD/x0R8xTLUwBoMizM1XWg1NjHrIh/AS3cxqnxNRMQGPXfbewji",
-	"4ucIexB2NBYcP5mi6MxIUdUZAl0jdWnki6INZfUyD3w0NzAaA58X12AxJKdljCzMFxm3EJPYgWWDiUmM",
-	"uKG/6KZCIKjqA/Q19Ub6RdjxgjgXHBHAwEOQlRuGyEme4BAQGsmtBsXs37jKu1CMQpZegVOq7z8xjTCc",
-	"B6SkYHPxi2PmWK7S/3pM1VNb9pPQpMrKvBdKp2whIAFTqFtZtvdaSPHq9d6rp3vnhyyXCTeQDuWPSqff",
-	"u2cr7+0iBc3HQLETKOc/ML3S241Xm5r4BQtwQhId/36UxEmianwCW2S5Tx8oGMsDw0LMQCl39YfSbdO5",
-	"Svg4z7heBucygV61jo5NCK+9G+/tFTNxxALuvor39pSUl3up0DHbZ/Hzk+/f//Dqxdejt2/e/Pvo65fv",
-	"HAUWX75++/WLV/TtUHo+m3LL6TB4vWe/uaaUVulZRhUSinQnJTFmwJ1qvOW/evHug7uQaLSmiCbpuu3z",
-	"YNRONs4pUXTO9ZmTYVmmLkAP5djpdmF7XZM93HEiOJJdEF7GqAAIgQmbe/mCZWrqSZpqXgk5dWRNwQhE",
-	"bEesjEcokFGcEop51XAOsojNOKKrInYLdORR1Z7PuH1eHIjns7y8jbAtqtYpZJYTrdHtWIksGUqtMse+",
-	"qkqJdtcDdyuVgrvEsQPjVG8vfpSFgYNMIswsBHG4x3ICzcHHuiSNxf4qi3v+0vcrMKIAFtOvFeciHCyd",
-	"A43bC1I9gkUZSr8IP3399s2L09irXXF7qbDYnx4fKurnjg/0h9JJiwiuRXZOys3BW2oMUy7pqpMIVLiy",
-	"+jX8L7/uQ4kLH/BbGuMkOvAAdlJJv7eQFvdwAGDEOKaANETobOH74pjjHVRsXFuYic/UqFHJXSWF1F7y",
-	"B0UyNGaKQLzNg3TT3mjv1tmCC3kVIYGcbEdO77KcKSItTUJ4HV45/ggUxP4lWOHu7ceuweFOC/wtt3BB",
-	"GPFPdlmrH0qcLWqzw2r5d3ygYKmGdbtpy20C9aI0XrNiz6hoZpsF2/0UnC9nsNwclv6de+AOz+l3sFwX",
-	"Cf2BSjaYClCkRLAlvB3Sf/qsQQ8zaliX7PJkyTWQaLDuDq4GMFf33k12zd5TwdMtKYPfwfJO0wW/g+Uf",
-	"lSpIkWBuguvpzQfTygRIlKYF/9wZ8j9KKmCBnttnL4vFxbpOPp+lkH0DtP/uZF3hafsfz2DZCPNqppCf",
-	"qzOKH8dNz1BsL7FnSFRcC5tPkDTN+AjHpsLxuTuGuY54A5t0q/slNuJW5EpbWSHXiMFkAglCoyvS7qRT",
-	"yT2b7LOXKcwXynq4pevw4nWBDX8cIX0hoE8SnObUxMDtrns/b8oF8Fv0wDCRsm58BkvEKe8VUfgLjth1",
-	"Pgj/rLjPy1u2GpJelPHt/Ifr6qeTvf/J934Z7P3l9ONB9PTx1Z9aqreFcIQ1tRM2YKc6tTVos4SS6vm9",
-	"LzPPzUqVhcgrTRgFUIh/7CWWUxQh6SUIxWAIGFmUtrgSNVlDBuccs5LIpp85Zm9ZbkAHq1rEhET/pa+8",
-	"KL0mHtzjlYoO3nJSq+fgc5mKd6LhpwKzH0zsXNZul1AQeKUYSx1b/piGXc4IqzKNoUihKpAlHlwXkJSu",
-	"aKqasWIouF6Yy5swPATfujOE0i+Whi+Whn8US8PBTtN4WcKG/yMYKEqso0YJq59Or6KPRRGon07rKGIn",
-	"TRZf1tExdfbqIe6FrNbUqV6m9MCa69T/eFW/rMryFRXLR/10edglVAFKVksVeVWWNoJu/CAxOZBpSJRO",
-	"IR1KH4KI8TdcZLmGXgF5FJH/l+LCagy9CRBEyNO5AXKkTTM15lllUML4YJ+YfmoFenTzIcb+ppz8HfLE",
-	"4i2bbDvllP+ZkaBueEQK3ChPXBX6qKSqr8Jd3Oo87H8s/t6oO1Oyjimcka6biJ1DYpX2Qh0dgkD4K4JY",
-	"hFVqMOBBc2m4D0jDwMqAjFbSOJ05qexMyGkbfdOAGhR+LwTu07/aaPxHxy4uuGHplxSx+z9ABQRRSUZ4",
-	"cJBmkZDIS3vtwxO1Xxk7ke4K4SLA9v1T7Us5UVvZ8hd6vU96fSuhSaoUyHEjDn9jha2ebbDxhtiHy4XS",
-	"dq0Q9aJyO6xq4t1Q8gvjJnIn8YG7MYJ+77SYLC0rpVBl4vi1V4Z9yClHfAnWrQFZXO7J1B2MuNdn3wCk",
-	"PmZrKLGckRe4xNwNvoILrgGhODGsvgwdLQdMoWJcDiX94jpru4te4Krc6lSHCdRP9k7Frl8XBFCvbt0O",
-	"NOQ3h1bxcz/vn/XxpV2vV/40rERA+TxPsBfP1itC3/DEsooigyoQYY34OBnHpMjyZihCpwjuxGiZMU+H",
-	"kiq5WeHUFMSt16F6VY/izLy0iLXACsMXOrwFilClMiWn6H+pez+Pq88byCZULVNpDKeZcp1mYMxmxeib",
-	"sBR3eP/W3rRJNQr78uVI3uJIvgtktaqIo2X4NhaFezmddEVdP/O7+bJ1QGLv0N6imveAD0YlhkZW+WNK",
-	"jiuSMRAcKyxOrzSRV8wSlG5V0e6OEP+T4KCUZk7581GncdEspn3JfPi6zwGjAWFNyrLoqeV6ChYDQN3j",
-	"Q0mZXLFI42aZw+BarhlNzJlYLFzfRnlZoBATMLQOoUnshaCnZ1zPHQ/pYcVTfAmywvIN3IdYFy/BwHQn",
-	"NEjG2USDmTGB4eljBKuSUAk+94HlwnsXvLqAq0xsrM8+YB7AGcCi0P0rTocUAgia06NbGN3L+TqpZBez",
-	"/K0FEjqL7tzM+SVBXSIK5GDQJqjcI+ARLgtVB9mowxOJfP5K/GcaB3JDFk7bU/rzMPTiFkLVTmw3vG2t",
-	"UFRAB/7sc5CKxg9K32MTYDIUNOSI7jmUAaiOPRlERVrt4WDQ8xByHuvUl0aqQ55i5MGCwpYp4PnnlVrw",
-	"3a9eHz6hWCZC/ZM+gp/qQpYZM9FQpiANePudiRhKZlg2CxKx0CrhGSYcRgH00cwJMC/BElpjJXPTi4Zy",
-	"XJku5hwUWmyMVS7jYyaVG7eQ0z574fW/YnOxiGRFE5zwhJKBWQYTi4JjLh0TZtycud+VblPUhjJoapXK",
-	"1BtlPwFbgXep5KeHdmjHuvt5Hbzs44B2G744WPWnRx9b+zwTMt0ZvZc47XeuydoOq5fGSKTrhnxw+OyG",
-	"I96AAfykCvF3eCsE4OtA/9LRuRb275q5hbwEb7m4NqDipj5Lur9et6d3rq5s0lPC2f2ip9zW1YPlm4nH",
-	"VNb1j1ZT1mkO78lSVuoDiOZXmvoc38I62BAXiKw9Dx+c2DhiTqVH2fjIXQmlgha5j3Vhlr20DfxiD0i8",
-	"LYblToOYg1j7h8QxByNf+6H0hg/ajS/y6n0e5R+1QJ+TPwmp0JDYbMm6NSLv3a3cuv+RntsB5bJyUL7g",
-	"XH7OTsxwmO/AVxlCbKge6aqtpHsxI6ALNNpYJlqsHr0Nns27N6hulE6+RDLfuxvzxsR6K2FlO5oaUUsp",
-	"2nCbzFYPx3MENiS1m8x3BEbjA1v2KBfaVM4OJqHX9dah9DgTY2CQYqBX9/HgLyGYtyLux70jxtPUiXlw",
-	"Uca7YWZ6m4TzA+Js36mEU33FHxRUu/lgB6zxf9ID/s9SB+6GLIQOYHHplRhBEZuD5Sm33N1FmKq1R/AU",
-	"Yg73JFPto/K/vLVT5vrcKm+5yL9F+J5LjkKmkhhnF5N5woy4jVmX4+IcM5lnGUsy4Jo4F02jR0a32Nqs",
-	"KGHBurimUl30yLxWtdORnIDpqAYyQIBNqfRQZsIgk/MWurhhKwlwjaKIhguAQQvQQqUiYeYCYNHG8d4H",
-	"SeIFLf3dML33YKn/z5Lj+cUvDKrurqAt/CLe3Cdveg9oqsGDVOVQYS9uyIMQ3mZLNHqA3OqWyf/JjHvg",
-	"mQL0piqXVIKbCCrMIMzJklhnswgtpglRH2ut5TTOuzwF7g0bLY40wJtT8B9AXiUtRavEdtpEMS62MWCr",
-	"afrHRE7hIsQ0BF/Sc27b6kG3ZxbKktwI/mh9jt5rgZiIzIiphLSeA13AQSU8wxrYRX4sAR1iOtqMn3sQ",
-	"vnryGqUwUEfVolaUzFiJnCry1iImudbqAtKhtKoSKWBi0mBJQu+iuymkwmHz8obB0T0ePPIgaJj/Fvlr",
-	"zfgopsYNGHxzj54OKt65Z08fo3+OHFVWLQy7UBqTyKlolDWYuochTZiK3WcnlcUzAXxuLjAD0X213ohZ",
-	"JZS7tGTiGyqX3l0aLqtzWnPAcVm+WC1vl33sTnAzwbSAiWteDjvmJs8rAso6/uaYGbKsdWnLHj49DZxN",
-	"K2X7LP445gZGuc6uMC8x/kg/4zf75wfxMYu9AL7mIXzCd76un9VCA7Gbeq6zzlGn+mQn6iD28NgX0y9/",
-	"qrnkOjNrF0f7+weHf+4P+oP+wdGzwbOBW6DTYkFXQ66qdzfrVuB70IYWfJaI0bPiASUZkZq6W38lN6jS",
-	"RWFV+bi2/L4vd0nlMIMUESrsop+yOqSAi7/aYwFUg5CCVYZXaY+U1TIlvO0iNgOeYVK0m5XVIqm29Tfb",
-	"1enV/w0AAP//",
+	"7L3fchtHlif8KhmYiRCgrwiC1J9xkzExIctyt9aS5ZHk8XxraFCJqgSQzUImXJlFEi0zoq++2MsvNvYZ",
+	"+hX2fh/FT7JxzsmsyipUASAp0uoOXdgigMqs/HPy5Pn7Ox97iV6utBLKmt7Jx96K53wprMjx03O+MkUm",
+	"fuB2AR9TYZJcrqzUqnfSe78QLKEHHhim+FKwPmfffP+OZXwqssGwF/UkPLiC5lEPnuid9FyTXtTLxS+F",
+	"zEXaO7F5IaKeSRZiyeFF/5yLWe+k90+H1eAO6Vdz6Mb0PfR2dRX1Xlqx7B6gtGL5wDCZsn4s7XLy21//",
+	"FneNDJ7dOqwVt1bk0PC/oK+fnx38d37wl9HBHz58PIqePr76517Us+sV9GVsLtUcB/haLHW+7h7iEn/3",
+	"g1yK7YOkp/cdJvS25zBhQc2KJ2LXSHGr8ckTdsSsZkfHX7FkwXOeAN0wPWOZgBGYiKVyLq2JWDyMIxZP",
+	"4mis4oOYcZWy+CSOmLE8t1LN2YW0C8ZdQ6Zzasn68TzTU57FTBpmF4KlYsaLzI5VOQh4n60Gp1ci5zDm",
+	"wXCs2pewbHpjGizXqqTC8pt/L0S+/kyWb8i+oeU6wRWipQyWLsKxpMwvcrBiv+A0WpfsZkt0BWttVloZ",
+	"gazla57+kVtxwXGxEq2sUBb+5KtVJhPcwsM/G1i8j3u+8kWe6/ytewm9cnMTipWxueBLJtRcKsFyMSuM",
+	"SCOWCyMsrlOilRIJtIGVNEJZNuf5lM/FsHcVwcjfil8KYez9jjynl8JJWPJspnPYOp2zaS74mWGc5UUm",
+	"TlmMLDwmMsP5zKTIUhz6c61mmUzufeBGF3kiGM9ywdM1E5fSAFnrHCajtGVSMQ7UbAWzC24ZzzJ9AaOX",
+	"Bgf+rc6nMk2Fut+RJ7lIhbKSZyzjyRktp0n0SuDgbXUDwseKJUnDdGGNTOECMjSbg0wai5NxdP9eLoUu",
+	"7O9L/qlMcQO4Mhcih32wckl0/lLBLcKz+xvgM8UKJS5XIrEiZTMusyIXp467G8PnsNx5Lh1dlweCiPt7",
+	"bb/VhUrvb7w/qjOlLxRb6lRkkSeFCIWOiJ2JdRTQhM7dBeAH+3K5ysRSKCvuccjfw16fc5nxaSZwuxfS",
+	"sGkhM+QliVYzOS/oBsWBvuVWvJJLea+jfHMucsbZSuQHZ2LNcuALGQwChKKF4KmTT98Km68Pns2syDev",
+	"3Hci0So1cMVecGnZVMx0DlRj87VU82HtKnPykFRWzEUOY7qKeu+1fsXzubjfIzrV6Rr2olhlmqfIS2A5",
+	"gJG4NbiKej8qXtiFzuVf7nNfXktjpJpH1QUUsYIOAVyg5/qMriRxuQKhKuCfjY376aefDp4VdgE/JtyK",
+	"zd2LvxY8F3nctkul1HpFK+Hp+fdlpRpINhUroVKhkjVLuALOOgWS48lCpPdLvD+qVa4TYJv3ujI/iSw7",
+	"8LQxLSyTy5U2RgK7WYhcsP4MCYQD92NGLDmQADOC58mCXSwksCUUcvRsNhiicO1eDmN7lsCU3uszEgVW",
+	"Ocj7VpJMSWRnJhwnCYOAv3opt+IArrVNvScq20jVvQmFsjKDUbmHh1VH5ZpHlYxs2sX/6nfoasnXrDDi",
+	"lInlyq7ZUnCFggKqfVYsTQu9l2/lec7X+NkvxOaT8MuEvv7YE6pY9k5+7k3xUPU+tCmAlSr0s+u31ksU",
+	"Lm9t3WpTr7rW0z+LxMJYnqXptzIToKkHknN972YyE+3rBr+cIvtb8dzWJAD4iSwPoBJpbMWzbI1Pv375",
+	"+gWDscCSlsQwlYqjZrOxYtBZuWCb91EuU/dWGMaDRv9LfvlKqDlozsdPnrT0vhSWp9zyzc6fsf/27s33",
+	"jJYrYtwwKy5to9OnT548etrSLZD1hK4Cugj2o/oil/BwOOrR4692UQXuUccGvxeXtrHBPE0l7cgPwVbP",
+	"eGZE1Nj9gDdtEgAsB+tzy5baWPYVey2/HjSW56tHX331dPRV1FtK5b872rEL7cMjM8CSX4ZfPn3cMul7",
+	"XXq/QK2rb85utup0cbUvurvUUBtbFqbUEPrOAgOsOlkIkExQKRI5/JkXyuDelAynkJlFHuGvyxbmE/VQ",
+	"sKGBYO+9k6NR82Z5K0yRARcQeXVdCFAcrdYZS3iWsbk8F6BRVtLikl/KJYzlaDRC8nCf2jj4kl9ObJEr",
+	"UxvJVxuXf5EreoG3PWVar+ove7rrXbhfUqv21fe/sj6aiB6P/vCUTddWmAi1Na2yNWyAJa7bPA3w+I6j",
+	"0CCvcjSd9GVwLT7ekIKIeETK+o4gSMAlihgM285JeQm2GRRWOgcVEZ+JiC8sRLaaFRmbydzYiIHIBbwU",
+	"bgJxLkEkEyxZFOqsdsNuk3XQlOdm3nL3hju4MXo/xJYJ5IUgwkW9FlRHpF2RunlN3EwmMjWnDA9u9byt",
+	"aA/kzLRGfm4UU60zwRVJATqbQO9tK+lPjVMw4Pwg9SM1eeIdtRGvzXmCu77XOj4zZ3BkWuUXf9q2va+L",
+	"ViNPfsFy+y5rU/f77QfeQeSwIM95lm2SOc/nxdK7SHh4XwOJcUb7PuydqCLLWg1JPMseGFb10yaJgmi9",
+	"uU0/LdbO0JRlaBPBU8TTLZ1FPaeU4QEZnAaUZgSJn5xEGeScOZK4G/2Vt/m2EjU8OEFG1CIty7+Uxnjs",
+	"19ts0II65ckZsLJyKLupzL0u0UWbZPAnONl9ugiaXYlLO6FfBmhkhN1n/VzwdAAqVJEr0MbcbnW+WKam",
+	"RuM7pPEGmeIqRr1wl2oTaixn7a1dBAqnaIM4t8pO3BhpLFcgsLoHI/IWwPKNi9HoUWIXUp3hn4JNM52c",
+	"tfLj1FmFJl1c+WKhM2JQze3QOjNMqiQr0s11V8VySstOp7mzf/r5gQE2ma0Zz7QSHURU9TmTSprFJBfc",
+	"6C5FKWSRezM0zys6mFqNpx3t5Glu1fxWNsddX/1wpWrjbycbRwCv6TRupR/YGDIXkBislXgz6538XBNX",
+	"j0aPv3ryLy3KyJ6rB5rCDzy3TuJ6SW2OnzxtruSHgBfV9Ks2RQj9OGSsbhtrc2ab7XVW05TLg9Mqr96A",
+	"aEKKqaZ9dPzVDj6CA9u6s2/hPFyTL5xLMskAqzwlP6LxXsR4gy389te/0XeHwZcxMQtWqEwYw2J3wB3N",
+	"SjVHpy3KL3BMd+9AtYOf127t3p5oq37mIhZadgjE0ep+27yIklxwK9JrGbRqe/2xXa7e9s6O27/9dgtf",
+	"Vhtu7T1RbaZbluiVbDMNeYV9r43zi71r37DTLUP53i1D/eigNvb0Ecv0hcgPEm5E01mP8oZSImeL9Woh",
+	"lNkMigniM352gRn9fztxfx58+DiKnh5d+V8G//bPbbv8fMHt84WWiWgzpTXuPH9KjNWrXtTLiDl2XB0B",
+	"pahUXLYTSabnq1xPzS47SsdBrlZ7Wd1K22/cGq9rbiaNtOqteX+27jOsoF6uMuGPSvNwwuruzzGCHWmR",
+	"CdzR2KSoH5W8dD7XwEoplX36uNXKLNPWU+3CgnaMkUKR3qKyhK1AEG/tz61TQDzJgtthUi1YG8WYtYFT",
+	"P5NqLvJVLtulik2T2D4k8CM+tLHzoPK5wVar7GcWlbvoX7KbEp4Dq/oU5FCos73o4e9o04fIx+9k63mW",
+	"OVFzDyL40OQsNyWL3eQQWFbrB/f81avXoFQtuD2oVsgHJQzZi3ORryn2xmvFsKP5zAWI8CQRKyvSsSrV",
+	"MRhKxGhmMpN2jW4NZ4g8pb5Mo6dUo8HTRcQxngsm50rnIkVXAowSn6HYroZZI00nc6FcwNxklevlqm6F",
+	"re1aYFeClmYlEsmzCfqI6iZTZ21uaZfBzZlSmy4Fu26RdYKyc4B0EFR5rqY8nVzofJfmvlXviJDsJ1Ys",
+	"V5nzTW96YnZSdq2PydkFz+e3vy5BzJSqEHDOeDYJbs/day+Shd7vyRkSsUrWk5VQPLPrWrNRYOc+DtTv",
+	"g+POCVT6ONHmROg9CWZDqdiLPH0rEHgmxuYTqSa6sKvC7vdWkpBaZ3/UMqlMz6WdTCXfssEfN5vt3O1Q",
+	"ymoOuqNxMIklv5xUjCk4pqFdoqObplMkOOKrXCR0dVGLOlf8pvyd8UxyDGeNW0cS12w3+w3lGvfdGxyR",
+	"CWTM64ly3lxS19ZHx49x0P7zJutYSjVZOZZRTi00Ue08ItBDC08d7TKXlvd6I5DGnCcHRzGb6RzDR6Q4",
+	"5xleW6fMCMHiP754zw7Pjw6xvaEH2wKqN9zcT3e6W1Xz6HQ6yHZv/ornPMsE3Dd1n0aNF+w+FqtcGKES",
+	"8el5G92fk/DU7rHxNbuzY3ITMZuBtFa/eR4d72VFWQkr6T6vJngtAvRx2hMvmW4/LT4a6Ft6GjuwRa7q",
+	"l/zujQlbmQk3121vRIc8vXvhzZlcbZNnOl+JMS+TqbAXQqgb9QAqeUtICHzv3ErkKsVMgadOklyWkf1M",
+	"OSv4XqbbVtNpwBR3WlkDVthqrsUL9/rCHb5sl2jnwgdudBdS24l2l8IOin6HTwc3iLF5kdgiF6kTI/bp",
+	"wrV44xqAEiiWyEyLXNRuiONr3hDEAUvrT4PfA0XEEYt5YTX86/WiOKIQRcr5mBUKUxyCHBFq4a3A6MIz",
+	"tphGjLrEH3Rht1Ob1xyhSS/qQZdhms2HNvrblUeSojXW6dIf3AK0eImeuRAhrUQ1fNZf6lxgZAh7PBpF",
+	"LNGpYLFU5zyTKd0m8Fw8GLKX1oyVM+WaUJc6ZdKSc5xpVcWbGLwsBWp6+CWGwqAmPFZ0HVDYn8us2dfy",
+	"/M4W083jtuuAwNk728IrQwe+Xk1apcvaBTiKrnmBQbe3E35sXigQH50yemOptTBiMoUj7xzEe4n9haFQ",
+	"3CYb3HHpNmwP3sZQip27jQzvAtbW9NTEVlzaQ3EulD0gNhZjiPgJ48yQnoZu9zjllp84l+6fjVbeS4NN",
+	"TQSnYqxWgtzhdJFIIPKcryMmVFrmkWFIibQi5xk19n3//M2b7198iMeqj8FfPnmHuziDIXvB4VvoHnqm",
+	"cBviOopheIPrz4ezjJULoZ5xmRnGZxaHx6ZizlXjzFQsZqcVtmHL28ViGjHNH1rMdaFGsBkdqsr8lCF7",
+	"+PA/eC65spiOdfLwIS7nuftOGpYstBGKTdcsznUm4iF75luP1QX8yOB7eDROxbnIQAAHPk58Bf4COkUO",
+	"763iMaxxDBwoZtKMibWREjbnUhlLUVjQ7wNTDkarbH3KuFozbRcip9cakYnEGtqdpDBWL30Dt7/u0wPj",
+	"JsBoHRlPlxhsdckT60Jw9YVi5zwrhBmrPgax1Dp8YOid4hLVdR/Tey4YzCrleYq/m0HEjGa8nBdm5dEw",
+	"/duA5ft5VTzZrWuEdjReLTOuhsubg3E2FkYa5q4HlnNcGrvgyg2eyHI/avzG71+lTe4QG3CP9336R7N/",
+	"zxtxALsawD2077PPcWXKpz/gians35sePZFZvpcF/Rt8si2QYz+n1k596e6dXB2+KlqD9ruhnPh1gjV+",
+	"Pyd5uUkbHtfNuaEp3vlYbxa13HBw16I9RqM2K4Rz5V4HVWDD1/2hczLfifUNg97pnW2CbJkwCve0TzFF",
+	"SdInjMClOsXIOpcr28wd2Xu2dQNXsILl7dcShOOjqbdaf7YkxNRn2MyM/zSzbKSg754nZvbuT/7v4PF6",
+	"v0+2WQejXqHkL4VwP7f5rVxYhRtIN815n94tcy1qxqXRHluaaHUuckP+IvJKhkRxvDsD4yY5WmdSpTUJ",
+	"vqe0FUGWgfs440k7b9s37WNjtT0LDf0/j1teQLrkLNctQnxlqbmo+fi3TPkayR9ED5gQdzNyqJ/SuzlY",
+	"1mYTQ8l0tX189HQUKpxfPX1cS9J42h4M3rEG6XeiJQruTOx0GEA7tB8muegIl3v2w0t2JtZD9m4BMq1W",
+	"iTilLAwQHxfcoDJkrM4pzXP7fsKYyve1birKU89p2zFWssVECHphxFzUHMERSHUGWtyK5zYKFQ14Afpb",
+	"9hNbgwjNXaZffPlez753o6OHP5Sz3Ccu9U7iUDcX+RMHpAYey1uFpDaYT53BKl0L2Cg1xp4Pyeg5u0YU",
+	"yH8k7fUCTbdFDtzk7/sYQz51bOxuo5e+5otajGu7XrNvSO6GvreNqHedQEeZvWsRXUPkr8hhZ8rvHoGs",
+	"dUPJZjKYT2BpTjkVbfxryZOFVOIgFzxFNAo6MREzBaVuxWhJmyhtJzNdqDTeK4x42WWm+QmU/gs0P+Va",
+	"zSO0EyDIhCHn5kZXiKTTlYJG2CMU32M1m2Z8KSJKB8L8oBW3C7R9wYj3Gnl77jGmD2XcoCsdlxhNeZQG",
+	"abktMAtGUNpNheohWNDNYPedVIVOumxvmnxE2/dhl1ZLe99GNH8SPCNAsWZAnUjOtgZMNNU+y2VH3NpZ",
+	"8HVpz22MUJ+1Dm/jC1rT8BDpMxTdK5iJNhETxOL2kOvGOFz/bWN5uVzp3HblWspllVK4BX2gdYXMmVyt",
+	"2sJPX0klDCOzo0xZnzBgShkffR4DdgFk7cCb7ELkog0BoUWV8ZBh5dCrkbTOH66rTUKpwudbgqx2RdAT",
+	"O5uAiNaSQyYu2bs/PTs4fuI9q0znci4VzyjddnjNRD2p5i5xlzL19jr3CDzQmXRXgyXYNF+1R4Z6jWnb",
+	"HQOr/R08dxsFyci/iD2DWKuDtWtU7+jJMsc+Ta+TYL9fXv5ubgzdFKt0I0x3n+z+7SwAo1MrHEzcLGoa",
+	"EkO49W6hG/Qc7FttqZpr0JhMuRWelHfnZ5S0ErBF0D/cIFs5IrT5BAkdyBRaXDIKXr9xCJ8XudG5P8zw",
+	"DFuhB2D/i7gtUcS9rmtp3m3cGb8UosClRnMvJeUi/0QzBbCGzjV77ybW4P6ON+61VK6HHVRIyoHtmlir",
+	"Oh3aLPeHqblJHlMHZ8u4sZPCbO9s5+Hu5LYd1pCdM1zlYiYv26U3UvQfGIImCLA+IxAcc5HouZJw/9rW",
+	"68bhat1qvje1bG5Vg5CNOVbl5l++KaoopbaojSSx2m7WptpBkZ+AoThzz82yw16XIaidet0+RtPd0eM3",
+	"ODF7mFZ3u8PaT52Plmm3cP5EMCwZtyJnM55YZgpQq0SKGB2nyHkrbK+FzlLTaQrdOcR9ZBvapltLN9uF",
+	"aq9s1xfjW51TpNCJc9Sjbz5w1fddfK1ZCX4mcu8E5waBEgbDPc9zLtoAyxAWJ3dIOVpl6xOWi0ycc5WI",
+	"iC3kfCEQdHWKWYsBv6lCcKq9m0zX+yXxkGBxLWLdSU8YCwC0NBUJXwqG7/aoqwiDAlqJ4TK9oVW9ZF9e",
+	"S3FyWMMQsnl+a2JXjZ0FC1GbYeMANde4dnS7uc63BIjaAk9irViurOlUge6H/Xi1aH+mUiZktEJ+iUsL",
+	"FyVmVXHFOow0OxRf62xBXjCrOt1tEtugEOqtEpvLhW8jEppebS137u0nuN7qtHLLi+670vNWCzGF4xef",
+	"ML5pK2DuTJ6yGA4vPpQWOdql8DS79Rcpg6PgYiqBJV7k0lqBHWglBqcsVtqK+KT8IZW5SGy2DuHFHG4G",
+	"Ov4icgO2idU0mU+2uJ+zOlLPftnlCqyP1olsKWySUEZqRHXlKZuuWzNCyAPWdzGy7qmxqmeZDE7YQl+w",
+	"ZZEsfAdWM6kQPYlyTaQp0yYxuKq5IvUNmxbpXNhakH0d1upMKEYPVYmXfyZMaTcAAq4ooezQaemvFkKy",
+	"ewC3sbVSzQcNYLfRaGcmTgvHrY/xj7kuVsYRv1RWN48SrEsq0qKEaa0C/lORy/Py+GDAHGgVIGqUUYj1",
+	"TJ0QYySgqg7SeSsSnaftUY4Z4tzOMOITTXoELSUu4e8HhsXURezAsSiE2gXSYbco9t1rOMJnLmnfoFbH",
+	"pjT+ucnROxMb95OrG37P/YXiz0Kk/cRxHrUs/o3Ducm5mVaO2x1U/LqswMH6ZYRtkknMdiAuPlYSOLYN",
+	"8YqBt6QYQou8NDW1kitSGLok+iWXBY42VgiVi1H8A2zs7/E+7IU0VqQDujKa7L8J6lwKbJu6ViBR4Jxd",
+	"UDsw1hOfttJXusLqdlD9xHl5LmiYfiKDiMX6jBJlYjLTxS4qnS41RJEDRiZSzJ4cqyp9Ehf7sLJ1HH4s",
+	"/746dMUMTOzK0jTSZNDFtMUuuOPACJ5ez1xVHYjNRX1JGyx4nkmnzxuKH6c//T429i7Q+a+HYe36uyXU",
+	"XlXQh4Pw7TttP0rExp5rRTysHmKyGU7S5CebvsZoFxulN77Bk6hzQ7Ekm1/vkteWUoXfHm0cll92c3R6",
+	"57uEZ5xg97AaS5sHNerN7b79vclTAduBjcQNWkl1DSm8OYddAWjZTeaR3WgeSlx/+OoOJ3+15QT4YV+P",
+	"/kPSdaO49QHCPn0Ce0NA/BRQOZvQNpSm1cZs9YUqBYU9DAQtMDNlD63sB178KXRRnEALQ92cawZv22nu",
+	"KCfSaRRoJmNuQo+5rNLNX7pCmK6DUt0ZiF9FzvgA4XIg1VVbfrVzIVqerK8BXjbfiEw4utzIbhGtWF+v",
+	"vbzknthRR2I/FD5/8fm3bh3zSzXTnSfMCbsNdVouUeXDdK4shYvelzGK9pSLQWzYFqPhZKMuoN+3TuAK",
+	"BT0vTrWvIA2wq79X8jwQXftK+7oeKYGrV3LMoHuD2p2H2optE0V8gy2/15WO7n3IuBXkSFRzcUPrt/Pb",
+	"1ZaqNsLavtXm1tyxbiP4Vlr8BCywTtc3tnXW49nrWnmgkVd/DicniNN4dPwv7Rq6g46/STz+PqUQXpM5",
+	"itGFCmThXT6BTStivmTG0Wg0uG4thF+661i64gv4xJ0VKIh6F9IsMkcj24jgJ/9cC1B83n4Fh8j+++Pm",
+	"uoBcr/2WxQS2B3Q16q/xZQmSjtVr+jPyioplmfSERlFxaenbwfCaxWrKujSf4j0ybQlqeKlScVlbBkwc",
+	"d3Gn0Fs740RIWNkOgvlLIZjEYmEzKUqLeaOvuw9wawQpl08y30HHyIKIuHbX7FvvhWVSsZ9HETv60O6P",
+	"7YJO2IRKqMXGdXhQMRkfwzdTrBahw6KV+1/hGzF1u17nwyizNfPNWB8xDuEeo8EgCoCrVDDYfywuxK5B",
+	"QW9fMm6MTiSmvZc4Bh0E1BIK5Zx26WXN90tBec4z3BWbtzX0jughoMAdDGn/KJ0d9UneikSoZH1NH9AP",
+	"uZiJnClx4ZAizAnDKbDf/r//n/WPfvsf//NCyPnCDv7P/6bv/x9GX/yf/338X/3f/sf/5HNxuODZbJLJ",
+	"GXH+JjyxyBrpfM01a7AbLN/g0GcYVxVFITEVBoPfZR7QVs1H2BYLSbvVpv2VQ5+kfN1IVwuT1R49fVL3",
+	"BA1HozZwQFqcOsjK8NHe57xNfQ/Trjaurx1A+J1ZB365fPvdNeKI+DefDwdagwZrcSSLSxtHLP6z0WpC",
+	"7cqPROYx6+Nhrn03cFBGHpeJZ8zyOetXWBaU8uZKXcTEWOLBduii/UHOfsi4VHtkx4Vt/tu7N9+/oxqL",
+	"12v4rpzkez4nS0lnzxvUEKxam99ja2b93lGUO9OSqgHcym0EHSZ2HzS46xoOPPGHy7XvAWhv03UIiHQ2",
+	"9qk5EBdcHZyLPcezewR1eto04XScVZT8a+ftAcJfLbmlg4dZT4j2MhiGa9vIUGyZWWMNr/ZceDfSthlT",
+	"AGsDyLpUd4Po1BPnLyg/X+QSc8l5upTtIOfvhH1xuZL763f1dXwRINboGYsrX7Ir7B8kS8dOIGzY/Hd6",
+	"AWru6ZZKOjh8F5aZZILnxgUf3zBVop7eXV2RR08ePR2NdimbbVdcHYJvJ+dyuMi6MBNEFJ8Yy+0NcXM9",
+	"eHCxAa28H8Rox3QacIA7pzSZ8uRMqP3i9fzDkwtuJoi5txfgWYUh2O1525WAm0qsMDypjsCkeavsGkbZ",
+	"hVpPKqPB9drOeJbBIuzXap7z5ZL8FjvX1hdIbq3aSjwrCsvAObwz2vztEsemp+Qa4ckfrupcdE+Q1TnB",
+	"He2Opih5/cTSPbGzSbV3k9KC9nGP+LbN41KDwfq9k6hdHv2nyKAOh9SK+ppjeXWiIDxiaG+guMHcmjqG",
+	"w+9VlKt8eFOMcVGQN9I8GplI2y//zrSlGs7EJulk2tRSaMNima7lzSfgO9h7EpsNgol0lqMMvWwt9bLd",
+	"rxSz0SwyuqmP14pb7ipNXdW6jPZboz1P3a7iiW0L1I5PsWdafeyXKW5W2n68V1i4l0G3uQrr+GjXcJbW",
+	"tmTf5LWrziW6Duhdk6b395pSp13r8ImZeZNHE57JDeBMrsXSG911zRURRloOE2zcAbpGVhlPxEJnqciH",
+	"7BtNMKppyuKgCSUOIQyDsCI3GEtvbDF1+JULquGKWKu5cKF3aO94PBqxfjfMcUuQXTdHiWHQsUslqg0v",
+	"qg0OB0sKelyCLW8bRS/qiBBorlqwVhU0SFosl+v41IGrZgXipbpA9GsXKvgcwwx+RC/q9XDedumFtwm1",
+	"vnEO3Y2iYjeXo4t5tNQ3aakd0QSTboOutjXk/h3oFvUeo5aBNLps3WPz+SAFIUbUpxBxfwrcttcwi5Cq",
+	"zzM2kxkwFLSFrNAZIVQiTFVQC35mfLXKpDBMKiNTURU2GY7Ve7kUlHnw9tvn7NGjR38Ysh9dPewzsTYV",
+	"d1J8Cfoa8JAzse6okCXSCUYA7x8HTo2mYuYcgXu2ch6Ka7/Nt7vuC0sPltniQ8ZQ4Mp1XIvsrdHYk63V",
+	"IgKhqjQcOKdb3d+1I21ld6TnmVSpuRa4ROkirtSelrI+/HKCnm4zWYl84tEY2usPYFj0kqs1OcdxDbVy",
+	"3lHnJXcBG9cNy9jNhveLHq1in5slY3vfugOoCda99HxXsFNnYh0xnmUwL0KCXxaG8rqH7Bndx2MlDRMS",
+	"nTGcGQwTZX2z0LldwNGegbwgfokHNXMJrpSPhj4ZK3giYjEVtJAocyipYtbHjcF4/Tl6jOYWH8ks/R/D",
+	"/tGDhgUdlitgB6pYilyC8LaOSt7g9BmDFfGBc0TOg+S+H6tMXFIjeBsFS8es7/TGwZC9uOTA+2G0H8e9",
+	"jKv5uHfCxj2hxr2IjXtrwXP45uO4N7cC/joeHY/gl8y6T0+u4GOa85l1T9J74ANyy6urmNhTwxj86Lit",
+	"pqpUk44ohG9yvSpjheAZ4H9TkekLJNprxR8sS1w3Lw0t1tNcbvpvY/o+ZrPCCMO+fn38xBU2VCZg3acs",
+	"NmLJlZUJVo6mnynF8PHxMYUL+Cd8EJKEwzUbnLL4TKwvdJ5iU3wFtAz9wOXofB+9qOcatWoOeeU/3+6s",
+	"o8coMmFSAYGE7HH0eJ8UPAIhLXJp1+jPo+P8LEmEMZjWiOmPguci9x7VKvOH42MMxQ3WT4yd/PbXvw02",
+	"NuMZM3KuRBqRFwD2v9ZyCczGZRdy5YFPq4AKl0GJMB+s/8Obd5T9QlIOSvW4MGhawZFWV8/C2hUWLl9J",
+	"hy3TNRf/1n5izjqmUQ4tYi76EGnKIYiw6RotaOlSqhIPj5vFVPM8jfDj81cvgfXA4EEq2GPkV6g5z/SW",
+	"9Csse2FENjtYaANjMiI/l4kgrMG5QNKthBX2EjjeDLitXeRCjFWZq2UidiFzgaVFucVa7eUeVAm2ZR3Q",
+	"k7Eaq6Mhe/jwbS379uFD9ttf/xeLcaM+TrkRkyLPrg7ht8NKaDVx5KxErlzcCeNqrBjbHLR7jgpKCJLC",
+	"aGRVVZx+TMczjrAPdPNP/FcszgVP6d+Vzu1kIbLVrACN2sQDd6FglBJmprG8UMbXscDufGUJxwKc6yNi",
+	"hbIyY9K6QbR1PxyrY1gk0qtaVsjFw+IaVUldzdX6tzLw+l+/fxef4KjgGRY841eIl1nHdKaCvDoUcSkZ",
+	"jjKnoZtaRj1i7Y3VIxizA22nuMv6qB390bDx9/iEEb/zq6TP4SKmV9DTD4yT6YB0/umf2LM0zYUxwsBn",
+	"ErZX3C7c9YBGhoxbkJ1dFBllSrNca8vij/QJhxCzPtbgoItxrGI4PyeHh0fH/zIcDUfDo5OvRl+N4sGQ",
+	"vQ9r2T7AKDUaA1vyFdPKathPbthMI/47kvmvQflb14D9yipG6L8aq18PDg7wP2gUV+Qfs1/rIz48P4qZ",
+	"eyoggY3nyofCFd/szXuTD/1zsCSwmAcwhJTCV+KPxG+uTg6r54Zlz8BAJqaYzeQltIaP1Doqy+f4HUDo",
+	"aZ6X9h9elgyAVow6oWqPCHFY5oPGSCuOsL5e/0kbGw9gikQQhV3g4ceHK6qo2ovLRKzIxrxAmE+2yvVU",
+	"kPJGmZFL4BuJiZkSIjVjFT9DfUX+BXs4YV8jq3Vli5JcYAgoz1zxIhAnqy9ZIFIq9vChuwEePhyrfuyu",
+	"ivh298FYxf5GKEXThw/DG/LhQwYvs+5lO+7LsYqXLieerky7yHUxX7iTW12d8enGxRyVNaJLaIVWBAZf",
+	"eKn6FlkMUQi+VFpafibVWMWXB16lP8Cf41MW48rETC6JoVP5HPx1yL4DpXnJ1yzheb6mSgxYusGMVVWe",
+	"gjY9LOHAlQs0xjIPQQEHIKUDtpTG4CyXPAONVSALRz09KvcN2QgmZwR0cMIePnw8OoJ9P3DwAgGR+EDB",
+	"cvouWMyfCZ0HLFgXFg0IEibDgrnROx7BO/AwIPZxwBqpnJWzwXogXmKVPlN6qtM1i2ugybHTErC1E/V9",
+	"VSJUFkDgoL/Qtkp/JjoV4x7oAC6uDQ6CDXGBkThoSP06ODAoLdA+ZrwbcZkMubETLtDYOFZ1aGPWD3CN",
+	"A4hmV+Ts56MPQ2cVonOD6CbErd3i/EpB6b8S+wq5s+fQj0cjYKXeWuxGMsF5AZMtCQVHEjFOSM6ubjov",
+	"g4kZiPykhsJDZB8GktAzlnOFBaGwPFcJ+lqenGmOUrAbzhEMh9fYYDAaol+Y7JTXKNC1fgStVyLHB8OW",
+	"dCiBKKsqKK7NY2hTIl5XTfzMXP66o+UIb/CIxOCAqHMvcrhe/wC9JlrNMpkE6+nsELrI4SZ1+L6kebqW",
+	"RzgHvxFW60nG87mAxkjdWJo00zwl+QKTk+RS+ukcH0PzQq1yDQwUAzVgjey6GsSFyLIDt63TwiKwiDEo",
+	"8IL0w/piOB9u6H0lmJxTAP0LcaY5t2KC46hesxL5ATBm+I3GeMpikJXXB89mVuQxM3xt3NWqUdx1y/eE",
+	"qNLd72WHnE2L+anTifAQIH+UjvH6rHiZ+l6O/NYCkxVLAfdG1R16gDzCNF1R0rBpIbOyA1pMh2QQDERV",
+	"8AZCzaUSVBQC+GkujLAM66Upy+Y8n8I4XX+P/LRkIiYBvnV718hDU7ESKgV9lyVcwZinyEWShSiHiSRs",
+	"5VLowrZ3lcrUFQ40GGWuKHL714q7eqCKcknj/zxwXpCDl6mzhWQyEQ6InszevWcrGMnB8XBESQs2E4F2",
+	"1gtQunuj4RE9pVdC8ZXsnfQeDUfDR4h8bheoebfIcYfcYIjRSpu2VMVC0e6nOiloh70Wk2m98uymDpDE",
+	"dCjMRWNV1eyTxp/0k6C0KKsqi3rz9UwXOSpgxt8+Y4WrBTxtroGiUa9j/RrEEZHLgKSVWtXUUwabip/H",
+	"KnG2Po4K37qmkYX5JJXex/619j2liqHw4W1BwMiiumbI/jWw4tDvU20X1ego1Wgl8rFCyyRKmXiW49Ko",
+	"VagMRTV8e5ahsd94lfHU6Z40POoFlqHEJIPhDE5DAy2sHmiYaB+E1fE3Hj0F2zpWQqWmksqrcIt2JRSP",
+	"EoKKYGV8xCKJx8pBobkWIvW3vCIT4ABvU6o9AJuAApgbKTUgdS4iG7R7IaFDRbSbuJAo6YhzmWLhUFxS",
+	"Iq4pHC5vE6SlRnrllCBGf3HHgBHlq8iVSFla5J4MkchR93M1QakRJgQpIBzB0wg3A4c1Vk9HI0obdIH6",
+	"Mr2M2Yg2Fk2YMRsNhuxtOcPU6dVw4JnS+BKUQkNy47lgmZhZuPNBZMp5ImKU1YCKhALWDhISwcQgJZT4",
+	"nA8Mc3KMSzyA0caknmC4ji+rihhiA5pNYPrgKh2rCxgiLrlfJdy8mM5bHMjnjmHjnNCITjzxFBcalTu4",
+	"tuW8yJ1yN1ZckYGaKBvuWNdvyMPj8KTTgYW5IxMAeoXnyxJB3JL+CIoEirkO46t5raDj7MnoOMLLA5Ql",
+	"4PbceA5G3MzLUqC7lapQXAu4jlGd4OYMyYIweEo1AjQ0a0LZqA+yFE76QtJB6CHfpve8TIHzm7PnJaB6",
+	"FZbQmddRPeKL4f3A7aJ39YH8ncLYr3W6bvhh0elIYuChjwqtUhu2V9888078q7pPFavAVTX38d45Ho0+",
+	"7ZspRexqw9XzfoN7lIqrzJlnElGp0eBJwuD+xzTEtjeXUzn8mqflrKHJ0e4mPyru7AOEpvJ49Gh3o291",
+	"PpVpKhS1eLy7xffafgsCNjY42uMV77V+BZIvNjg+3mcigdBLrf6wu9VbbsUruNBo9k/2WeWXyopc8Ywa",
+	"HO01+ZeVCErNjvfazT9yKy7IIfpkn435MSiagm322Br3jvckQJJTpFgueb4mAYt42AMTSFEkW6GBs9Ly",
+	"Q6EKM0D53GAmiMcl/xD1mpaQSlh0iSHw9jYpsMyOb5cDCYdZmPBWekAwaWt3zsg4RXf+kltQzN2tayK8",
+	"ikEBz4312ZfwAirSHZFQEDv/eVx+hruznwJTW0oljZUJsMp30NwVs+/OPI4YeUlR++BJro1BOYasw17I",
+	"cq4+uPDYEV3TwMgJQiMRImVHo9GQxT51Pw6jOcYqCOfAAI71RvgGFXp2rUTqBEdjZZaVq1WsxsrqDcHP",
+	"iV9wj3K1pjWtAj/8iDACJEKFPeVWGLhOU/xYup1b40PQGLLtRhsrWAkaL8o6t7/T/j0wzn6Wt1oN5eKe",
+	"77VaxnTL1fa67UyR2PnlAvtcL7Aar/9Ti/+q6bsKvSos8MkMbsfxyZnxFxj6nEqC1k/mH4V1Zc3ukMLd",
+	"G1po+1kmz0EMC+IFeic/fwgX75U8F0oYM2THo5GzljlATnRl4L1YYjeacLl8uguuhHPfbFuJ1+6RnUsB",
+	"yvXhyue/VovQjIvYPMv0Bu+4+SHXS2EXojCUGUPhbtvXI2jjpsT6fvJsuma5Liw5ZMlaHSHIkkrWbCGN",
+	"1fOcg2ZdlvcadC6YMycN13yZbVu1Nyuhnv3w8t1KJNcjIt/xfjnVm/K+ezF7NByVZqphr4EE52xiLt7B",
+	"m8RaqgBebXuF7571/99nr18Ntu/Q+4U0ZYuIheuImSeBOovuAbi9SyOUK53TtiE7RDVMa0ZQntIHwE3d",
+	"MephBEITA2jwJS66M2ZkfCoyb+OL0ZnKFoKnImf9eJeHdwDCBbRx0f2pFoYEKxXAmQTGAGrogRBoYZwX",
+	"eKy8D0yDlu8MBaPH1A+F5PtBBNU1d4gg5B/ufRElvogSfyeiBB4KkpYbdR/LYIpQaKBwFH/CnYuV0PVr",
+	"R/tPZF+Fg01GYDqKvkVpXY8PDlxnGA12QI9hvlmRZ72T3v4BIFhOJpewfs2amFX4ZaoTLJrY0kH9QS/x",
+	"DDOd8Awew4CcEqmjGdZp7SqMo6SP8I8BHnv14fpS26J1A24htX3Z7XvbbbhU0ZKxVT5+K3gqQQL9fURk",
+	"eP16GBiq7vh932uK9VufusJVMqMbQyRnhhm+ZheL9XYBqFwxL7P7IC+rc+H8AuaUTO/ebjBkr9ANhL4G",
+	"fFmnHHR+dBgWb2zdN+jseVW37872zb3jlTStMqQfQgQCFkhaw/u8M+9ZzX0l605UZzSsokmWfM2MELfh",
+	"jV70re/2c4yTqwxMdyHX1d5xLfnu6FNTW5e2osRFBYj4mYtze5Dmcxfmc0Nx7n6Jn8ijkhBuQuSE2NTk",
+	"cdUdW0Fybx4BwvAOj0CNBh+3ZNB46O5/MMH/njeeljHw11DgcpahndwFMrjsOUwXk5kwt6COqFNQ6dz8",
+	"0X0xoL8X5vOZk9QfhW3Sk6clJCEKaUHIcnOry/QWfphOJnVYpqt2CmaUnLrx/maVtsx7GH0MobHcImOV",
+	"8ACZw3yieFUJfj9KDqvzX0XNl//A54IZ+ZfOtxG2efiyAOR8VM+E3Qka12bJi5W4tDFLamUXV7k4l7ow",
+	"WHqxa2iUdR0ObRdSyIc75Bhl7fwWlvFGCZwJVQPApOwvjOPWEviGkSJCDGRv6IvCwJjSDeCcBb8XN4k6",
+	"bNrP0tSUEXjA+n4pRIFRkJiHWA7/tMLsBj6BJhsMANCIU27NWLnYfWkocnIds74LBgXe6i9oiy0G9bpp",
+	"LhXJJxuMVUzBwEP2LE1ROXZxdlj+Mi5yGbsYQxeJvuDVLJzrxy3fWFGRCROEJ/aPR6MBk8pYwVMYIKYB",
+	"YX4r84U0BTx15AI8DV+KsfKDQE8C5W8qfaBXQ/aTs6HjyCLGK6z8B4YVuWTSjFVsFvz4ydMTChBcECw+",
+	"Lg3166MFYRcwrgHpy7AY/nStEF4B2JBPehqrsfoWBB7WXxaZlSue28OZzpcHKbfcleeDL6mbuBZ47qow",
+	"UJAlLBWGSnKVRkw7jI1sTb9XlQL6RsnZzGOy8ymGi2M2VMjDdGKFPaCYwHgwZO+KFcWOnTB06+EKRew1",
+	"z89SzOL50/vXryL2wzffRmP1zZvn/xmx5+/+4/D9u/+IMIPjEBNKMqlc8pDLREh0Kk5dFj5hUABJOXoa",
+	"K0paGbIfMfEA7jeMUbSapdKcnZLNsWaacykKlJngK2SM1dPH7LX8euD9I0ePcOF/wuCOCy7tv4JiGleh",
+	"xD4ABdeo4gFApjOppFmIFCsZ41UyVtjHxAfCe0TXqI5NzzgeS4zgkaY9tDFN4TrYdfP/xKV1KbDhqaaj",
+	"pHNGx7Lr+oOxtl/MHRiam/fvn/QFy7Sa0+LFDP5vfA2Sbe9trlH7OJ6G8sHTneLBXQVypul7cYmyWGXN",
+	"iHotx5TAdRKdOkRBOIzBMN7TgB8ePqTbaN+3A1+ov/1efWVIiW0hCYoSh4DfUhEIonJJrPKCwynEukBU",
+	"7BtYu2PzVPUj4RnBRn9Ky0/naNHoUxarcAmjX5x59yx4PUvTSkxxwRx9uBMo89a4GzO4BR0rH9yFnYhU",
+	"sMOP8M8eRiPHk79YjO7ZYqQC/lLJoHdiGmrf4rtnpu/LwjVfSObWFqEmvfyuKlu083Ggif2MRY5THeai",
+	"hHO9r5F1eZTe0lDaz83xvZ2biBTeLyz3lufn32EVK22iZjtwCnMI9OKSGrlPgMTylHd/VR960PFtbPw9",
+	"VR25U1aO79hClqjjYrqguPzHixy7tm/ynonZ78IDw2ZFljWSfln/wqOluxRhzOl0Kv/g7+m6aGBVdYe+",
+	"vlECU2C9nbwD6osCpehMK1Gmk2K2+QmTdqy6YMBKAPoWJK8GitdYlTBefLWiRCfMWI2hv7iEWFiJnIwx",
+	"/QqRzoVnjlUconPHA8pbdGm5yK0q80iQoz1WHUhhY/XwIRbZHj58iGuAeT3UUiLWmwNLO2VV4bGWYNux",
+	"irFRGGvrm0IvK6kU1WaENZmKBT+XushPUEktPzKzkCszVoVKqT5fORIzdFhL50eH+J2JXXa4tG4a72Gz",
+	"/DQ2wQJkHryHY7bZTKoqwJkCicaKgAeoxOt0TXtjEJUG/0DzqcNAhb17aGwxRXCmjx7Z5oSNS9xrArep",
+	"PiEaDtpB8TGE+EbYmwG7WGgjvE0Vk9nGyqF9n6L9DA1zWoXUhzcTokngl634CZjf9lrnmIGtKEXaFtOy",
+	"vFwxda8uiyosEH28jtI+ViESehVwvRX/HO3L/iUInaRLCsayPHFUyyvPMaexH/PC6nhwymKllYjdzBEH",
+	"Xs9mERIzcaQYVgBT7SzLBHd7Ar1FDoUurablHoUTO1b+28oGzt2y1MbnTbSwcm405cwJrEDr7ABPa1nQ",
+	"gPR7h/ZqMLDfA7BKxeLyuXjgoN5wCX4NOvi1QsXCIEllTSuYUAlF8SsD8kO7IxCWr7EyJm8kfOWshgjk",
+	"9ttf/5fDeKtBU9y0E7pLqLVMq6YEGpfqhDI4g2TOWKbmhP2MeMHph7jsZxNGwveKMLE/+yH99te/fbiK",
+	"Wc7VmUhbsCCgWdhN5Idh0MmR6OWSHxgBBI0AllTT6Fe/n2W+5ZKv2VQg5yOLPHqOzIKvxAlzWFGugk0e",
+	"oPsu0K1EtnwFbJRgpvoxTd6tQdvC/PbXvw2IYWHSDzQzCPzmYKccmgj8a5RcrYR1jfA0Vw4KpwoC23zm",
+	"EcrgDFfoUraap4sXADpVGgfvOOpbDKl9+BBxlaxUhZjMpOLZxN1UIEDMBR4QShflaTqZC+Vk0wnxoHis",
+	"+gR4GabW2rwQg+osnTAjbFcH8Dya6JnV5M2CsbhgZsUzViJb+Dt06GBHCHaOXF6pWOUiIdS8THLD9Axu",
+	"LX452QC2j09hZIgbXIKzpHKGib2WsLZMjQ/EIlno+MRDlWTrAGIDbj8EzA1r9mbAq9xgg2cvFkK55Bgv",
+	"DUh0ELbN0Fi9cu/07RGkhUDSCfODjgM86am8T34cR9Cul8EQGDjVhKMfpJo7XOaY5WKpz4UhDItNnJDf",
+	"/vo3+u5wEzxkSLhrWSaySSm5mLJn5CymBN2B7S0heuDJIYtVXDqlFCOuDMKAEQ49xnNKcnhOC5nZA6k8",
+	"/geBLAfp4ph9LX4peFYmBlIytP8uEPPgxPgso1LMeIH90rGo5Bv0w5WyhB9FIGaudCaTNR5TxGkcqxJ5",
+	"BFPJXoYouC7VqX/+6tXriGUZX/JhslpF7A3+HbF3f3zF1XxAbjqtCIm8SpwasmesvK1LPyHsvlsVB2y1",
+	"0AqkoeouJ/QVutALZbzvc1J2Fkdhxnj1Do+eQf2fEvGVy1CD7DIszvR8leupiVkf+QBeuqtJ8DURERsN",
+	"4LZ3hSjKnyPsQdrJVHL8ZMrSgxNNtQcJepfUpYkrjTtW4WXu+WhhxGQq+LK8BsshgZYxsWK5yrgVMYkd",
+	"QIiOSUy4ob/opkI8n/AB+pp6I/3C73hJnCuOOLDCAdFWG4b4mY7gsCwIklutIId74ybvQjEKWXoAqlnf",
+	"f2IafjgPSEnB5vIvwMyxaLn79ZRq6LfsJ2GKElg6wuTrPGUrKRJhSnUryw5eSyVfvT549fTg/JgVKuFG",
+	"pGP1k87TH+DZ4L0I5yOWU0GxEyjnPzCDytuNV5ueuQXzoJIKHf9ulMRJojA+ga2ywlRYX8hYHhjmYwYq",
+	"uWtI2FPnOuHTIuP52juXCfq0dXRsRlV7+vHBQTkTIBYB91V8cKCVujxIZR6zQxY/f/bDux9fvfhm8ub7",
+	"7/9z8s3Lt0CB5Zev33zz4hV9O1aOz6bccjoMTu85bK4ppVU6lhECg5LupBXGDMCpxlv+6xdv38OFRKM1",
+	"ZTRJH7bPlSQB2bigRNElz89AhmWZvhD5WE1Bt/PbC00OcMeJ4Eh2QZBBoz0gBCZsHhQrlum5I2mqfCrV",
+	"HMiaghGI2E5YFY9Q4uOBEop51eJcqDI244SuihgW6MRh6z5fcPu8PBDPF0V1G2FbVK1TkVlOtEa3YxBZ",
+	"Mla5zoB9hUpJDtcDh5VKBVzi2IEB1duJHxR1Wd7tdMH6IA54rCDoRHysT9JY7K6yeOAufbcCEwpgMcNa",
+	"iVbCScsLQeN2gtSAYFHGyi3Cz9+8+f7Fh9ipXXF7wdjYnR4XKurmjg8MxwqkRYRYJTsn5ebgLTUVc67o",
+	"qlOWOZyx2urXUGDduo8VLrzHb2mMk+jAwRgrrdzeirS8hz0MN8YxebxJwuj135fHHO+gcuPawkxcpkaN",
+	"Su4qKaT2kt8pkqExUyzH0DxIN+2N9q7LFhxizZFsR07vqqg94m3OfHgdXjnuCJTE/iVY4X7wtP5OgLGa",
+	"ttxmuQaUxmtW7AWVTm+zYMNP3vlyJtbbw9K/gwfu8Jx+J9ZdkdDvqXCXCeDCFYIt4e2Q/sNnDTqwecP6",
+	"ZJcnS64RSS4s3MFhAHO49zDZjr2nsvc7Uga/E+s7TRf8Tqx/r1RBigSDCXbTmwumRWREFOJwwT93hvz3",
+	"kgpY1lAYspfl4mJ1T5fPUsq+vsDT/mQd8LTDj2di3QjzaqaQn+szih/HTc9QbK+wZ0hU7CyeRJA0zfgI",
+	"YFP++Nwdw+zG+iQ2Cav7JTbiVuRKWxmQa8TEbCYSLJCjSbtToJI7NjlkL1OxXGnr4Jauw4u7Aht+P0L6",
+	"QkCfJDgN1ETP7a57P2/LBXBb9MAwmbJ+fCbWWK1mUEbhrzhi17kg/LPyPq9u2TAkfcUtTKF30vsv6Orn",
+	"Zwf/nR/8ZXTwhw8fj6Knj6/+uaWGrw9H6KigtQU7FdRWr80SSqrj92SqBPW6WWsrckoTRgGU4h97iUW1",
+	"pU968UKxMFQeQ1a2uKp2Ri4ycc4xK4ls+hkwe8sKI3JvVYuYVOi/dPW3ldPEvXs8qOvlLCe1ql4ul6l8",
+	"Jxp+gmJL3sTOVe12iVw5oo2SfPUKQ6c07GpGCCs+FWUKVYks8eC6gKR0RVPttA1DwfXCXL73w0PwrTtD",
+	"KP1iafhiafh7sTT8QyJ3V1hHjUKmP3+4ij6WpUB//lBHEXvWZPFVNUVTZ6+u0JFUYWXF8DKlBzquU/fj",
+	"Vf2yqoqYBZaP+ulysEuoAlSsFge50FnaCLpxg8TkQJaLROepSMfKhSBi/A2XWZGLQQl5FJH/l+LCagy9",
+	"CRBEyNOFEeRIm2d6yrNgUNK4YJ+YfmoFeoT5EGP/vpr8HfLE8i3bbDvVlP+RkaBueERK3ChHXAF9BKnq",
+	"m3AXtzoPhx/Lv7fqzpSsY0pnJHQTsXORWJ07oY4OgSf8DUEswnJBGPCQc2W4C0jDwEqPjFbROJ05pe1C",
+	"qnkbfdOAGhR+LwTu0r/aaPwnXxwn/ZIidv8HqIQgqsgIDw7SLBISeWmvfXii9itjL9LdIFwE2L5/qn2p",
+	"ZnonW/5Cr/dJr2+UaJIqBXLciMPfWGGrZxtsvSEOxeVK57ZTiHoR3A6bmnjfF37FuIkCJD4BN4bX70GL",
+	"ydKqUkpEXvfXThl2Iacc8SVYvwZkcXmgUjgY8WDIvhUidTFbY4VFLZ3AJZcw+AAXPBcIxYlh9VXoaDVg",
+	"ChXjaqzoF+is7S56gatyq1PtJ1A/2SWG1LYj/rokAGeywSDdLqAhtzm0ip/7ef+sjy/ter3+u2EVAsrn",
+	"eYKdeNatCH3LE8sCRQZVIMIacXEywKTI8mYoQqcM7sRomSlPx4rq+VoJagri1ue+humA4syctIgVYUvD",
+	"Fzq8JYpQlTKl5uh/qXs/T8PnjchmVDNd5xhOM+d5mgljtitG3/qluMP7t/ambaqR35cvR/IWR/KtJ6tN",
+	"RZxKIN7ConAvp5OuqOtnfjdf1gUk9hbtLbp5D7hgVGJoZJU/peS4MhkDwbH84gwqE3lglqB0q0C7O0H8",
+	"T4KD0jkD5c9FncZls5j2JXPh6y4HjAaElcmr0pqW53NhMQAUHh8ryuSKZRo3i11713LNaGLO5GoFfRvt",
+	"ZIFSTMDQOoQmsReSnl7wfAk8ZIB17/ElyAqrN/i6neVLMDAdhAbFOJvlwiyYxPD0KYJVKREEn7vAcum8",
+	"C05dwFUmNjZk7zEP4EyIVan7B06HVHgQNNCjWxjdy2WXVLKPWf7WAgmdRTg3S35JUJeIAjkatQkq9wh4",
+	"hMvSXUKz1OGJRD5/Jf4zjQO5IQun7an8eRh6cQuhai+269/WKRSV0IG/uByksvGDyvfYBJj0BQ05onuO",
+	"lQeqY09GUZlWezwaDRyEnMM6daWR6pCnGHmworBlCniGkSxqtTn6X78+fkKxTIT6p1wEP9WFrDJmorFK",
+	"hTLC2e9MxFAyw7JZIpGrXCc8w4TDyIM+miUB5iVYQmuqVWEG0VhNg+nWKlL7as+nTGkYt1TzIXvh9L9y",
+	"c7GIZKAJznhCycBltWdf/pubM/hd522K2lh5Tc39kkljt8p+UuwE3qWSnw7aoR3r7pcueNnHHu3Wf3G0",
+	"6U+PPrb2eSZVujd6L3Ha76BJZ4fhpTGRadeQj46/uuGIt2AAPwkh/o5vhQB8HehfOjrXwv7tmJvPS3CW",
+	"i2sDKm7rs6L763X74c7VlW16ij+7X/SU27p6dO4Ztw3W9fdWU7o0h3dkKav0AUTzq0x9wLdYrLQVcYnI",
+	"OnDwwYmNIwYqPcrGJ3AlVApaBB/rwix7aRv4xQ6QeFcMy50GMXux9neJY/ZGvvZD6QwftBtf5NX7PMo/",
+	"5RJ9Tu4kpDIXic3WrF8j8sHdyq2HH+m5PVAug4PyBefyc3Zi+sN8B75KH2JD9Ug3bSX9iwUBXaDRxjLZ",
+	"YvUYbPFs3r1Bdat08iWS+d7dmDcm1lsJK7vR1IhaKtGG22SxeTieI7Ahqd1kviMwGhfYckC50CY4O5iE",
+	"Xtdbx8rhTEwFEykGevUfj/7gg3kDcT8enDCepiDmiYsq3g0z09sknB8RZ/tOJZzwFb9TUO32g+2xxv9B",
+	"D/g/Sh24G7IQOoDlpVdhBEVsKSxPueVwF2Gq1gHBU8iluCeZ6hCV//WtnTLX51ZFy0X+R4TvueQoZGqF",
+	"cXYxmSfMhNuY9TkuzilTRZaxJBM8J85F0xiQ0S22NitLWLA+rqnSFwMyr4V2OpITMB3ViEwgwKbS+Vhl",
+	"0iCTcxa6uGEr8XCNsoyG84BBK5FLncqEmQshVm0c752XJF7Q0t8N03snLPX/WXI8t/ilQRXuCtrCL+LN",
+	"ffKmdwJNNXiQQg7l9+KGPAjhbXZEo3vIrX6V/J8suAOeKUFvQrkkCG4iqDCDMCdrYp3NIrSYJkR9dFrL",
+	"aZx3eQrgDVstjjTAm1Pw70BeFS1Fm8T2oYliXG6jx1bL6R8TgcJFiGkIvpQvuW2rB92eWagqciP4o+4c",
+	"vdcSMRGZkXMl0noOdAkHlfAMa2CX+bEEdIjpaAt+7kD46slrlMJAHYVFrSiZMYicKvPWIqZ4nusLkY6V",
+	"1UGkgIlJgyUJvY/uJp8Kh82rGwZH93j0yIGgYf5b5K4146KYGjeg9809ejoKvHNfPX2M/jlyVFm9MuxC",
+	"55hETkWjrMHUPQxpwlTsIXsWLJ7x4HNLiRmI8FW3ETMklLu0ZOIbgkvvLg2X4Zw6Djguyxer5e2yj+EE",
+	"NxNMS5i45uWwZ27yMhBQuvgbMDNkWV1pyw4+PfWcLdfaDln8ccqNmBR5doV5ifFH+hm/OTw/ik9Z7ATw",
+	"jofwCdd5Vz+bhQZimHqRZ72TXvhkL+oh9vDUFdOvfqq55HoLa1cnh4dHx/8yHA1Hw6OTr0ZfjWCBPpQL",
+	"uhlyFd7drB/A96ANzfssEaNnwwNKMiI1hVt/Izco6KK0qnzsLL/vyl1SOUwvRfgKu+inDIfkcfE3eyyB",
+	"ahBSMGR4QXukrJYp4W0XsYXgGSZFw6xsLpOwrbvZrj5c/d8AAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
