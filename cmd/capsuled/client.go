@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
@@ -26,6 +27,9 @@ func (c *clientFlags) register(fs *flag.FlagSet) {
 
 // client returns the generated API client for the server, with the key.
 func (c *clientFlags) client() (*gen.ClientWithResponses, error) {
+	if c.key == "" {
+		c.key = os.Getenv("CAPSULED_API_KEY")
+	}
 	if c.key == "" {
 		return nil, errors.New("no API key: pass --key or set CAPSULED_API_KEY")
 	}
