@@ -20,6 +20,9 @@ type Options struct {
 	// suffix (e.g. "output.dense" keeps every feed-forward output layer,
 	// whose GELU inputs have the widest range).
 	KeepFP32 []string
+	// HiddenStateOnly leaves pooling out of the graph: the only output is
+	// last_hidden_state, as in the public ONNX exports of the model.
+	HiddenStateOnly bool
 	// FileName is the model file written in the target directory; default
 	// "model.onnx" (or "model_quantized.onnx" with Quantize).
 	FileName string
@@ -198,6 +201,16 @@ func Build(w *bert.Weights, opts Options) ([]byte, error) {
 	}
 
 	// Mean pooling over the mask, then L2 normalisation.
+	if !opts.HiddenStateOnly {
+		pool(g, x, maskF)
+	}
+
+	return finish(g, h, opts), nil
+}
+
+// pool appends mean pooling over the mask and L2 normalisation, output
+// sentence_embedding.
+func pool(g *graph, x, maskF string) {
 	mask3 := g.op("Unsqueeze", []string{maskF, g.ints(false, 2)})
 	summed := g.op("ReduceSum", []string{g.op("Mul", []string{x, mask3}), g.ints(false, 1)}, attrInt("keepdims", 0))
 	count := g.op("ReduceSum", []string{mask3, g.ints(false, 1)}, attrInt("keepdims", 0))
@@ -206,7 +219,10 @@ func Build(w *bert.Weights, opts Options) ([]byte, error) {
 	norm := g.op("ReduceL2", []string{mean}, attrIntList("axes", -1), attrInt("keepdims", 1))
 	norm = g.op("Max", []string{norm, g.scalarF(1e-12)})
 	g.output("Div", []string{mean, norm}, SentenceEmbedding)
+}
 
+// finish wraps nodes and initializers into a ModelProto.
+func finish(g *graph, h int64, opts Options) []byte {
 	gr := msg(nil).str(graphName, "bert_sentence_encoder")
 	for _, n := range g.nodes {
 		gr = gr.bytes(graphNode, n)
@@ -218,7 +234,9 @@ func Build(w *bert.Weights, opts Options) ([]byte, error) {
 		gr = gr.bytes(graphInput, valueInfo(name, dataTypeInt64, "batch_size", "sequence_length"))
 	}
 	gr = gr.bytes(graphOutput, valueInfo(LastHiddenState, dataTypeFloat, "batch_size", "sequence_length", int(h)))
-	gr = gr.bytes(graphOutput, valueInfo(SentenceEmbedding, dataTypeFloat, "batch_size", int(h)))
+	if !opts.HiddenStateOnly {
+		gr = gr.bytes(graphOutput, valueInfo(SentenceEmbedding, dataTypeFloat, "batch_size", int(h)))
+	}
 
 	opset := msg(nil).str(opsetDomain, "").varint(opsetVersion, opsetVersion17)
 	meta := func(k, v string) msg { return msg(nil).str(stringEntryKey, k).str(stringEntryValue, v) }
@@ -229,13 +247,13 @@ func Build(w *bert.Weights, opts Options) ([]byte, error) {
 	m := msg(nil).varint(modelIRVersion, irVersion).
 		str(modelProducerName, "capsuled-onnxexport").
 		str(modelProducerVer, "1").
-		str(modelDocString, "BERT sentence encoder converted from safetensors by capsuled; outputs last_hidden_state and mean-pooled, L2-normalised sentence_embedding").
+		str(modelDocString, "BERT sentence encoder converted from safetensors by capsuled; outputs last_hidden_state and (unless hidden-state-only) the mean-pooled, L2-normalised sentence_embedding").
 		bytes(modelOpsetImport, opset).
-		bytes(modelMetadataProps, meta("pooling", "mean")).
-		bytes(modelMetadataProps, meta("normalize", "l2")).
-		bytes(modelMetadataProps, meta("weights", quant)).
-		bytes(modelGraph, gr)
-	return m, nil
+		bytes(modelMetadataProps, meta("weights", quant))
+	if !opts.HiddenStateOnly {
+		m = m.bytes(modelMetadataProps, meta("pooling", "mean")).bytes(modelMetadataProps, meta("normalize", "l2"))
+	}
+	return m.bytes(modelGraph, gr)
 }
 
 func keep(name string, suffixes []string) bool {

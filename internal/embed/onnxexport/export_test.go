@@ -3,6 +3,7 @@ package onnxexport
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -40,15 +41,17 @@ func TestBuildStructure(t *testing.T) {
 		quantize bool
 		keep     []string
 		wantOps  map[string]int // op → count; tiny model: 2 layers
+		hidden   bool
 	}{
-		{"fp32", false, nil, map[string]int{"Gather": 4, "LayerNormalization": 5, "MatMul": 2 * 8, "Softmax": 2, "Erf": 2, "ReduceL2": 1, "MatMulInteger": 0}},
-		{"int8", true, nil, map[string]int{"DynamicQuantizeLinear": 2 * 6, "MatMulInteger": 2 * 6, "MatMul": 2 * 2, "Softmax": 2, "Erf": 2}},
-		{"int8 keep outputs", true, []string{"output.dense"}, map[string]int{"MatMulInteger": 2 * 4, "MatMul": 2 * 4}},
+		{"hidden state only", false, nil, map[string]int{"ReduceL2": 0, "MatMul": 2 * 8}, true},
+		{"fp32", false, nil, map[string]int{"Gather": 4, "LayerNormalization": 5, "MatMul": 2 * 8, "Softmax": 2, "Erf": 2, "ReduceL2": 1, "MatMulInteger": 0}, false},
+		{"int8", true, nil, map[string]int{"DynamicQuantizeLinear": 2 * 6, "MatMulInteger": 2 * 6, "MatMul": 2 * 2, "Softmax": 2, "Erf": 2}, false},
+		{"int8 keep outputs", true, []string{"output.dense"}, map[string]int{"MatMulInteger": 2 * 4, "MatMul": 2 * 4}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			b, err := Build(bert.Random(bert.TinyConfig(), 1), Options{Quantize: tt.quantize, KeepFP32: tt.keep})
+			b, err := Build(bert.Random(bert.TinyConfig(), 1), Options{Quantize: tt.quantize, KeepFP32: tt.keep, HiddenStateOnly: tt.hidden})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -75,8 +78,12 @@ func TestBuildStructure(t *testing.T) {
 			for _, o := range g[graphOutput] {
 				outs = append(outs, string(fields(t, o.([]byte))[valueInfoName][0].([]byte)))
 			}
-			if len(outs) != 2 || outs[0] != LastHiddenState || outs[1] != SentenceEmbedding {
-				t.Errorf("outputs %v", outs)
+			want := []string{LastHiddenState, SentenceEmbedding}
+			if tt.hidden {
+				want = want[:1]
+			}
+			if !slices.Equal(outs, want) {
+				t.Errorf("outputs %v, want %v", outs, want)
 			}
 			if len(g[graphInput]) != 3 {
 				t.Errorf("%d inputs", len(g[graphInput]))

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"capsuled/internal/embed/embedtest"
+	"capsuled/internal/embed/onnxexport"
 )
 
 func newEmbedder(t testing.TB, file string) *Embedder {
@@ -149,4 +150,25 @@ func BenchmarkEmbedChunksInt8(b *testing.B) {
 
 func BenchmarkEmbedSentencesFP32Batch1(b *testing.B) {
 	embedtest.BenchSentences(b, newEmbedderConfig(b, Config{ModelFile: "model.onnx", BatchSize: 1}), 32)
+}
+
+// TestSuiteHiddenStateOnly runs a model whose only output is
+// last_hidden_state, like the public ONNX exports fetched by modelfiles:
+// pooling and normalisation then happen in Go.
+func TestSuiteHiddenStateOnly(t *testing.T) {
+	src := embedtest.ModelDir(t)
+	lib := embedtest.ORTLib(t)
+	dir := t.TempDir()
+	if err := onnxexport.Convert(src, dir, onnxexport.Options{HiddenStateOnly: true}); err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(context.Background(), Config{ModelDir: dir, ORTLibrary: lib})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if e.pooled {
+		t.Fatal("model with only last_hidden_state reported as pooled")
+	}
+	embedtest.Run(t, e, embedtest.Options{})
 }
