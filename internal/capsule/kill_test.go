@@ -40,19 +40,31 @@ func TestKillDuringIngestion(t *testing.T) {
 	call(t, srv, key, "POST", "/v1/capsules", map[string]any{"name": "k"}, nil)
 	const n = 120
 	para := strings.Repeat("Ingestion must survive a kill at any moment without losing data. ", 60)
+	// The senders report errors on errs: t.Fatal belongs to the test's own
+	// goroutine.
 	var wg sync.WaitGroup
+	errs := make(chan error, 8)
 	for w := range 8 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := w; i < n; i += 8 {
-				call(t, srv, key, "POST", "/v1/capsules/k/items", map[string]any{
+				err := send(srv, key, "POST", "/v1/capsules/k/items", map[string]any{
 					"content": fmt.Sprintf("Document %d.\n\n%s\n\n%s", i, para, strings.Repeat(fmt.Sprintf("word%d ", i), 8000)),
 					"uri":     fmt.Sprint("doc-", i)}, nil)
+				if err != nil {
+					errs <- err
+					return
+				}
 			}
 		}()
 	}
 	wg.Wait()
+	close(errs)
+	for err := range errs {
+		srv.kill(t)
+		t.Fatal(err)
+	}
 	var ready map[string]int
 	deadline := time.Now().Add(60 * time.Second)
 	for {
@@ -174,30 +186,47 @@ func startServer(t *testing.T, bin, data, key string) (*proc, string) {
 
 func call(t *testing.T, p *proc, key, method, path string, body, out any) {
 	t.Helper()
+	if err := send(p, key, method, path, body, out); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// send makes one API call; safe from any goroutine.
+func send(p *proc, key, method, path string, body, out any) error {
 	var r io.Reader
 	if body != nil {
-		b, _ := json.Marshal(body)
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
 		r = bytes.NewReader(b)
 	}
-	req, _ := http.NewRequest(method, p.url+path, r)
+	req, err := http.NewRequest(method, p.url+path, r)
+	if err != nil {
+		return err
+	}
 	req.Header.Set("Authorization", "Bearer "+key)
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatal(err)
+		return fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", method, path, err)
+	}
 	if resp.StatusCode >= 300 {
-		t.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, b)
+		return fmt.Errorf("%s %s: %d %s", method, path, resp.StatusCode, b)
 	}
 	if out != nil {
 		if err := json.Unmarshal(b, out); err != nil {
-			t.Fatal(err)
+			return fmt.Errorf("%s %s: %w", method, path, err)
 		}
 	}
+	return nil
 }
 
 type listed struct {
