@@ -47,6 +47,7 @@ func runBenchRetrieval(ctx context.Context, args []string, stdout, stderr io.Wri
 	sweep := fs.Bool("sweep", false, "also print nDCG@10 for several fusion settings")
 	fusion := fs.String("fusion", "", "hybrid fusion: convex or rrf (default: the engine's)")
 	alpha := fs.Float64("alpha", 0, "dense weight of the convex fusion (0: default)")
+	kwNorm := fs.String("keyword-norm", "", "BM25 score normalisation: query or saturate (default: the engine's)")
 	bareSample := fs.Int("bare-sample", 1000, "chunks embedded by the bare embedder to measure its speed")
 	storeURL := fs.String("store", "", "postgres://… to run on PostgreSQL (an empty database or schema) instead of a temporary SQLite")
 	fullText := fs.String("fulltext", "", "PostgreSQL keyword ranking: bm25 (pg_textsearch) or tsvector (default: bm25 when present)")
@@ -120,7 +121,7 @@ func runBenchRetrieval(ctx context.Context, args []string, stdout, stderr io.Wri
 		defer db.Close()
 		st, keys = db.Capsules(), db.Keys()
 	}
-	rcfg := retrieval.Config{Fusion: retrieval.Fusion(*fusion), Alpha: *alpha}
+	rcfg := retrieval.Config{Fusion: retrieval.Fusion(*fusion), Alpha: *alpha, KeywordNorm: retrieval.KeywordNorm(*kwNorm)}
 	svc, err := capsule.New(capsule.Config{Store: st, Embedder: emb, Tokens: emb.Tokenizer(), DataDir: dir, Workers: 1, Retrieval: rcfg, Log: log})
 	if err != nil {
 		return err
@@ -230,7 +231,7 @@ func runBenchRetrieval(ctx context.Context, args []string, stdout, stderr io.Wri
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(stderr, "sweep fusion=%s alpha=%.2f bm25_scale=%g rrf_k=%g: nDCG@10 %.4f Recall@100 %.4f\n", cfg.Fusion, cfg.Alpha, cfg.BM25Scale, cfg.RRFK, ndcg, recall)
+			fmt.Fprintf(stderr, "sweep fusion=%s alpha=%.2f keyword_norm=%s bm25_scale=%g rrf_k=%g: nDCG@10 %.4f Recall@100 %.4f\n", cfg.Fusion, cfg.Alpha, cfg.KeywordNorm, cfg.BM25Scale, cfg.RRFK, ndcg, recall)
 		}
 	}
 
@@ -291,9 +292,12 @@ func sweepConfigs() []retrieval.Config {
 	for _, k := range []float64{20, 60} {
 		out = append(out, retrieval.Config{Fusion: retrieval.FusionRRF, RRFK: k})
 	}
+	for _, a := range []float64{0.3, 0.4, 0.5, 0.6, 0.7, 0.8} {
+		out = append(out, retrieval.Config{Fusion: retrieval.FusionConvex, Alpha: a, KeywordNorm: retrieval.KeywordNormQuery})
+	}
 	for _, s := range []float64{5, 10, 20} {
 		for _, a := range []float64{0.3, 0.4, 0.5, 0.6, 0.7, 0.8} {
-			out = append(out, retrieval.Config{Fusion: retrieval.FusionConvex, Alpha: a, BM25Scale: s})
+			out = append(out, retrieval.Config{Fusion: retrieval.FusionConvex, Alpha: a, KeywordNorm: retrieval.KeywordNormSaturate, BM25Scale: s})
 		}
 	}
 	return out

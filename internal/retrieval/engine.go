@@ -47,6 +47,23 @@ const (
 	FusionRRF    Fusion = "rrf"    // reciprocal rank fusion, scaled to [0, 1]
 )
 
+// KeywordNorm names how raw BM25 scores map to [0, 1].
+type KeywordNorm string
+
+// The keyword normalisations.
+const (
+	// KeywordNormQuery divides a chunk's BM25 score by the most the query
+	// can score in the capsule: the sum, over the query's terms, of the best
+	// score each term alone reaches in the capsule (a term absent from the
+	// capsule counts as the mean of the present ones). A chunk that is the
+	// capsule's best match for every term scores 1 whatever the capsule's
+	// size, so tiny capsules, where BM25's IDF collapses, still score
+	// sensibly.
+	KeywordNormQuery KeywordNorm = "query"
+	// KeywordNormSaturate squashes the raw score x as x/(x+BM25Scale).
+	KeywordNormSaturate KeywordNorm = "saturate"
+)
+
 // Config tunes an Engine. Zero values take the defaults.
 type Config struct {
 	// Fusion is the hybrid method. Default FusionConvex.
@@ -54,7 +71,11 @@ type Config struct {
 	// Alpha is the dense weight of the convex mix. Default 0.6 (SciFact
 	// train, see the package documentation).
 	Alpha float64
-	// BM25Scale is K in the keyword score x/(x+K). Default 10.
+	// KeywordNorm is how a raw BM25 score becomes a keyword score in
+	// [0, 1]. Default KeywordNormQuery.
+	KeywordNorm KeywordNorm
+	// BM25Scale is K in the keyword score x/(x+K) of KeywordNormSaturate.
+	// Default 10.
 	BM25Scale float64
 	// RRFK is k in 1/(k+rank). Default 60.
 	RRFK float64
@@ -71,6 +92,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Alpha <= 0 || c.Alpha > 1 {
 		c.Alpha = 0.6
+	}
+	if c.KeywordNorm == "" {
+		c.KeywordNorm = KeywordNormQuery
 	}
 	if c.BM25Scale <= 0 {
 		c.BM25Scale = 10
@@ -320,9 +344,11 @@ func (e *Engine) Search(ctx context.Context, capsule string, q domain.Query) ([]
 			cands = append(cands, c)
 		}
 	}
+	kwMax := 0.0 // the query's best attainable BM25 in the capsule (KeywordNormQuery)
 	if mode != domain.ModeSemantic {
+		terms := Terms(q.Text)
 		rank := 0
-		err := e.src.Keyword(ctx, capsule, Terms(q.Text), func(id string, idx int, score float64) bool {
+		err := e.src.Keyword(ctx, capsule, terms, func(id string, idx int, score float64) bool {
 			en := ci.items[id]
 			if en == nil || (pred != nil && !pred(&en.item)) {
 				return true
@@ -344,10 +370,15 @@ func (e *Engine) Search(ctx context.Context, capsule string, q domain.Query) ([]
 		if err != nil {
 			return nil, err
 		}
+		if rank > 0 && e.cfg.KeywordNorm == KeywordNormQuery {
+			if kwMax, err = e.queryMaxBM25(ctx, capsule, terms); err != nil {
+				return nil, err
+			}
+		}
 	}
 	now := e.cfg.Now()
 	for _, c := range cands {
-		c.score = e.fuse(mode, c)
+		c.score = e.fuse(mode, c, kwMax)
 		if r := q.Wishlist.Recency; r != nil && r.HalfLife > 0 {
 			t := c.en.item.TimeAdded
 			if r.Field != "time_added" {
@@ -395,10 +426,50 @@ func less(a, b *cand) bool {
 	return a.idx < b.idx
 }
 
-// fuse scores a candidate in [0, 1] for the mode.
-func (e *Engine) fuse(mode domain.SearchMode, c *cand) float64 {
+// queryMaxBM25 is the most a query of these terms can score in the capsule
+// (KeywordNormQuery): the sum of each term's best score alone, a term that
+// matches nothing counting as the mean of those that match.
+func (e *Engine) queryMaxBM25(ctx context.Context, capsule string, terms []string) (float64, error) {
+	sum, found := 0.0, 0
+	for _, t := range terms {
+		best := 0.0
+		err := e.src.Keyword(ctx, capsule, []string{t}, func(_ string, _ int, score float64) bool {
+			best = score
+			return false
+		})
+		if err != nil {
+			return 0, fmt.Errorf("keyword bound for %q: %w", t, err)
+		}
+		if best > 0 {
+			sum += best
+			found++
+		}
+	}
+	if found == 0 {
+		return 0, nil
+	}
+	return sum * float64(len(terms)) / float64(found), nil
+}
+
+// keywordScore maps a raw BM25 score to [0, 1].
+func (e *Engine) keywordScore(bm25, kwMax float64) float64 {
+	if bm25 <= 0 {
+		return 0
+	}
+	if e.cfg.KeywordNorm == KeywordNormQuery {
+		if kwMax <= 0 {
+			return 0
+		}
+		return min(bm25/kwMax, 1)
+	}
+	return bm25 / (bm25 + e.cfg.BM25Scale)
+}
+
+// fuse scores a candidate in [0, 1] for the mode; kwMax is the query's best
+// attainable BM25 (KeywordNormQuery).
+func (e *Engine) fuse(mode domain.SearchMode, c *cand, kwMax float64) float64 {
 	dense := max(c.dense, 0)
-	kw := c.bm25 / (c.bm25 + e.cfg.BM25Scale)
+	kw := e.keywordScore(c.bm25, kwMax)
 	switch mode {
 	case domain.ModeSemantic:
 		return dense

@@ -1,0 +1,93 @@
+package retrieval
+
+import (
+	"context"
+	"math"
+	"sort"
+	"testing"
+
+	"capsuled/internal/domain"
+)
+
+// fakeKeywordSource scores chunks by summing fixed per-term contributions,
+// as BM25 does; tiny contributions imitate FTS5's collapsed IDF in a tiny
+// capsule.
+type fakeKeywordSource struct {
+	fakeSource
+	contrib map[string]map[ref]float64 // term → chunk → its BM25 part
+}
+
+func (f *fakeKeywordSource) Keyword(_ context.Context, _ string, terms []string, fn func(string, int, float64) bool) error {
+	sum := map[ref]float64{}
+	for _, t := range terms {
+		for r, s := range f.contrib[t] {
+			sum[r] += s
+		}
+	}
+	refs := make([]ref, 0, len(sum))
+	for r := range sum {
+		refs = append(refs, r)
+	}
+	sort.Slice(refs, func(i, j int) bool {
+		if sum[refs[i]] != sum[refs[j]] {
+			return sum[refs[i]] > sum[refs[j]]
+		}
+		return refLess(refs[i], refs[j])
+	})
+	for _, r := range refs {
+		if !fn(r.item, r.idx, sum[r]) {
+			return nil
+		}
+	}
+	return nil
+}
+
+func TestKeywordNormQuery(t *testing.T) {
+	t.Parallel()
+	a, b := ref{"a", 0}, ref{"a", 1}
+	for _, tc := range []struct {
+		name  string
+		scale float64 // multiplies every contribution (1e-6: collapsed IDF)
+		query string
+		want  map[ref]float64
+	}{
+		{"every term at its best", 1, "solar panels", map[ref]float64{a: 1, b: 0.5}},
+		{"collapsed idf", 1e-6, "solar panels", map[ref]float64{a: 1, b: 0.5}},
+		{"half the terms absent", 1e-6, "solar panels quark gluon", map[ref]float64{a: 0.5, b: 0.25}},
+		{"one term", 3, "panels", map[ref]float64{a: 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			src := &fakeKeywordSource{
+				fakeSource: fakeSource{items: []domain.Item{{ID: "a", Capsule: "c"}}},
+				contrib: map[string]map[ref]float64{
+					"solar":  {a: 2 * tc.scale, b: 2 * tc.scale},
+					"panels": {a: 2 * tc.scale},
+				},
+			}
+			e := New(src, nil, 0, Config{})
+			hits, err := e.Search(context.Background(), "c", domain.Query{Text: tc.query, Limit: 10})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(hits) != len(tc.want) {
+				t.Fatalf("%d hits, want %d", len(hits), len(tc.want))
+			}
+			for _, h := range hits {
+				if w := tc.want[ref{h.Item.ID, h.Idx}]; math.Abs(h.Score-w) > 1e-9 {
+					t.Errorf("chunk %s/%d: score %v, want %v", h.Item.ID, h.Idx, h.Score, w)
+				}
+			}
+		})
+	}
+}
+
+func TestKeywordNormSaturate(t *testing.T) {
+	t.Parallel()
+	e := New(&fakeSource{}, nil, 0, Config{KeywordNorm: KeywordNormSaturate, BM25Scale: 10})
+	for _, tc := range []struct{ raw, want float64 }{{0, 0}, {10, 0.5}, {30, 0.75}, {-1, 0}} {
+		if got := e.keywordScore(tc.raw, 0); math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("keywordScore(%v) = %v, want %v", tc.raw, got, tc.want)
+		}
+	}
+}
