@@ -33,6 +33,9 @@ func runBenchMemory(ctx context.Context, args []string, stdout, stderr io.Writer
 	ortLib := fs.String("ort-lib", "", "path of libonnxruntime.so (default: well-known places)")
 	budget := fs.Int("budget-tokens", 1000, "memory budget of the selection")
 	maxConv := fs.Int("conversations", 0, "use only the first N conversations (0: all)")
+	denseW := fs.Float64("dense-weight", 0, "weight of the dense ranking in the fusion (0: the service default)")
+	recency := fs.Float64("recency-weight", 0, "recency bonus weight (0: the service default; negative: off)")
+	alone := fs.Bool("index-alone", false, "index each turn without its neighbours (ablation)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -75,7 +78,7 @@ func runBenchMemory(ctx context.Context, args []string, stdout, stderr io.Writer
 			fmt.Fprintf(stderr, "warning: no model in %s: keyword only, no dense baseline\n", *onnxDir)
 		}
 	}
-	svc, err := memory.New(memory.Config{BudgetTokens: *budget, Now: func() time.Time { return clock }}, deps)
+	svc, err := memory.New(memory.Config{BudgetTokens: *budget, IndexAlone: *alone, RecencyWeight: *recency, DenseWeight: *denseW, Now: func() time.Time { return clock }}, deps)
 	if err != nil {
 		return err
 	}
@@ -343,3 +346,4 @@ func loadLocomo(path string) ([]locomoConv, error) {
 	}
 	return out, nil
 }
+

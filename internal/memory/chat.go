@@ -158,7 +158,7 @@ func (s *Service) Persist(ctx context.Context, in PersistInput) ([]domain.Memory
 		// A turn is indexed with the turn before it: an answer is found by
 		// the words of its question.
 		search := said
-		if prev != "" && s.cfg.TurnContext {
+		if prev != "" && !s.cfg.IndexAlone {
 			search = said + "\n" + prev
 		}
 		prev = said
@@ -175,7 +175,7 @@ func (s *Service) Persist(ctx context.Context, in PersistInput) ([]domain.Memory
 	if len(recs) == 0 {
 		return nil, nil, nil
 	}
-	if s.cfg.TurnContext {
+	if !s.cfg.IndexAlone {
 		// ...and with the turn after it, when the batch has one: a
 		// statement is often confirmed or explained by the reply.
 		for i := 0; i+1 < len(recs); i++ {

@@ -37,10 +37,13 @@ type Config struct {
 	// ExtractTimeout bounds one extraction attempt. Default 30s.
 	ExtractTimeout time.Duration
 	// DenseWeight is the weight of the dense ranking in the fusion (BM25's
-	// is 1). Default 1.
+	// is 1). Default 0.5 (measured on LoCoMo: docs/benchmarks.md).
 	DenseWeight float64
-	// TurnContext indexes each turn together with the turn before it.
-	TurnContext bool
+	// IndexAlone indexes each turn by its own text only. By default a turn
+	// is indexed (for BM25 and its vector) together with the turns before
+	// and after it in its batch, so an answer is found by the words of its
+	// question; what is stored and injected is the turn's own text.
+	IndexAlone bool
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
 }
@@ -63,7 +66,7 @@ func (c Config) WithDefaults() Config {
 		c.RecencyWeight = 0.25
 	}
 	if c.DenseWeight <= 0 {
-		c.DenseWeight = 1
+		c.DenseWeight = 0.5
 	}
 	if c.RecencyHalfLife <= 0 {
 		c.RecencyHalfLife = 30 * 24 * time.Hour

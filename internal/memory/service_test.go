@@ -284,7 +284,7 @@ func (f *fakeUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		"usage":   map[string]any{"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
 }
 
-func upstreamBundle(t *testing.T, f *fakeUpstream) *bundle {
+func upstreamBundle(t *testing.T, f *fakeUpstream, extractTimeout time.Duration) *bundle {
 	t.Helper()
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
@@ -293,7 +293,7 @@ func upstreamBundle(t *testing.T, f *fakeUpstream) *bundle {
 		t.Fatal(err)
 	}
 	return setup(t, memory.Deps{Generators: []memory.Generator{up, memory.Extractive{}}, Extractor: up.Extractor("")},
-		memory.Config{ExtractTimeout: 200 * time.Millisecond})
+		memory.Config{ExtractTimeout: extractTimeout})
 }
 
 func TestUpstreamLearnsAndSupersedes(t *testing.T) {
@@ -306,7 +306,7 @@ func TestUpstreamLearnsAndSupersedes(t *testing.T) {
 		}
 		return fmt.Sprintf("```json\n{\"facts\": [{\"fact\": \"Alice lives in Berlin.\", \"supersedes\": [%q, \"mem_unknown\"]}]}\n```", oldID.Load())
 	}}
-	b := upstreamBundle(t, f)
+	b := upstreamBundle(t, f, 10*time.Second)
 	ctx := context.Background()
 	run := func(text string) memory.ChatResult {
 		res, err := b.svc.Chat(ctx, memory.ChatInput{Namespace: "a", Request: domain.ChatRequest{Model: "fake-llm", Messages: []domain.Message{user(text)}}})
@@ -340,7 +340,11 @@ func TestExtractionFailuresAreRecorded(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			f := &fakeUpstream{extract: func(int) string { return answer }}
-			b := upstreamBundle(t, f)
+			timeout := 10 * time.Second
+			if answer == "" {
+				timeout = 300 * time.Millisecond // the fake never answers
+			}
+			b := upstreamBundle(t, f, timeout)
 			res, err := b.svc.Chat(context.Background(), memory.ChatInput{Namespace: "f", Request: domain.ChatRequest{Model: "fake-llm", Messages: []domain.Message{user("remember that I like jazz")}}})
 			if err != nil {
 				t.Fatal(err)
