@@ -346,4 +346,3 @@ func loadLocomo(path string) ([]locomoConv, error) {
 	}
 	return out, nil
 }
-
