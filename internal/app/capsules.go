@@ -1,7 +1,9 @@
 package app
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -10,18 +12,36 @@ import (
 
 	"capsuled/api"
 	"capsuled/internal/capsule"
+	"capsuled/internal/embed/gobert"
+	"capsuled/internal/embed/modelfiles"
+	"capsuled/internal/embed/openaihttp"
 	"capsuled/internal/embed/ort"
+	"capsuled/internal/embed/wordpiece"
 	"capsuled/internal/ingest"
 	"capsuled/internal/retrieval"
 )
 
 // CapsulesConfig configures capsules: ingestion, the embedder and retrieval.
 type CapsulesConfig struct {
-	// Embedder selects the embedding backend: "auto" (default: ONNX
-	// Runtime when a model and the library are found, else off), "onnx",
+	// Embedder selects the embedding backend: "auto" (default: the
+	// OpenAI-compatible server when EmbedURL is set, else ONNX Runtime when
+	// the library and an ONNX model are found, else the pure-Go gobert when
+	// a safetensors model is found, else off), "onnx", "gobert", "http",
 	// "off" (keyword search only), or "fake" (a deterministic hashing
 	// embedder, FOR TESTS ONLY: its vectors carry no meaning).
 	Embedder string
+	// ModelDir is the sentence-transformers folder (config.json,
+	// model.safetensors, vocab.txt) of the pure-Go embedder. Default: the
+	// ONNX folder when it holds model.safetensors, else
+	// DataDir/models/all-MiniLM-L6-v2.
+	ModelDir string
+	// EmbedURL is the base URL of an OpenAI-compatible embeddings server
+	// (vLLM, TEI, Ollama, OpenAI): it selects the http embedder.
+	EmbedURL string
+	// EmbedModel is the model name sent to that server.
+	EmbedModel string
+	// EmbedKey is its API key (sent as a bearer token), if any.
+	EmbedKey string
 	// ONNXDir is the folder of the converted model (model.onnx, vocab.txt).
 	// Default: DataDir/models/all-MiniLM-L6-v2 when present.
 	ONNXDir string
@@ -44,7 +64,11 @@ type CapsulesConfig struct {
 
 // RegisterFlags adds the capsule settings to a serve command's flags.
 func (c *CapsulesConfig) RegisterFlags(fs *flag.FlagSet) {
-	fs.StringVar(&c.Embedder, "embedder", "auto", "embedding backend: auto, onnx, off (keyword search only)")
+	fs.StringVar(&c.Embedder, "embedder", "auto", "embedding backend: auto (http when --embed-url is set, else onnx, else gobert, else off), onnx, gobert (pure Go), http, off (keyword search only)")
+	fs.StringVar(&c.ModelDir, "model-dir", "", "sentence-transformers folder (model.safetensors) for the pure-Go gobert embedder (default: the ONNX folder, then <data>/models/all-MiniLM-L6-v2)")
+	fs.StringVar(&c.EmbedURL, "embed-url", "", "base URL of an OpenAI-compatible /v1/embeddings server (selects the http embedder)")
+	fs.StringVar(&c.EmbedModel, "embed-model", "", "model name for --embed-url")
+	fs.StringVar(&c.EmbedKey, "embed-key", "", "API key for --embed-url")
 	fs.StringVar(&c.ONNXDir, "onnx-dir", "", "folder of the ONNX model and vocab.txt (default: <data>/models/all-MiniLM-L6-v2)")
 	fs.StringVar(&c.ModelFile, "model-file", "", "model file in the ONNX folder (default model.onnx; model_quantized.onnx for int8)")
 	fs.StringVar(&c.ORTLib, "ort-lib", "", "path of libonnxruntime.so (default: well-known places)")
@@ -70,7 +94,7 @@ func (a *App) newCapsules(ctx context.Context) (api.Capsules, error) {
 		a.log.Info("semantic search on", "embedder", emb.ModelID(), "dim", emb.Dim())
 	} else {
 		a.log.Warn("SEMANTIC SEARCH IS OFF: no embedding model; capsules serve keyword (BM25) search only, mode semantic answers 422",
-			"hint", "run .ci/fetch-model.sh or pass --onnx-dir and --ort-lib")
+			"hint", "run .ci/fetch-model.sh, or pass --onnx-dir and --ort-lib (ONNX Runtime), --model-dir (pure Go), or --embed-url and --embed-model")
 	}
 	svc, err := capsule.New(capsule.Config{
 		Store:     a.db.Capsules(),
@@ -98,6 +122,8 @@ type embedder interface {
 }
 
 // newEmbedder picks the embedding backend; nil means semantic search is off.
+// An explicit choice that cannot start is an error; auto tries the
+// candidates of planEmbedders in order and logs why each one it skips fails.
 func (a *App) newEmbedder(ctx context.Context, cfg CapsulesConfig) (embedder, ingest.TokenCounter, func() error, error) {
 	switch cfg.Embedder {
 	case "off":
@@ -106,29 +132,118 @@ func (a *App) newEmbedder(ctx context.Context, cfg CapsulesConfig) (embedder, in
 		a.log.Warn("using the FAKE test embedder: its vectors carry no meaning")
 		f := capsule.NewFakeEmbedder(64)
 		return f, nil, nil, nil
-	case "", "auto", "onnx":
+	case "", "auto", "onnx", "gobert", "http":
 	default:
-		return nil, nil, nil, fmt.Errorf("embedder %q: want auto, onnx, off or fake", cfg.Embedder)
+		return nil, nil, nil, fmt.Errorf("embedder %q: want auto, onnx, gobert, http, off or fake", cfg.Embedder)
 	}
-	dir := cfg.ONNXDir
-	if dir == "" {
-		dir = filepath.Join(a.cfg.DataDir, "models", "all-MiniLM-L6-v2")
+	plans := planEmbedders(cfg, a.cfg.DataDir, fileExists)
+	if len(plans) == 0 && cfg.Embedder != "" && cfg.Embedder != "auto" {
+		return nil, nil, nil, fmt.Errorf("embedder %s: %s", cfg.Embedder, missingHint(cfg.Embedder))
 	}
-	if _, err := os.Stat(filepath.Join(dir, "vocab.txt")); err != nil {
-		if cfg.Embedder == "onnx" {
-			return nil, nil, nil, fmt.Errorf("embedder onnx: no model in %s (vocab.txt: %w)", dir, err)
+	for _, p := range plans {
+		emb, tokens, closeFn, err := openEmbedder(ctx, cfg, p)
+		if err == nil {
+			a.log.Info("embedder selected", "backend", p.kind, "from", p.dir)
+			return emb, tokens, closeFn, nil
 		}
-		return nil, nil, nil, nil
-	}
-	e, err := ort.New(ctx, ort.Config{ModelDir: dir, ModelFile: cfg.ModelFile, ORTLibrary: cfg.ORTLib})
-	if err != nil {
-		if cfg.Embedder == "onnx" {
-			return nil, nil, nil, fmt.Errorf("embedder onnx: %w", err)
+		if cfg.Embedder != "" && cfg.Embedder != "auto" {
+			return nil, nil, nil, fmt.Errorf("embedder %s: %w", p.kind, err)
 		}
-		a.log.Warn("ONNX embedder unavailable", "dir", dir, "err", err)
-		return nil, nil, nil, nil
+		a.log.Warn("embedder unavailable; trying the next", "backend", p.kind, "from", p.dir, "err", err)
 	}
-	return e, e.Tokenizer(), e.Close, nil
+	return nil, nil, nil, nil
+}
+
+// embedderPlan is one embedder to try: its kind and the folder (or URL) it
+// loads from.
+type embedderPlan struct {
+	kind string // onnx, gobert or http
+	dir  string
+}
+
+// planEmbedders lists the embedders to try for cfg.Embedder, most wanted
+// first, keeping only those whose files are present (exists reports a file).
+// auto: http when EmbedURL is set; else ONNX Runtime when an ONNX model and
+// vocab.txt are present; else gobert when model.safetensors and config.json
+// are.
+func planEmbedders(cfg CapsulesConfig, dataDir string, exists func(string) bool) []embedderPlan {
+	auto := cfg.Embedder == "" || cfg.Embedder == "auto"
+	var out []embedderPlan
+	if cfg.EmbedURL != "" && (auto || cfg.Embedder == "http") {
+		return []embedderPlan{{"http", cfg.EmbedURL}}
+	}
+	def := filepath.Join(dataDir, "models", modelfiles.DefaultName)
+	if auto || cfg.Embedder == "onnx" {
+		dir := cmp.Or(cfg.ONNXDir, def)
+		file := cmp.Or(cfg.ModelFile, "model.onnx")
+		if exists(filepath.Join(dir, "vocab.txt")) && exists(filepath.Join(dir, file)) {
+			out = append(out, embedderPlan{"onnx", dir})
+		}
+	}
+	if auto || cfg.Embedder == "gobert" {
+		dirs := []string{cfg.ModelDir}
+		if cfg.ModelDir == "" {
+			dirs = []string{cfg.ONNXDir, def}
+		}
+		for _, d := range dirs {
+			if d != "" && exists(filepath.Join(d, "model.safetensors")) && exists(filepath.Join(d, "config.json")) {
+				out = append(out, embedderPlan{"gobert", d})
+				break
+			}
+		}
+	}
+	return out
+}
+
+// missingHint says what an explicitly chosen embedder lacks.
+func missingHint(kind string) string {
+	switch kind {
+	case "http":
+		return "needs --embed-url (and --embed-model)"
+	case "gobert":
+		return "no model.safetensors and config.json in --model-dir (or the ONNX folder, or <data>/models/all-MiniLM-L6-v2)"
+	}
+	return "no model.onnx and vocab.txt in --onnx-dir (or <data>/models/all-MiniLM-L6-v2)"
+}
+
+// openEmbedder starts one planned embedder.
+func openEmbedder(ctx context.Context, cfg CapsulesConfig, p embedderPlan) (embedder, ingest.TokenCounter, func() error, error) {
+	switch p.kind {
+	case "onnx":
+		e, err := ort.New(ctx, ort.Config{ModelDir: p.dir, ModelFile: cfg.ModelFile, ORTLibrary: cfg.ORTLib})
+		if err != nil {
+			return nil, nil, nil, err // ort.ErrNeedsCgo in a CGO_ENABLED=0 build
+		}
+		var tokens ingest.TokenCounter
+		// Asserted, not called: the no-cgo stub of ort has no tokenizer.
+		if t, ok := any(e).(interface{ Tokenizer() *wordpiece.Tokenizer }); ok {
+			tokens = t.Tokenizer()
+		}
+		return e, tokens, e.Close, nil
+	case "gobert":
+		e, err := gobert.New(ctx, gobert.Config{ModelDir: p.dir})
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		return e, e.Tokenizer(), e.Close, nil
+	case "http":
+		if cfg.EmbedModel == "" {
+			return nil, nil, nil, errors.New("--embed-model is required with --embed-url")
+		}
+		e, err := openaihttp.New(ctx, openaihttp.Config{URL: p.dir, Model: cfg.EmbedModel, APIKey: cfg.EmbedKey})
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		// The remote model's tokenizer is unknown here: chunks are measured
+		// in pre-tokens (ingest's fallback).
+		return e, nil, e.Close, nil
+	}
+	return nil, nil, nil, fmt.Errorf("unknown embedder %q", p.kind)
+}
+
+func fileExists(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && !st.IsDir()
 }
 
 type closerFunc func() error
