@@ -1,0 +1,89 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"capsuled/internal/loadtest"
+)
+
+// runBenchLoad is the open-loop load benchmark:
+//
+//	capsuled bench load --url http://127.0.0.1:8080 --key KEY --rate 1000 --duration 10m \
+//	    --mix models=4,tokens=1,healthz=1 [--pid PID] [--capsule NAME] [--namespace NS] [--json]
+//	capsuled bench load --fake-upstream 127.0.0.1:9099 --duration 10m
+//
+// The second form serves a fake OpenAI-compatible upstream (an immediate
+// search tool call) for measuring the svc-1 upstream path: start capsuled
+// with --engine upstream --upstream-url http://127.0.0.1:9099/v1, then load
+// it with the chat operation, and compare with loading the fake directly.
+func runBenchLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("bench load", stderr)
+	var cfg loadtest.Config
+	fs.StringVar(&cfg.URL, "url", "http://127.0.0.1:8080", "server root (loopback addresses only)")
+	fs.StringVar(&cfg.Params.Key, "key", os.Getenv("CAPSULED_API_KEY"), "API key (env CAPSULED_API_KEY)")
+	fs.StringVar(&cfg.Params.Capsule, "capsule", "load", "capsule of the query operation")
+	fs.StringVar(&cfg.Params.Namespace, "namespace", "load", "namespace of the memory operation")
+	fs.Float64Var(&cfg.Rate, "rate", 100, "arrival rate, requests per second (open loop)")
+	fs.DurationVar(&cfg.Duration, "duration", 10*time.Second, "how long requests keep starting (≤ 1h)")
+	mix := fs.String("mix", "models=4,tokens=1,healthz=1", "weighted operations: "+fmt.Sprint(loadtest.OpNames()))
+	fs.IntVar(&cfg.MaxInFlight, "max-in-flight", 2000, "bound on requests in flight (beyond: dropped, counted as errors)")
+	fs.DurationVar(&cfg.Timeout, "timeout", 10*time.Second, "time-out of each request")
+	fs.IntVar(&cfg.PID, "pid", 0, "server process id, for its resident memory at start and end (0: not measured)")
+	fs.Uint64Var(&cfg.Seed, "seed", 1, "seed of the operation sequence")
+	asJSON := fs.Bool("json", false, "print the result as JSON")
+	fake := fs.String("fake-upstream", "", "serve a fake OpenAI-compatible upstream on this loopback address for --duration instead of sending load")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *fake != "" {
+		return serveFakeUpstream(ctx, *fake, cfg.Duration, stdout)
+	}
+	m, err := loadtest.ParseMix(*mix)
+	if err != nil {
+		return err
+	}
+	cfg.Mix = m
+	res, err := loadtest.Run(ctx, cfg)
+	if err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(res)
+	}
+	loadtest.WriteText(stdout, res)
+	return nil
+}
+
+func serveFakeUpstream(ctx context.Context, addr string, d time.Duration, stdout io.Writer) error {
+	if err := loadtest.CheckLoopback("http://" + addr); err != nil {
+		return err
+	}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	up := &loadtest.FakeUpstream{}
+	srv := &http.Server{Handler: up, ReadHeaderTimeout: 10 * time.Second}
+	fmt.Fprintf(stdout, "fake upstream on http://%s/v1 for %v\n", l.Addr(), d)
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	go func() {
+		<-ctx.Done()
+		srv.Close()
+	}()
+	if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	fmt.Fprintf(stdout, "fake upstream answered %d chat completions\n", up.Requests())
+	return nil
+}
