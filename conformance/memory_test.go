@@ -414,3 +414,50 @@ func TestMemoryOpenAISDK(t *testing.T) {
 		t.Fatalf("unknown model: %v", err)
 	}
 }
+
+// TestMemoryEndpointsAuth: every memory endpoint answers 401 without a
+// credential, 403 to a key without the memory scope or outside its
+// namespace allow-list, and 400 to a bad namespace name.
+func TestMemoryEndpointsAuth(t *testing.T) {
+	cred := memKey(t)
+	only := memKey(t, "mine")
+	chatOnly := chatCred(t)
+	m := addMemory(t, cred, "auth-ns", "a note")
+	nd := map[string]string{"Content-Type": "application/x-ndjson"}
+	endpoints := func(ns string) []req {
+		base := "/v1/memory/namespaces/" + ns
+		return []req{
+			{method: "GET", path: base},
+			{method: "DELETE", path: base},
+			{method: "GET", path: base + "/memories"},
+			{method: "POST", path: base + "/memories", body: map[string]any{"content": "x"}},
+			{method: "GET", path: base + "/memories/" + m.ID},
+			{method: "PATCH", path: base + "/memories/" + m.ID, body: map[string]any{"content": "x"}},
+			{method: "DELETE", path: base + "/memories/" + m.ID},
+			{method: "PUT", path: base + "/memories/" + m.ID + "/expiry", body: map[string]any{"ttl_seconds": 60}},
+			{method: "GET", path: base + "/export"},
+			{method: "POST", path: base + "/import", body: "{\"content\": \"x\"}\n", header: nd},
+			{method: "GET", path: base + "/failures"},
+		}
+	}
+	for _, r := range endpoints("auth-ns") {
+		t.Run(r.method+" "+r.path, func(t *testing.T) {
+			expect(t, do(t, r), http.StatusUnauthorized)
+			r.cred = chatOnly
+			expect(t, do(t, r), http.StatusForbidden)
+			r.cred = only
+			expect(t, do(t, r), http.StatusForbidden)
+		})
+	}
+	for _, r := range endpoints("-bad-") {
+		t.Run("bad namespace "+r.method+" "+r.path, func(t *testing.T) {
+			r.cred = cred
+			expect(t, do(t, r), http.StatusBadRequest)
+		})
+	}
+	// Nothing above changed the memory.
+	got := expect(t, do(t, req{method: "GET", path: "/v1/memory/namespaces/auth-ns/memories/" + m.ID, cred: cred}), http.StatusOK)
+	if !strings.Contains(string(got.Body), `"a note"`) {
+		t.Fatalf("memory changed: %s", got.Body)
+	}
+}
