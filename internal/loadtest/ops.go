@@ -29,7 +29,7 @@ var Ops = map[string]Op{
 	"query": post(func(p Params) string { return "/capsules/" + p.Capsule + "/query" },
 		`{"query":"what is a retrieval model","limit":5}`),
 	"memory": post(func(p Params) string { return "/v1/memory/chat/completions?namespace=" + p.Namespace },
-		`{"model":"svc-1","messages":[{"role":"user","content":"What did I say about the load test?"}]}`),
+		`{"model":"memory-extractive","messages":[{"role":"user","content":"What did I say about the load test?"}]}`),
 }
 
 func get(path string, auth bool) Op {
