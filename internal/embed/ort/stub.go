@@ -2,7 +2,11 @@
 
 package ort
 
-import "context"
+import (
+	"context"
+
+	"capsuled/internal/embed/wordpiece"
+)
 
 // Embedder is unavailable without cgo.
 type Embedder struct{}
@@ -20,6 +24,9 @@ func (e *Embedder) Dim() int { return 0 }
 
 // ModelID is empty: New fails.
 func (e *Embedder) ModelID() string { return "" }
+
+// Tokenizer is nil: New fails.
+func (e *Embedder) Tokenizer() *wordpiece.Tokenizer { return nil }
 
 // Close does nothing.
 func (e *Embedder) Close() error { return nil }
