@@ -148,6 +148,9 @@ func (s *Service) Persist(ctx context.Context, in PersistInput) ([]domain.Memory
 		}
 		if m.Role == domain.RoleAssistant {
 			text = stripThink(text)
+			if IsExtractiveReply(text) {
+				continue
+			}
 		}
 		meta := map[string]any{}
 		said := text

@@ -47,9 +47,9 @@ func (e Extractive) Generate(_ context.Context, in GenerateInput) (domain.Comple
 	}
 	var b strings.Builder
 	if len(in.Memories) == 0 {
-		b.WriteString("I have no stored memory that matches this yet. (This is the built-in extractive memory model: it only quotes stored memories and does not generate new text.)")
+		b.WriteString(extractiveNone)
 	} else {
-		b.WriteString("Quoting from memory (the built-in extractive model repeats stored memories; it does not generate new text):\n")
+		b.WriteString(extractiveQuote + "\n")
 		for i, m := range in.Memories {
 			if i == n {
 				break
@@ -73,4 +73,18 @@ func (e Extractive) Generate(_ context.Context, in GenerateInput) (domain.Comple
 		Choices:           []domain.Choice{{Index: 0, Content: text, FinishReason: domain.FinishStop}},
 		Usage:             domain.Usage{PromptTokens: prompt, CompletionTokens: tok.CountTokens(text)},
 	}, nil
+}
+
+// The openings of the extractive model's replies.
+const (
+	extractiveQuote = "Quoting from memory (the built-in extractive model repeats stored memories; it does not generate new text):"
+	extractiveNone  = "I have no stored memory that matches this yet. (This is the built-in extractive memory model: it only quotes stored memories and does not generate new text.)"
+)
+
+// IsExtractiveReply reports whether text is a reply of the extractive model.
+// Such replies only repeat stored memories, so they are not stored again
+// (neither when generated nor when a client sends them back in its history).
+func IsExtractiveReply(text string) bool {
+	t := strings.TrimSpace(text)
+	return strings.HasPrefix(t, extractiveQuote) || t == extractiveNone
 }

@@ -94,7 +94,8 @@ func TestExtractiveRemembersAcrossConversations(t *testing.T) {
 			t.Parallel()
 			b := setup(t, memory.Deps{Embedder: emb}, memory.Config{})
 			first := chat(t, b, "alice", user("My favourite colour is teal and my cat is called Miso."))
-			if len(first.Written) != 2 || len(first.Read) != 0 || first.Extraction != "none" {
+			// The extractive reply only repeats memory: it is not stored.
+			if len(first.Written) != 1 || len(first.Read) != 0 || first.Extraction != "none" {
 				t.Fatalf("first turn %+v", first)
 			}
 			b.now = b.now.Add(24 * time.Hour)
@@ -123,26 +124,28 @@ func TestResentHistoryIsStoredOnce(t *testing.T) {
 	for i := 0; i < 4; i++ {
 		history = append(history, user(fmt.Sprintf("question number %d about gardening", i)))
 		res := chat(t, b, "g", history...)
-		if len(res.Written) == 0 || len(res.Written) > 2 {
-			t.Fatalf("turn %d wrote %v, want the new user turn (and the reply unless it repeats one)", i, res.Written)
+		if len(res.Written) != 1 {
+			t.Fatalf("turn %d wrote %v, want the new user turn (extractive replies are not stored)", i, res.Written)
 		}
 		history = append(history, domain.TextMessage(domain.RoleAssistant, res.Completion.Choices[0].Content))
 	}
 	for _, m := range history[1:] {
-		distinct[m.Role+"\x00"+m.Text()] = true
+		if m.Role == domain.RoleUser {
+			distinct[m.Text()] = true
+		}
 	}
 	if n := count(t, b, "g"); n != len(distinct) {
 		t.Fatalf("%d memories, want %d (one per distinct turn)", n, len(distinct))
 	}
-	// The same history once more stores nothing but a reply it has not seen.
+	// The same history once more stores nothing.
 	res := chat(t, b, "g", history...)
-	if len(res.Written) > 1 {
+	if len(res.Written) != 0 {
 		t.Fatalf("resend wrote %v", res.Written)
 	}
 	// A different conversation id stores the same texts again.
 	res, err := b.svc.Chat(context.Background(), memory.ChatInput{Namespace: "g", ConversationID: "other",
 		Request: domain.ChatRequest{Model: memory.ExtractiveModel, Messages: history[1:3]}})
-	if err != nil || len(res.Written) < 2 {
+	if err != nil || len(res.Written) != 1 {
 		t.Fatalf("other conversation wrote %v (%v)", res.Written, err)
 	}
 }
@@ -169,10 +172,9 @@ func TestConcurrentTurnsLoseNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// Each turn stored its user message; replies may coincide ("no memory
-	// yet"), but replies are deduplicated only within a conversation.
-	if got := count(t, b, "busy"); got != 2*n {
-		t.Fatalf("%d memories, want %d", got, 2*n)
+	// Each turn stored its user message (extractive replies are not stored).
+	if got := count(t, b, "busy"); got != n {
+		t.Fatalf("%d memories, want %d", got, n)
 	}
 }
 
