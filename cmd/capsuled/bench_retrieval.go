@@ -47,6 +47,7 @@ func runBenchRetrieval(ctx context.Context, args []string, stdout, stderr io.Wri
 	sweep := fs.Bool("sweep", false, "also print nDCG@10 for several fusion settings")
 	fusion := fs.String("fusion", "", "hybrid fusion: convex or rrf (default: the engine's)")
 	alpha := fs.Float64("alpha", 0, "dense weight of the convex fusion (0: default)")
+	ftsTokenizer := fs.String("fts-tokenizer", "", "SQLite only, to measure tokenizers: rebuild the empty full-text index with this FTS5 tokenize= value (e.g. \"unicode61 remove_diacritics 2\") before ingesting")
 	kwNorm := fs.String("keyword-norm", "", "BM25 score normalisation: query or saturate (default: the engine's)")
 	bareSample := fs.Int("bare-sample", 1000, "chunks embedded by the bare embedder to measure its speed")
 	storeURL := fs.String("store", "", "postgres://… to run on PostgreSQL (an empty database or schema) instead of a temporary SQLite")
@@ -120,6 +121,12 @@ func runBenchRetrieval(ctx context.Context, args []string, stdout, stderr io.Wri
 		}
 		defer db.Close()
 		st, keys = db.Capsules(), db.Keys()
+		if *ftsTokenizer != "" {
+			if err := rebuildFTS(ctx, db, *ftsTokenizer); err != nil {
+				return err
+			}
+			fmt.Fprintf(stderr, "full-text tokenizer: %s\n", *ftsTokenizer)
+		}
 	}
 	rcfg := retrieval.Config{Fusion: retrieval.Fusion(*fusion), Alpha: *alpha, KeywordNorm: retrieval.KeywordNorm(*kwNorm)}
 	svc, err := capsule.New(capsule.Config{Store: st, Embedder: emb, Tokens: emb.Tokenizer(), DataDir: dir, Workers: 1, Retrieval: rcfg, Log: log})
@@ -233,6 +240,43 @@ func runBenchRetrieval(ctx context.Context, args []string, stdout, stderr io.Wri
 			}
 			fmt.Fprintf(stderr, "sweep fusion=%s alpha=%.2f keyword_norm=%s bm25_scale=%g rrf_k=%g: nDCG@10 %.4f Recall@100 %.4f\n", cfg.Fusion, cfg.Alpha, cfg.KeywordNorm, cfg.BM25Scale, cfg.RRFK, ndcg, recall)
 		}
+	}
+
+	// The approximate dense scan on the real vectors, forced on whatever the
+	// capsule's size: its dense nDCG@10 and its recall@10 against the exact
+	// scan (chunks, no per-item cap).
+	{
+		memo := &memoEmbedder{emb: emb, vecs: map[string][]float32{}}
+		exactEng := retrieval.New(st, memo, emb.Dim(), retrieval.Config{ApproxMin: -1})
+		approxEng := retrieval.New(st, memo, emb.Dim(), retrieval.Config{ApproxMin: 1})
+		ndcg, _, _, err := eval(func(q domain.Query) ([]domain.Hit, error) { return approxEng.Search(ctx, "bench", q) }, domain.ModeSemantic)
+		if err != nil {
+			return err
+		}
+		found := 0
+		for _, qid := range qids {
+			q := domain.Query{Text: queries[qid], Limit: 10, Wishlist: domain.Wishlist{Mode: domain.ModeSemantic}}
+			want, err := exactEng.Search(ctx, "bench", q)
+			if err != nil {
+				return err
+			}
+			got, err := approxEng.Search(ctx, "bench", q)
+			if err != nil {
+				return err
+			}
+			in := map[string]bool{}
+			for _, h := range want {
+				in[fmt.Sprint(h.Item.ID, "/", h.Idx)] = true
+			}
+			for _, h := range got {
+				if in[fmt.Sprint(h.Item.ID, "/", h.Idx)] {
+					found++
+				}
+			}
+		}
+		res["dense_approx_ndcg_at_10"] = round4(ndcg)
+		res["approx_recall_at_10"] = round4(float64(found) / float64(10*len(qids)))
+		fmt.Fprintf(stderr, "approximate dense scan (forced): nDCG@10 %.4f, recall@10 vs exact %v\n", ndcg, res["approx_recall_at_10"])
 	}
 
 	// Bare query embedding and the HTTP path (10 results, as a client asks).
@@ -505,4 +549,19 @@ func (m *memoEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, 
 		out[i] = v
 	}
 	return out, nil
+}
+
+// rebuildFTS recreates the (still empty) chunk full-text index of a fresh
+// benchmark database with another FTS5 tokenizer, to measure tokenizers.
+func rebuildFTS(ctx context.Context, db *sqlite.DB, tokenize string) error {
+	if strings.ContainsAny(tokenize, "'\x00") {
+		return fmt.Errorf("fts-tokenizer %q: quotes are not allowed", tokenize)
+	}
+	for _, q := range []string{"DROP TABLE chunks_fts",
+		"CREATE VIRTUAL TABLE chunks_fts USING fts5(body, cap, tokenize = '" + tokenize + "')"} {
+		if _, err := db.Write().ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("fts-tokenizer: %w", err)
+		}
+	}
+	return nil
 }

@@ -1,36 +1,305 @@
 package retrieval
 
 import (
-	"container/heap"
+	"math"
+	"math/bits"
+	"runtime"
+	"sort"
+	"sync"
 )
 
-// denseTopK scans every chunk vector of the items pred accepts and returns the
-// k best by cosine with q (vectors are unit length), best first.
-func denseTopK(ci *capIndex, q []float32, dim, k int, pred Predicate) []*cand {
-	h := make(candHeap, 0, k+1)
-	for _, en := range ci.items {
+// minChunksPerWorker keeps small scans on one goroutine: below it the cost
+// of starting workers exceeds the work.
+const minChunksPerWorker = 8192
+
+// span is one worker's share of a dense scan: entries [from, to).
+type span struct{ from, to int }
+
+// scored is a chunk of a dense scan: entry en, its i-th vector.
+type scored struct {
+	s  float32
+	en *entry
+	i  int
+}
+
+func (a scored) ref() ref { return ref{a.en.item.ID, a.en.idxs[a.i]} }
+
+// worse reports whether a ranks below b (lower cosine, then the larger ref).
+func worse(a, b scored) bool {
+	if a.s != b.s {
+		return a.s < b.s
+	}
+	return refLess(b.ref(), a.ref())
+}
+
+// topK keeps the k best scored chunks in a min-heap (the worst on top).
+type topK struct {
+	k int
+	h []scored
+}
+
+func (t *topK) offer(c scored) {
+	if len(t.h) < t.k {
+		t.h = append(t.h, c)
+		for i := len(t.h) - 1; i > 0; {
+			p := (i - 1) / 2
+			if !worse(t.h[i], t.h[p]) {
+				break
+			}
+			t.h[i], t.h[p] = t.h[p], t.h[i]
+			i = p
+		}
+		return
+	}
+	if !worse(t.h[0], c) {
+		return
+	}
+	t.h[0] = c
+	for i := 0; ; {
+		l, m := 2*i+1, i
+		if l < len(t.h) && worse(t.h[l], t.h[m]) {
+			m = l
+		}
+		if r := l + 1; r < len(t.h) && worse(t.h[r], t.h[m]) {
+			m = r
+		}
+		if m == i {
+			return
+		}
+		t.h[i], t.h[m] = t.h[m], t.h[i]
+		i = m
+	}
+}
+
+// threshold is the score a chunk must beat to enter a full heap.
+func (t *topK) threshold() float32 {
+	if len(t.h) < t.k {
+		return float32(math.Inf(-1))
+	}
+	return t.h[0].s
+}
+
+// denseTopK returns the k chunks of the items pred accepts with the highest
+// cosine to q (vectors are unit length), best first. Capsules of at least
+// approxMin chunks (0: never) are searched approximately: a Hamming scan over
+// the vectors' sign codes picks rerank candidates, which are then scored
+// exactly. Either way the scan is split across the cores.
+func denseTopK(ci *capIndex, q []float32, dim, k int, pred Predicate, approxMin, rerank int) []*cand {
+	list, spans := ci.snapshot()
+	approx := approxMin > 0 && ci.chunks >= approxMin && ci.codeWords > 0
+	var qcode []uint64
+	if approx {
+		qcode = signCode(q, ci.mean, ci.codeWords)
+	}
+	parts := make([][]scored, len(spans))
+	var wg sync.WaitGroup
+	for w, sp := range spans {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if approx {
+				parts[w] = approxScan(list[sp.from:sp.to], q, qcode, dim, k, max(rerank, k), pred)
+			} else {
+				parts[w] = exactScan(list[sp.from:sp.to], q, dim, k, pred)
+			}
+		}()
+	}
+	wg.Wait()
+	var all []scored
+	for _, p := range parts {
+		all = append(all, p...)
+	}
+	sort.Slice(all, func(i, j int) bool { return worse(all[j], all[i]) })
+	all = all[:min(k, len(all))]
+	out := make([]*cand, len(all))
+	for i, c := range all {
+		out[i] = &cand{ref: c.ref(), en: c.en, dense: float64(c.s), hasDense: true}
+	}
+	return out
+}
+
+// exactScan scores every chunk of the entries pred accepts.
+func exactScan(list []*entry, q []float32, dim, k int, pred Predicate) []scored {
+	t := topK{k: k, h: make([]scored, 0, k)}
+	for _, en := range list {
 		if len(en.idxs) == 0 || (pred != nil && !pred(&en.item)) {
 			continue
 		}
-		for i, idx := range en.idxs {
-			s := float64(dot(q, en.vecs[i*dim:(i+1)*dim]))
-			if len(h) == k {
-				worst := h[0]
-				if s < worst.dense || (s == worst.dense && !refLess(ref{en.item.ID, idx}, worst.ref)) {
-					continue
-				}
-			}
-			heap.Push(&h, &cand{ref: ref{en.item.ID, idx}, en: en, dense: s, hasDense: true})
-			if len(h) > k {
-				heap.Pop(&h)
+		for i := range en.idxs {
+			s := dot(q, en.vecs[i*dim:(i+1)*dim])
+			if s >= t.threshold() {
+				t.offer(scored{s, en, i})
 			}
 		}
 	}
-	out := make([]*cand, len(h))
-	for i := len(h) - 1; i >= 0; i-- {
-		out[i] = heap.Pop(&h).(*cand)
+	return t.h
+}
+
+// approxScan keeps the rerank chunks nearest to q in Hamming distance of
+// their sign codes, then scores those exactly.
+func approxScan(list []*entry, q []float32, qcode []uint64, dim, k, rerank int, pred Predicate) []scored {
+	words := len(qcode)
+	// Histogram of distances, then the chunks under the cut-off.
+	maxD := 64 * words
+	hist := make([]int, maxD+1)
+	n := 0
+	for _, en := range list {
+		if len(en.idxs) == 0 || (pred != nil && !pred(&en.item)) {
+			continue
+		}
+		for i := range en.idxs {
+			hist[hamming(qcode, en.codes[i*words:(i+1)*words])]++
+			n++
+		}
 	}
-	return out
+	if n <= rerank {
+		return exactScan(list, q, dim, k, pred)
+	}
+	cut, seen := 0, 0
+	for ; cut <= maxD; cut++ {
+		seen += hist[cut]
+		if seen >= rerank {
+			break
+		}
+	}
+	// Chunks at distance < cut all qualify; those at cut fill the rest.
+	atCut := rerank - (seen - hist[cut])
+	t := topK{k: k, h: make([]scored, 0, k)}
+	for _, en := range list {
+		if len(en.idxs) == 0 || (pred != nil && !pred(&en.item)) {
+			continue
+		}
+		for i := range en.idxs {
+			d := hamming(qcode, en.codes[i*words:(i+1)*words])
+			if d > cut {
+				continue
+			}
+			if d == cut {
+				if atCut == 0 {
+					continue
+				}
+				atCut--
+			}
+			t.offer(scored{dot(q, en.vecs[i*dim:(i+1)*dim]), en, i})
+		}
+	}
+	return t.h
+}
+
+// hamming is the number of differing bits.
+func hamming(a, b []uint64) int {
+	b = b[:len(a)]
+	d := 0
+	for i := range a {
+		d += bits.OnesCount64(a[i] ^ b[i])
+	}
+	return d
+}
+
+// signCode is the sign bits of v − mean (mean may be nil), packed.
+func signCode(v, mean []float32, words int) []uint64 {
+	c := make([]uint64, words)
+	appendSignCode(c[:0], v, mean)
+	return c
+}
+
+// appendSignCode appends the packed sign bits of v − mean to dst.
+func appendSignCode(dst []uint64, v, mean []float32) []uint64 {
+	var w uint64
+	for j, x := range v {
+		if mean != nil {
+			x -= mean[j]
+		}
+		if x > 0 {
+			w |= 1 << (j % 64)
+		}
+		if j%64 == 63 {
+			dst = append(dst, w)
+			w = 0
+		}
+	}
+	if len(v)%64 != 0 {
+		dst = append(dst, w)
+	}
+	return dst
+}
+
+// snapshot returns the capsule's entries as a list and its split into
+// worker spans of about equal chunk counts. Callers hold ci.mu for reading;
+// writers reset the snapshot under ci.mu.
+func (ci *capIndex) snapshot() ([]*entry, []span) {
+	ci.snapMu.Lock()
+	defer ci.snapMu.Unlock()
+	if ci.list != nil {
+		return ci.list, ci.spans
+	}
+	list := make([]*entry, 0, len(ci.items))
+	for _, en := range ci.items {
+		if len(en.idxs) > 0 {
+			list = append(list, en)
+		}
+	}
+	// Sorted, so the split (and so the result's tie order) is stable.
+	sort.Slice(list, func(i, j int) bool { return list[i].item.ID < list[j].item.ID })
+	workers := max(1, min(runtime.GOMAXPROCS(0), ci.chunks/minChunksPerWorker))
+	per := (ci.chunks + workers - 1) / workers
+	var spans []span
+	from, acc := 0, 0
+	for i, en := range list {
+		acc += len(en.idxs)
+		if acc >= per && len(spans) < workers-1 {
+			spans = append(spans, span{from, i + 1})
+			from, acc = i+1, 0
+		}
+	}
+	spans = append(spans, span{from, len(list)})
+	ci.list, ci.spans = list, spans
+	return list, spans
+}
+
+// invalidate drops the snapshot; callers hold ci.mu for writing.
+func (ci *capIndex) invalidate() {
+	ci.snapMu.Lock()
+	ci.list, ci.spans = nil, nil
+	ci.snapMu.Unlock()
+}
+
+// recode recomputes the mean vector and every sign code; callers hold
+// ci.mu for writing. The mean centres the codes: embedding models' vectors
+// share a common direction that would otherwise fix many bits.
+func (ci *capIndex) recode(dim int) {
+	ci.codeWords = (dim + 63) / 64
+	mean := make([]float64, dim)
+	n := 0
+	for _, en := range ci.items {
+		for i := range en.idxs {
+			for j, x := range en.vecs[i*dim : (i+1)*dim] {
+				mean[j] += float64(x)
+			}
+			n++
+		}
+	}
+	ci.mean = make([]float32, dim)
+	if n > 0 {
+		for j := range mean {
+			ci.mean[j] = float32(mean[j] / float64(n))
+		}
+	}
+	ci.codedAt = n
+	for _, en := range ci.items {
+		en.codes = en.codes[:0]
+		for i := range en.idxs {
+			en.codes = appendSignCode(en.codes, en.vecs[i*dim:(i+1)*dim], ci.mean)
+		}
+	}
+}
+
+// encode fills en's sign codes with the capsule's current mean.
+func (ci *capIndex) encode(en *entry, dim int) {
+	en.codes = en.codes[:0]
+	for i := range en.idxs {
+		en.codes = appendSignCode(en.codes, en.vecs[i*dim:(i+1)*dim], ci.mean)
+	}
 }
 
 // cosineOf returns the cosine of one chunk of en with q, if it has a vector.
@@ -50,39 +319,24 @@ func refLess(a, b ref) bool {
 	return a.idx < b.idx
 }
 
-// dot is the inner product, unrolled by four.
+// dot is the inner product, unrolled by eight with independent sums.
 func dot(a, b []float32) float32 {
 	b = b[:len(a)]
-	var s0, s1, s2, s3 float32
+	var s0, s1, s2, s3, s4, s5, s6, s7 float32
 	i := 0
-	for ; i+4 <= len(a); i += 4 {
-		s0 += a[i] * b[i]
-		s1 += a[i+1] * b[i+1]
-		s2 += a[i+2] * b[i+2]
-		s3 += a[i+3] * b[i+3]
+	for ; i+8 <= len(a); i += 8 {
+		aa, bb := a[i:i+8:i+8], b[i:i+8:i+8]
+		s0 += aa[0] * bb[0]
+		s1 += aa[1] * bb[1]
+		s2 += aa[2] * bb[2]
+		s3 += aa[3] * bb[3]
+		s4 += aa[4] * bb[4]
+		s5 += aa[5] * bb[5]
+		s6 += aa[6] * bb[6]
+		s7 += aa[7] * bb[7]
 	}
 	for ; i < len(a); i++ {
 		s0 += a[i] * b[i]
 	}
-	return s0 + s1 + s2 + s3
-}
-
-// candHeap is a min-heap: the worst candidate (lowest cosine, then the
-// larger ref) on top.
-type candHeap []*cand
-
-func (h candHeap) Len() int { return len(h) }
-func (h candHeap) Less(i, j int) bool {
-	if h[i].dense != h[j].dense {
-		return h[i].dense < h[j].dense
-	}
-	return refLess(h[j].ref, h[i].ref)
-}
-func (h candHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *candHeap) Push(x any)   { *h = append(*h, x.(*cand)) }
-func (h *candHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+	return (s0 + s1) + (s2 + s3) + (s4 + s5) + (s6 + s7)
 }

@@ -79,6 +79,13 @@ type Config struct {
 	BM25Scale float64
 	// RRFK is k in 1/(k+rank). Default 60.
 	RRFK float64
+	// ApproxMin is the number of chunks from which a capsule's dense scan
+	// is approximate (sign-code Hamming scan, then exact rerank); negative:
+	// always exact. Default DefaultApproxMin.
+	ApproxMin int
+	// ApproxRerank is how many Hamming-nearest chunks each approximate scan
+	// scores exactly. Default DefaultApproxRerank.
+	ApproxRerank int
 	// Depth is the least number of candidates each retriever contributes
 	// to hybrid fusion. Default 100.
 	Depth int
@@ -102,6 +109,12 @@ func (c Config) withDefaults() Config {
 	if c.RRFK <= 0 {
 		c.RRFK = 60
 	}
+	if c.ApproxMin == 0 {
+		c.ApproxMin = DefaultApproxMin
+	}
+	if c.ApproxRerank <= 0 {
+		c.ApproxRerank = DefaultApproxRerank
+	}
 	if c.Depth <= 0 {
 		c.Depth = 100
 	}
@@ -110,6 +123,13 @@ func (c Config) withDefaults() Config {
 	}
 	return c
 }
+
+// Defaults of the approximate dense scan (see the package documentation for
+// the measurements behind them).
+const (
+	DefaultApproxMin    = 50000
+	DefaultApproxRerank = 1000
+)
 
 // Engine answers capsule queries over an in-memory index of each capsule.
 type Engine struct {
@@ -141,13 +161,24 @@ type capIndex struct {
 	gen    int64 // the source's generation when loaded (Versioned sources)
 	items  map[string]*entry
 	chunks int
+
+	// Sign codes for the approximate scan (codeWords 0: none kept).
+	codeWords int
+	mean      []float32 // the vectors' mean when coded, which centres codes
+	codedAt   int       // chunks when mean was computed
+
+	snapMu sync.Mutex // guards list and spans, built lazily by readers
+	list   []*entry
+	spans  []span
 }
 
-// entry is one item with its chunk vectors, row idx i at vecs[i*dim:].
+// entry is one item with its chunk vectors, row idx i at vecs[i*dim:], and
+// their sign codes at codes[i*codeWords:].
 type entry struct {
-	item domain.Item
-	idxs []int
-	vecs []float32
+	item  domain.Item
+	idxs  []int
+	vecs  []float32
+	codes []uint64
 }
 
 func (e *Engine) capsule(name string) *capIndex {
@@ -209,6 +240,11 @@ func (e *Engine) load(ctx context.Context, name string) (*capIndex, error) {
 			return nil, fmt.Errorf("load capsule %s: %w", name, err)
 		}
 	}
+	ci.codeWords, ci.mean, ci.codedAt = 0, nil, 0
+	if e.emb != nil && e.cfg.ApproxMin > 0 {
+		ci.recode(e.dim)
+	}
+	ci.invalidate()
 	ci.loaded, ci.gen = true, gen
 	return ci, nil
 }
@@ -234,6 +270,14 @@ func (e *Engine) ItemIndexed(it domain.Item, chunks []domain.Chunk) {
 	}
 	ci.chunks += len(en.idxs)
 	ci.items[it.ID] = en
+	if ci.codeWords > 0 {
+		if ci.chunks >= 2*ci.codedAt && ci.chunks >= 1024 {
+			ci.recode(e.dim) // the mean has drifted: centre every code anew
+		} else {
+			ci.encode(en, e.dim)
+		}
+	}
+	ci.invalidate()
 }
 
 // ItemUpdated refreshes a searchable item's attributes (metadata, times).
@@ -254,6 +298,7 @@ func (e *Engine) ItemRemoved(capsule, id string) {
 	if en := ci.items[id]; en != nil {
 		ci.chunks -= len(en.idxs)
 		delete(ci.items, id)
+		ci.invalidate()
 	}
 }
 
@@ -338,7 +383,7 @@ func (e *Engine) Search(ctx context.Context, capsule string, q domain.Query) ([]
 	byRef := map[ref]*cand{}
 	var cands []*cand
 	if mode != domain.ModeKeyword {
-		for i, c := range denseTopK(ci, qvec, e.dim, depth, pred) {
+		for i, c := range denseTopK(ci, qvec, e.dim, depth, pred, e.cfg.ApproxMin, e.cfg.ApproxRerank) {
 			c.denseRank = i + 1
 			byRef[c.ref] = c
 			cands = append(cands, c)
