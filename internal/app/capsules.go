@@ -54,7 +54,7 @@ type CapsulesConfig struct {
 	Workers int
 	// Fusion is the hybrid fusion: convex (default) or rrf.
 	Fusion string
-	// Alpha is the dense weight of the convex fusion. Default 0.6.
+	// Alpha is the dense weight of the convex fusion. Default 0.5.
 	Alpha float64
 	// IngestLease is how long an item claimed for indexing stays claimed
 	// before another replica may take it over, on a shared (PostgreSQL)
@@ -74,7 +74,7 @@ func (c *CapsulesConfig) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.ORTLib, "ort-lib", "", "path of libonnxruntime.so (default: well-known places)")
 	fs.IntVar(&c.Workers, "ingest-workers", 1, "ingestion workers")
 	fs.StringVar(&c.Fusion, "fusion", "convex", "hybrid fusion: convex or rrf")
-	fs.Float64Var(&c.Alpha, "fusion-alpha", 0, "dense weight of the convex fusion (0: default 0.6)")
+	fs.Float64Var(&c.Alpha, "fusion-alpha", 0, "dense weight of the convex fusion (0: default 0.5)")
 	fs.DurationVar(&c.IngestLease, "ingest-lease", 0, "PostgreSQL store: how long a replica's claim on an item being indexed lasts before another replica may take it over (0: 5m)")
 }
 

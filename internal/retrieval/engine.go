@@ -68,7 +68,7 @@ const (
 type Config struct {
 	// Fusion is the hybrid method. Default FusionConvex.
 	Fusion Fusion
-	// Alpha is the dense weight of the convex mix. Default 0.6 (SciFact
+	// Alpha is the dense weight of the convex mix. Default 0.5 (SciFact
 	// train, see the package documentation).
 	Alpha float64
 	// KeywordNorm is how a raw BM25 score becomes a keyword score in
@@ -98,7 +98,7 @@ func (c Config) withDefaults() Config {
 		c.Fusion = FusionConvex
 	}
 	if c.Alpha <= 0 || c.Alpha > 1 {
-		c.Alpha = 0.6
+		c.Alpha = 0.5
 	}
 	if c.KeywordNorm == "" {
 		c.KeywordNorm = KeywordNormQuery
