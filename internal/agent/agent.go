@@ -117,7 +117,9 @@ type TraceCall struct {
 	Name      string   `json:"name"`
 	Arguments string   `json:"arguments"`
 	ResultIDs []string `json:"result_ids,omitempty"`
-	Error     string   `json:"error,omitempty"`
+	// ResultBytes is the size of the tool message sent back to the model.
+	ResultBytes int    `json:"result_bytes"`
+	Error       string `json:"error,omitempty"`
 }
 
 // Result is the outcome of a run.
@@ -163,6 +165,7 @@ func Run(ctx context.Context, m Model, b Backend, question string, cfg Config) (
 		for _, tc := range choice.ToolCalls {
 			res.ToolCalls++
 			out, tr := runTool(ctx, b, tc, cfg, res)
+			tr.ResultBytes = len(out)
 			step.ToolCalls = append(step.ToolCalls, tr)
 			msgs = append(msgs, domain.Message{Role: domain.RoleTool, ToolCallID: tc.ID, Content: []domain.Part{{Type: domain.PartText, Text: out}}})
 			if tc.Name == "report_helpful_ids" {
