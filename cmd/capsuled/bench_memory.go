@@ -84,7 +84,7 @@ func runBenchMemory(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 
 	res := memoryBenchResult{Dataset: *dataset, Embedder: embedderID, BudgetTokens: *budget}
-	systems := []*benchSystem{{Name: "capsuled hybrid (BM25 + dense + recency)", mode: memory.Hybrid}, {Name: "baseline: last N turns", recent: true}}
+	systems := []*benchSystem{{Name: "capsuled selection (hybrid)", mode: memory.Hybrid}, {Name: "baseline: last N turns", recent: true}}
 	if deps.Embedder != nil {
 		systems = append(systems, &benchSystem{Name: "baseline: dense only", mode: memory.DenseOnly})
 	}
