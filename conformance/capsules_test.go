@@ -306,7 +306,9 @@ func TestQuery(t *testing.T) {
 		{"added_after", map[string]any{"added_after": "2000-01-01T00:00:00Z", "mode": "keyword"}, []string{"kb://energy/solar", "kb://energy/wind", "kb://news/prices"}},
 		{"added_before", map[string]any{"added_before": "2000-01-01T00:00:00Z"}, nil},
 		{"authored_after", map[string]any{"authored_after": "2030-01-01T00:00:00Z"}, nil},
-		{"min_score", map[string]any{"min_score": 1}, nil},
+		// Each chunk holds "electricity" once at the same length: each is the
+		// capsule's best match for the query's one term, so each scores 1.
+		{"min_score reached", map[string]any{"min_score": 1, "mode": "keyword"}, []string{"kb://energy/solar", "kb://energy/wind", "kb://news/prices"}},
 	}
 	for _, f := range filters {
 		t.Run(f.name, func(t *testing.T) {
@@ -315,6 +317,18 @@ func TestQuery(t *testing.T) {
 				t.Fatalf("got %v, want %v", got, f.want)
 			}
 		})
+	}
+	// No chunk is the best match for all three terms: min_score 0.9 leaves
+	// none; 0.4 keeps the two chunks with two of the three (the rare
+	// terms weigh most).
+	for _, tc := range []struct {
+		min  float64
+		want []string
+	}{{0.9, nil}, {0.4, []string{"kb://energy/solar", "kb://news/prices"}}} {
+		got := uris(query(t, "q", map[string]any{"query": "electricity prices solar", "wishlist": map[string]any{"min_score": tc.min, "mode": "keyword"}}, http.StatusOK))
+		if strings.Join(sorted(got), ",") != strings.Join(tc.want, ",") {
+			t.Fatalf("min_score %v: got %v, want %v", tc.min, got, tc.want)
+		}
 	}
 	// Recency prefers the newest item.
 	rec := query(t, "q", map[string]any{"query": "electricity", "wishlist": map[string]any{"recency": map[string]any{"weight": 1, "half_life_days": 1, "field": "time_authored"}}}, http.StatusOK)
