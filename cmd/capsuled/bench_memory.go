@@ -36,6 +36,7 @@ func runBenchMemory(ctx context.Context, args []string, stdout, stderr io.Writer
 	denseW := fs.Float64("dense-weight", 0, "weight of the dense ranking in the fusion (0: the service default)")
 	recency := fs.Float64("recency-weight", 0, "recency bonus weight (0: the service default; negative: off)")
 	alone := fs.Bool("index-alone", false, "index each turn without its neighbours (ablation)")
+	window := fs.Int("index-window", 0, "turns on each side indexed with a turn (0: the service default)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -78,7 +79,7 @@ func runBenchMemory(ctx context.Context, args []string, stdout, stderr io.Writer
 			fmt.Fprintf(stderr, "warning: no model in %s: keyword only, no dense baseline\n", *onnxDir)
 		}
 	}
-	svc, err := memory.New(memory.Config{BudgetTokens: *budget, IndexAlone: *alone, RecencyWeight: *recency, DenseWeight: *denseW, Now: func() time.Time { return clock }}, deps)
+	svc, err := memory.New(memory.Config{BudgetTokens: *budget, IndexAlone: *alone, IndexWindow: *window, RecencyWeight: *recency, DenseWeight: *denseW, Now: func() time.Time { return clock }}, deps)
 	if err != nil {
 		return err
 	}

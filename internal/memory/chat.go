@@ -140,7 +140,7 @@ func (s *Service) Persist(ctx context.Context, in PersistInput) ([]domain.Memory
 	}
 	now := s.cfg.Now()
 	var recs []Record
-	prev := ""
+	var saids []string
 	for _, m := range in.Messages {
 		text := strings.TrimSpace(m.Text())
 		if !isTurnRole(m.Role) || text == "" {
@@ -158,20 +158,14 @@ func (s *Service) Persist(ctx context.Context, in PersistInput) ([]domain.Memory
 			meta["name"] = m.Name
 			said = m.Name + ": " + text
 		}
-		// A turn is indexed with the turn before it: an answer is found by
-		// the words of its question.
-		search := said
-		if prev != "" && !s.cfg.IndexAlone {
-			search = said + "\n" + prev
-		}
-		prev = said
+		saids = append(saids, said)
 		t := at.Add(time.Duration(len(recs)) * time.Millisecond)
 		recs = append(recs, Record{
 			Memory: domain.Memory{
 				ID: newID("mem_"), Namespace: in.Namespace, Kind: domain.MemoryTurn, Role: m.Role, Content: text,
 				Conversation: in.Conversation, Metadata: meta, CreatedAt: now, UpdatedAt: now, ValidFrom: t,
 			},
-			SearchText: search,
+			SearchText: said,
 			DedupeKey:  dedupeKey(m.Role, text),
 		})
 	}
@@ -179,10 +173,19 @@ func (s *Service) Persist(ctx context.Context, in PersistInput) ([]domain.Memory
 		return nil, nil, nil
 	}
 	if !s.cfg.IndexAlone {
-		// ...and with the turn after it, when the batch has one: a
-		// statement is often confirmed or explained by the reply.
-		for i := 0; i+1 < len(recs); i++ {
-			recs[i].SearchText += "\n" + recs[i+1].Memory.Content
+		// A turn is indexed together with the turns around it in its batch
+		// (Config.IndexWindow each side): an answer is found by the words
+		// of its question, a statement by the reply that explains it.
+		w := s.cfg.IndexWindow
+		for i := range recs {
+			parts := []string{saids[i]}
+			for j := max(0, i-w); j < i; j++ {
+				parts = append(parts, saids[j])
+			}
+			for j := i + 1; j <= min(len(recs)-1, i+w); j++ {
+				parts = append(parts, recs[j].Memory.Content)
+			}
+			recs[i].SearchText = strings.Join(parts, "\n")
 		}
 	}
 	stored, err := s.store.InsertMemories(ctx, recs)

@@ -44,6 +44,9 @@ type Config struct {
 	// and after it in its batch, so an answer is found by the words of its
 	// question; what is stored and injected is the turn's own text.
 	IndexAlone bool
+	// IndexWindow is how many turns on each side join a turn's index text.
+	// Default 1.
+	IndexWindow int
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
 }
@@ -64,6 +67,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.RecencyWeight == 0 {
 		c.RecencyWeight = 0.25
+	}
+	if c.IndexWindow <= 0 {
+		c.IndexWindow = 1
 	}
 	if c.DenseWeight <= 0 {
 		c.DenseWeight = 0.5
