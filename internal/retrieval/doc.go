@@ -78,7 +78,7 @@
 // all-MiniLM-L6-v2): nDCG@10 keyword 0.8155, dense 0.8273; RRF k=20 0.8555,
 // k=60 0.8530; convex with the query-relative keyword score, Alpha
 // 0.3/0.4/0.5/0.6/0.7/0.8: 0.8607 0.8656 0.8678 0.8657 0.8654 0.8558; convex
-// with x/(x+10) (an earlier run): 0.8544 0.8623 0.8648 0.8659 0.8655 0.8592.
+// with x/(x+10) (same run): 0.8544 0.8623 0.8648 0.8659 0.8655 0.8592.
 // The convex mix with the query-relative keyword score and Alpha 0.5 is the
 // best, so it is the default.
 package retrieval
