@@ -23,6 +23,8 @@ type App struct {
 	auth    *auth.Service
 	handler http.Handler
 	closers []io.Closer
+	// embeds is the one embedder (and tokenizer) the services share.
+	embeds sharedEmbedder
 }
 
 // New opens the store, builds the services and the HTTP handler.

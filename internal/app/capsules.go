@@ -81,12 +81,9 @@ func (c *CapsulesConfig) RegisterFlags(fs *flag.FlagSet) {
 // newCapsules builds the capsule service (nil: the operations answer 501).
 func (a *App) newCapsules(ctx context.Context) (api.Capsules, error) {
 	cfg := a.cfg.Capsules
-	emb, tokens, closeEmb, err := a.newEmbedder(ctx, cfg)
+	emb, tokens, err := a.embedder(ctx)
 	if err != nil {
 		return nil, err
-	}
-	if closeEmb != nil {
-		a.closers = append(a.closers, closerFunc(closeEmb))
 	}
 	var ec capsule.Embedder
 	if emb != nil {

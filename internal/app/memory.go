@@ -8,8 +8,38 @@ import (
 	"time"
 
 	"capsuled/api"
+	"capsuled/internal/ingest"
 	"capsuled/internal/memory"
 )
+
+// sharedEmbedder is the embedder (and its tokenizer) that the capsule and
+// memory services share: one model in memory, one ONNX Runtime session.
+type sharedEmbedder struct {
+	done   bool
+	emb    embedder
+	tokens ingest.TokenCounter
+	err    error
+	// built counts the calls of newEmbedder (at most one; tests check it).
+	built int
+}
+
+// embedder returns the app's one embedder, built by newEmbedder from the
+// capsule settings on first use (nil: semantic search is off). Its closer
+// joins the app's. App.New builds the services one after another, so no
+// lock is needed.
+func (a *App) embedder(ctx context.Context) (embedder, ingest.TokenCounter, error) {
+	e := &a.embeds
+	if !e.done {
+		e.done = true
+		emb, tokens, closeEmb, err := a.newEmbedder(ctx, a.cfg.Capsules)
+		e.emb, e.tokens, e.err = emb, tokens, err
+		e.built++
+		if closeEmb != nil {
+			a.closers = append(a.closers, closerFunc(closeEmb))
+		}
+	}
+	return e.emb, e.tokens, e.err
+}
 
 // MemoryConfig configures the memory operation: its generators, the
 // default memory budget and fact extraction.
@@ -56,12 +86,9 @@ func (c *MemoryConfig) RegisterFlags(fs *flag.FlagSet) {
 func (a *App) newMemory(ctx context.Context) (api.Memory, []api.Model, error) {
 	cfg := a.cfg.Memory
 	d := memory.Deps{Store: a.db.Memory(), Log: a.log}
-	emb, tokens, closeEmb, err := a.newEmbedder(ctx, a.cfg.Capsules)
+	emb, tokens, err := a.embedder(ctx)
 	if err != nil {
 		return nil, nil, fmt.Errorf("memory embedder: %w", err)
-	}
-	if closeEmb != nil {
-		a.closers = append(a.closers, closerFunc(closeEmb))
 	}
 	if emb != nil {
 		d.Embedder = emb

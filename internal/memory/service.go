@@ -147,6 +147,9 @@ func New(cfg Config, d Deps) (*Service, error) {
 // Models lists the model ids the memory operation accepts.
 func (s *Service) Models() []string { return append([]string(nil), s.models...) }
 
+// Embedder is the service's embedder (nil: keyword-only retrieval).
+func (s *Service) Embedder() Embedder { return s.emb }
+
 // Config returns the service's effective configuration.
 func (s *Service) Config() Config { return s.cfg }
 
