@@ -378,6 +378,19 @@ func (e *Engine) Search(ctx context.Context, capsule string, q domain.Query) ([]
 		}
 	}
 
+	// The query's best attainable BM25 (KeywordNormQuery) is one FTS query
+	// per term: they run beside the dense scan and the keyword search.
+	var (
+		kwMax    float64
+		kwMaxErr error
+		kwMaxWG  sync.WaitGroup
+	)
+	terms := Terms(q.Text)
+	if mode != domain.ModeSemantic && e.cfg.KeywordNorm == KeywordNormQuery {
+		kwMaxWG.Go(func() { kwMax, kwMaxErr = e.queryMaxBM25(ctx, capsule, terms) })
+	}
+	defer kwMaxWG.Wait()
+
 	ci.mu.RLock()
 	defer ci.mu.RUnlock()
 	byRef := map[ref]*cand{}
@@ -389,9 +402,7 @@ func (e *Engine) Search(ctx context.Context, capsule string, q domain.Query) ([]
 			cands = append(cands, c)
 		}
 	}
-	kwMax := 0.0 // the query's best attainable BM25 in the capsule (KeywordNormQuery)
 	if mode != domain.ModeSemantic {
-		terms := Terms(q.Text)
 		rank := 0
 		err := e.src.Keyword(ctx, capsule, terms, func(id string, idx int, score float64) bool {
 			en := ci.items[id]
@@ -415,11 +426,10 @@ func (e *Engine) Search(ctx context.Context, capsule string, q domain.Query) ([]
 		if err != nil {
 			return nil, err
 		}
-		if rank > 0 && e.cfg.KeywordNorm == KeywordNormQuery {
-			if kwMax, err = e.queryMaxBM25(ctx, capsule, terms); err != nil {
-				return nil, err
-			}
-		}
+	}
+	kwMaxWG.Wait()
+	if kwMaxErr != nil {
+		return nil, kwMaxErr
 	}
 	now := e.cfg.Now()
 	for _, c := range cands {
