@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"modernc.org/sqlite"
@@ -33,8 +34,15 @@ type DB struct {
 // Open opens (creating if needed) the database file at path and applies any
 // pending migrations.
 func Open(ctx context.Context, path string) (*DB, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create database directory: %w", err)
+	}
+	// SQLite in WAL mode needs to create files beside the database; on a
+	// read-only directory it fails with "unable to open database file (14)",
+	// so say what is wrong first.
+	if err := checkWritable(dir); err != nil {
+		return nil, err
 	}
 	dsn := "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_txlock=immediate"
 	write, err := sql.Open("sqlite", dsn)
@@ -54,6 +62,23 @@ func Open(ctx context.Context, path string) (*DB, error) {
 		return nil, err
 	}
 	return db, nil
+}
+
+// checkWritable reports a clear error when dir cannot be written.
+func checkWritable(dir string) error {
+	f, err := os.CreateTemp(dir, ".write-check-*")
+	if err != nil {
+		if errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS) {
+			return fmt.Errorf("the data directory %s is read-only: capsuled needs to write its database there: %w", dir, err)
+		}
+		if errors.Is(err, syscall.ENOSPC) {
+			return fmt.Errorf("the data directory %s is full: %w", dir, err)
+		}
+		return fmt.Errorf("the data directory %s is not writable: %w", dir, err)
+	}
+	name := f.Name()
+	f.Close()
+	return os.Remove(name)
 }
 
 // Close closes the database.

@@ -2,6 +2,8 @@ package sqlite_test
 
 import (
 	"context"
+	"os"
+	"strings"
 	"path/filepath"
 	"testing"
 	"time"
@@ -53,4 +55,20 @@ func TestClaimLease(t *testing.T) {
 	storetest.ClaimLease(t, func(t *testing.T, lease time.Duration) capsule.Store {
 		return openFresh(t).Capsules().WithLease(lease)
 	})
+}
+
+func TestOpenReadOnlyDirectorySaysSo(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() == 0 {
+		t.Skip("root can write a directory without write permission; internal/faulttest covers a read-only mount")
+	}
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o500); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chmod(dir, 0o700) })
+	_, err := sqlite.Open(context.Background(), filepath.Join(dir, "capsuled.db"))
+	if err == nil || !strings.Contains(err.Error(), "read-only") {
+		t.Fatalf("err = %v, want one that says read-only", err)
+	}
 }
