@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"slices"
 	"strings"
@@ -68,40 +69,104 @@ func (s *Server) CreateMemoryChatCompletion(ctx context.Context, in gen.CreateMe
 		}
 	}
 	if req.Stream {
-		// The memory report has no place in the chunks yet; the turn is
-		// selected, generated and persisted exactly as without streaming.
-		return memoryStream{&chatStream{
+		// The turn is selected, generated and persisted exactly as without
+		// streaming; the memory report rides on the last chunk.
+		ms := &memoryStream{chatStream: &chatStream{
 			log:  s.log,
 			req:  req,
 			head: &domain.Completion{ID: "chatcmpl-" + newStreamID(), Model: req.Model, Created: time.Now()},
-			run: func() (*domain.Completion, error) {
-				res, err := s.memory.Chat(ctx, mi)
-				if err != nil {
-					return nil, err
-				}
-				return &res.Completion, nil
-			},
-			ctx: ctx,
-		}}, nil
+			ctx:  ctx,
+		}}
+		ms.run = func() (*domain.Completion, error) {
+			res, err := s.memory.Chat(ctx, mi)
+			if err != nil {
+				return nil, err
+			}
+			ms.report = memoryReport(res)
+			return &res.Completion, nil
+		}
+		return ms, nil
 	}
 	res, err := s.memory.Chat(ctx, mi)
 	if err != nil {
 		return nil, err
 	}
 	out := CompletionToWire(&res.Completion)
-	ext := gen.MemoryReportExtraction(res.Extraction)
-	out.Memory = &gen.MemoryReport{Namespace: res.Namespace, Read: orEmptyIDs(res.Read), Written: orEmptyIDs(res.Written), Extraction: &ext}
-	if len(res.Superseded) > 0 {
-		out.Memory.Superseded = &res.Superseded
-	}
+	out.Memory = memoryReport(res)
 	return gen.CreateMemoryChatCompletion200JSONResponse(out), nil
 }
 
-// memoryStream is the svc-1 chat stream answering the memory operation.
-type memoryStream struct{ *chatStream }
+// memoryReport is the wire form of what a memory turn read and wrote.
+func memoryReport(res memory.ChatResult) *gen.MemoryReport {
+	ext := gen.MemoryReportExtraction(res.Extraction)
+	r := &gen.MemoryReport{Namespace: res.Namespace, Read: orEmptyIDs(res.Read), Written: orEmptyIDs(res.Written), Extraction: &ext}
+	if len(res.Superseded) > 0 {
+		r.Superseded = &res.Superseded
+	}
+	return r
+}
 
-func (m memoryStream) VisitCreateMemoryChatCompletionResponse(w http.ResponseWriter) error {
-	return m.VisitCreateChatCompletionResponse(w)
+// memoryStream is the chat stream of the memory operation: the chunks of
+// chatStream, with the memory report on the last chunk (the usage chunk
+// when the client asked for usage, else the finish chunk).
+type memoryStream struct {
+	*chatStream
+	report *gen.MemoryReport // set by run
+}
+
+func (m *memoryStream) VisitCreateMemoryChatCompletionResponse(w http.ResponseWriter) error {
+	cs := m.chatStream
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	flusher, _ := w.(http.Flusher)
+	send := func(v any) error {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		if _, err := w.Write(append(append([]byte("data: "), b...), '\n', '\n')); err != nil {
+			return err
+		}
+		if flusher != nil {
+			flusher.Flush()
+		}
+		return nil
+	}
+	done := func() error {
+		_, err := w.Write([]byte("data: [DONE]\n\n"))
+		if flusher != nil {
+			flusher.Flush()
+		}
+		return err
+	}
+	early := !cs.req.ContinuousUsage
+	if early {
+		if err := send(RoleChunk(cs.head, 0)); err != nil {
+			return err
+		}
+	}
+	c, err := cs.run()
+	if err != nil {
+		_, body, _ := toWire(cs.ctx, cs.log, err)
+		if err := send(body); err != nil {
+			return err
+		}
+		return done()
+	}
+	c.ID, c.Model, c.Created = cs.head.ID, cs.head.Model, cs.head.Created
+	chunks := CompletionChunks(c, ChunkOptions{IncludeUsage: cs.req.IncludeUsage, ContinuousUsage: cs.req.ContinuousUsage, SkipRole: early})
+	if n := len(chunks); n > 0 {
+		chunks[n-1].Memory = m.report
+	}
+	for _, ch := range chunks {
+		if err := send(ch); err != nil {
+			return err
+		}
+	}
+	return done()
 }
 
 func orEmptyIDs(ids []string) []string {
