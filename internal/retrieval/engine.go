@@ -139,6 +139,54 @@ type Engine struct {
 	dim   int
 	mu    sync.Mutex
 	index map[string]*capIndex
+
+	// Each (capsule, term)'s best single-term BM25 score, for the
+	// query-relative keyword score. Any change to any capsule clears it
+	// (BM25's IDF counts every capsule's rows) and bumps boundsGen.
+	boundsMu  sync.Mutex
+	bounds    map[boundKey]float64
+	boundsGen int64
+}
+
+type boundKey struct{ capsule, term string }
+
+// maxBounds caps the bound cache; past it the cache starts over.
+const maxBounds = 100000
+
+// changed clears what depends on the whole index's contents.
+func (e *Engine) changed() {
+	e.boundsMu.Lock()
+	e.bounds = nil
+	e.boundsGen++
+	e.boundsMu.Unlock()
+}
+
+// termBound returns the best score of term alone in the capsule, cached.
+func (e *Engine) termBound(ctx context.Context, capsule, term string) (float64, error) {
+	k := boundKey{capsule, term}
+	e.boundsMu.Lock()
+	best, ok := e.bounds[k]
+	gen := e.boundsGen
+	e.boundsMu.Unlock()
+	if ok {
+		return best, nil
+	}
+	err := e.src.Keyword(ctx, capsule, []string{term}, func(_ string, _ int, score float64) bool {
+		best = score
+		return false
+	})
+	if err != nil {
+		return 0, err
+	}
+	e.boundsMu.Lock()
+	defer e.boundsMu.Unlock()
+	if e.boundsGen == gen { // nothing changed meanwhile
+		if e.bounds == nil || len(e.bounds) >= maxBounds {
+			e.bounds = map[boundKey]float64{}
+		}
+		e.bounds[k] = best
+	}
+	return best, nil
 }
 
 // New returns an Engine over src. emb may be nil (keyword search only); dim
@@ -216,6 +264,9 @@ func (e *Engine) load(ctx context.Context, name string) (*capIndex, error) {
 	if ci.loaded && ci.gen == gen {
 		return ci, nil
 	}
+	if ci.loaded {
+		e.changed() // another process changed the capsule
+	}
 	items, err := e.src.SearchableItems(ctx, name)
 	if err != nil {
 		return nil, fmt.Errorf("load capsule %s: %w", name, err)
@@ -252,6 +303,7 @@ func (e *Engine) load(ctx context.Context, name string) (*capIndex, error) {
 // ItemIndexed records that an item's chunks (with their vectors, by idx) are
 // now searchable, replacing what the item had.
 func (e *Engine) ItemIndexed(it domain.Item, chunks []domain.Chunk) {
+	e.changed()
 	ci := e.capsule(it.Capsule)
 	ci.mu.Lock()
 	defer ci.mu.Unlock()
@@ -292,6 +344,7 @@ func (e *Engine) ItemUpdated(it domain.Item) {
 
 // ItemRemoved drops an item from its capsule's index.
 func (e *Engine) ItemRemoved(capsule, id string) {
+	e.changed()
 	ci := e.capsule(capsule)
 	ci.mu.Lock()
 	defer ci.mu.Unlock()
@@ -304,6 +357,7 @@ func (e *Engine) ItemRemoved(capsule, id string) {
 
 // CapsuleRemoved forgets a capsule.
 func (e *Engine) CapsuleRemoved(capsule string) {
+	e.changed()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	delete(e.index, capsule)
@@ -487,11 +541,7 @@ func less(a, b *cand) bool {
 func (e *Engine) queryMaxBM25(ctx context.Context, capsule string, terms []string) (float64, error) {
 	sum, found := 0.0, 0
 	for _, t := range terms {
-		best := 0.0
-		err := e.src.Keyword(ctx, capsule, []string{t}, func(_ string, _ int, score float64) bool {
-			best = score
-			return false
-		})
+		best, err := e.termBound(ctx, capsule, t)
 		if err != nil {
 			return 0, fmt.Errorf("keyword bound for %q: %w", t, err)
 		}

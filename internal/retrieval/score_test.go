@@ -91,3 +91,33 @@ func TestKeywordNormSaturate(t *testing.T) {
 		}
 	}
 }
+
+// TestKeywordBoundCache checks that a term's cached best score is dropped
+// when any capsule changes.
+func TestKeywordBoundCache(t *testing.T) {
+	t.Parallel()
+	a, b := ref{"a", 0}, ref{"b", 0}
+	src := &fakeKeywordSource{
+		fakeSource: fakeSource{items: []domain.Item{{ID: "a", Capsule: "c"}, {ID: "b", Capsule: "c"}}},
+		contrib:    map[string]map[ref]float64{"solar": {a: 2}},
+	}
+	e := New(src, nil, 0, Config{})
+	ctx := context.Background()
+	score := func() float64 {
+		hits, err := e.Search(ctx, "c", domain.Query{Text: "solar", Limit: 10})
+		if err != nil || len(hits) == 0 || hits[len(hits)-1].Item.ID != "a" {
+			t.Fatalf("hits %+v, %v", hits, err)
+		}
+		return hits[len(hits)-1].Score
+	}
+	if s := score(); s != 1 {
+		t.Fatalf("alone: %v, want 1", s)
+	}
+	// b now matches twice as well: a's share halves once the engine hears
+	// of the change (here, an item of another capsule).
+	src.contrib["solar"][b] = 4
+	e.ItemIndexed(domain.Item{ID: "x", Capsule: "other"}, nil)
+	if s := score(); s != 0.5 {
+		t.Fatalf("after the change: %v, want 0.5", s)
+	}
+}
