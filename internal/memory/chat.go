@@ -179,6 +179,9 @@ func (s *Service) Persist(ctx context.Context, in PersistInput) ([]domain.Memory
 		w := s.cfg.IndexWindow
 		for i := range recs {
 			parts := []string{saids[i]}
+			for range s.cfg.OwnRepeat - 1 {
+				parts = append(parts, saids[i])
+			}
 			for j := max(0, i-w); j < i; j++ {
 				parts = append(parts, saids[j])
 			}

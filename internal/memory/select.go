@@ -21,6 +21,16 @@ const (
 	Keyword               // BM25 only
 )
 
+// Fusion names how Select combines its retrievers' rankings.
+type Fusion string
+
+// The fusions: reciprocal rank (ranks only), or a convex mix of each
+// retriever's scores normalised over its candidate list.
+const (
+	FusionRRF    Fusion = "rrf"
+	FusionConvex Fusion = "convex"
+)
+
 // rrfK is the rank offset of reciprocal-rank fusion.
 const rrfK = 60
 
@@ -80,9 +90,20 @@ func (s *Service) selectWith(ctx context.Context, q Query, live LiveFilter) (Sel
 	}
 	n := s.cfg.Candidates
 	score := map[string]float64{}
-	add := func(ids []string, weight float64) {
+	// add fuses one retriever's ranking: reciprocal rank, or (convex) its
+	// scores min-max normalised over its list, in units of a first rank.
+	add := func(ids []string, raw []float64, weight float64) {
+		lo, hi := 0.0, 0.0
+		if s.cfg.Fusion == FusionConvex && len(raw) > 0 {
+			lo, hi = raw[len(raw)-1], raw[0]
+		}
 		for rank, id := range ids {
-			if !q.Exclude[id] {
+			if q.Exclude[id] {
+				continue
+			}
+			if hi > lo {
+				score[id] += weight / float64(rrfK+1) * (raw[rank] - lo) / (hi - lo)
+			} else {
 				score[id] += weight / float64(rrfK+rank+1)
 			}
 		}
@@ -97,21 +118,21 @@ func (s *Service) selectWith(ctx context.Context, q Query, live LiveFilter) (Sel
 		if err != nil {
 			return Selection{}, err
 		}
-		add(hitIDs(hits), 1)
+		add(hitIDs(hits), hitScores(hits), 1)
 		if ctxText != "" {
 			hits, err := s.store.SearchText(ctx, q.Namespace, ctxText+"\n"+text, n, live)
 			if err != nil {
 				return Selection{}, err
 			}
-			add(hitIDs(hits), 0.3)
+			add(hitIDs(hits), hitScores(hits), 0.3)
 		}
 	}
 	if q.Mode != Keyword && s.emb != nil && text != "" {
-		ids, err := s.dense(ctx, q.Namespace, text, n, live)
+		ids, sims, err := s.dense(ctx, q.Namespace, text, n, live)
 		if err != nil {
 			return Selection{}, err
 		}
-		add(ids, s.cfg.DenseWeight)
+		add(ids, sims, s.cfg.DenseWeight)
 	}
 	ids := make([]string, 0, len(score))
 	for id := range score {
@@ -142,6 +163,9 @@ func (s *Service) selectWith(ctx context.Context, q Query, live LiveFilter) (Sel
 		ids = append(ids, id)
 	}
 	sortByScore(ids, score)
+	if q.Mode == Hybrid && s.cfg.NeighbourPenalty > 0 {
+		ids = s.diversify(ids, score, byID)
+	}
 	if len(ids) > n {
 		ids = ids[:n]
 	}
@@ -158,15 +182,65 @@ func (s *Service) selectWith(ctx context.Context, q Query, live LiveFilter) (Sel
 	return sel, nil
 }
 
-// dense ranks the namespace's vectors by cosine similarity to text.
-func (s *Service) dense(ctx context.Context, ns, text string, n int, live LiveFilter) ([]string, error) {
+// diversify reorders ids (sorted by score) greedily so that a turn whose
+// index window overlaps a turn already taken counts less: each turn is
+// indexed with its neighbours (Config.IndexWindow each side), so a match in
+// one turn lifts the whole window, and without this the top of the ranking
+// is the same few lines several times. A candidate's score is multiplied by
+// (1 - Config.NeighbourPenalty) for every taken turn of its window (same
+// conversation, at most IndexWindow turns away: turns of a batch are stored
+// one millisecond apart). Nothing is dropped, only moved down.
+func (s *Service) diversify(ids []string, score map[string]float64, byID map[string]domain.Memory) []string {
+	w := time.Duration(s.cfg.IndexWindow) * time.Millisecond
+	if s.cfg.IndexAlone {
+		return ids
+	}
+	keep := 1 - s.cfg.NeighbourPenalty
+	adj := make([]float64, len(ids))
+	for i, id := range ids {
+		adj[i] = score[id]
+	}
+	taken := make([]bool, len(ids))
+	out := make([]string, 0, len(ids))
+	for range ids {
+		best := -1
+		for i := range ids {
+			if !taken[i] && (best < 0 || adj[i] > adj[best]) {
+				best = i
+			}
+		}
+		taken[best] = true
+		out = append(out, ids[best])
+		b := byID[ids[best]]
+		if b.Kind != domain.MemoryTurn {
+			continue
+		}
+		for i := range ids {
+			if taken[i] {
+				continue
+			}
+			m := byID[ids[i]]
+			if m.Kind != domain.MemoryTurn || m.Conversation != b.Conversation {
+				continue
+			}
+			if d := m.ValidFrom.Sub(b.ValidFrom); d >= -w && d <= w {
+				adj[i] *= keep
+			}
+		}
+	}
+	return out
+}
+
+// dense ranks the namespace's vectors by cosine similarity to text; it
+// returns the best n ids and their similarities.
+func (s *Service) dense(ctx context.Context, ns, text string, n int, live LiveFilter) ([]string, []float64, error) {
 	vecs, err := s.emb.Embed(ctx, []string{text})
 	if err != nil {
-		return nil, fmt.Errorf("embed the memory query: %w", err)
+		return nil, nil, fmt.Errorf("embed the memory query: %w", err)
 	}
 	stored, err := s.vectors.get(ctx, s.store, ns, s.emb.ModelID(), live.Now)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	qv := vecs[0]
 	score := make(map[string]float64, len(stored))
@@ -179,7 +253,11 @@ func (s *Service) dense(ctx context.Context, ns, text string, n int, live LiveFi
 	if len(ids) > n {
 		ids = ids[:n]
 	}
-	return ids, nil
+	sims := make([]float64, len(ids))
+	for i, id := range ids {
+		sims[i] = score[id]
+	}
+	return ids, sims, nil
 }
 
 func cosine(a, b []float32) float64 {
@@ -196,6 +274,14 @@ func cosine(a, b []float32) float64 {
 		return 0
 	}
 	return dot / math.Sqrt(na*nb)
+}
+
+func hitScores(hits []Hit) []float64 {
+	out := make([]float64, len(hits))
+	for i, h := range hits {
+		out[i] = h.Score
+	}
+	return out
 }
 
 func hitIDs(hits []Hit) []string {

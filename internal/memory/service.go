@@ -26,7 +26,8 @@ type Config struct {
 	// Candidates is how many memories each retriever proposes. Default 60.
 	Candidates int
 	// RecencyWeight scales the recency bonus, in units of a first-rank
-	// reciprocal-rank score. Default 0.25; negative turns it off.
+	// score. Default 0.05 (a tie-breaker; measured on LoCoMo:
+	// docs/benchmarks.md); negative turns it off.
 	RecencyWeight float64
 	// RecencyHalfLife is the age at which the recency bonus halves.
 	// Default 30 days.
@@ -37,7 +38,8 @@ type Config struct {
 	// ExtractTimeout bounds one extraction attempt. Default 30s.
 	ExtractTimeout time.Duration
 	// DenseWeight is the weight of the dense ranking in the fusion (BM25's
-	// is 1). Default 0.5 (measured on LoCoMo: docs/benchmarks.md).
+	// is 1). Default 1 (with the convex fusion; measured on LoCoMo:
+	// docs/benchmarks.md).
 	DenseWeight float64
 	// IndexAlone indexes each turn by its own text only. By default a turn
 	// is indexed (for BM25 and its vector) together with the turns before
@@ -47,6 +49,18 @@ type Config struct {
 	// IndexWindow is how many turns on each side join a turn's index text.
 	// Default 1.
 	IndexWindow int
+	// Fusion combines the retrievers: FusionConvex (default) or FusionRRF.
+	Fusion Fusion
+	// OwnRepeat is how many times a turn's own text is in its index text
+	// (the neighbours once): a field weight for the turn itself, so that of
+	// the turns whose windows match, the one that said it ranks first.
+	// Default 2.
+	OwnRepeat int
+	// NeighbourPenalty is the share of its score a turn loses for each
+	// turn of its index window that ranks above it (see Service.diversify).
+	// Default 0 (off: it lowered evidence recall on LoCoMo, where evidence
+	// turns are often neighbours).
+	NeighbourPenalty float64
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
 }
@@ -66,13 +80,22 @@ func (c Config) WithDefaults() Config {
 		c.Candidates = 60
 	}
 	if c.RecencyWeight == 0 {
-		c.RecencyWeight = 0.25
+		c.RecencyWeight = 0.05
+	}
+	if c.Fusion == "" {
+		c.Fusion = FusionConvex
+	}
+	if c.OwnRepeat <= 0 {
+		c.OwnRepeat = 2
+	}
+	if c.NeighbourPenalty > 1 {
+		c.NeighbourPenalty = 1
 	}
 	if c.IndexWindow <= 0 {
 		c.IndexWindow = 1
 	}
 	if c.DenseWeight <= 0 {
-		c.DenseWeight = 0.5
+		c.DenseWeight = 1
 	}
 	if c.RecencyHalfLife <= 0 {
 		c.RecencyHalfLife = 30 * 24 * time.Hour
@@ -120,6 +143,9 @@ type Service struct {
 func New(cfg Config, d Deps) (*Service, error) {
 	if d.Store == nil {
 		return nil, errors.New("memory: a Store is required")
+	}
+	if f := cfg.Fusion; f != "" && f != FusionRRF && f != FusionConvex {
+		return nil, fmt.Errorf("memory: fusion %q: want %s or %s", f, FusionRRF, FusionConvex)
 	}
 	if len(d.Generators) == 0 {
 		return nil, errors.New("memory: at least one generator is required")

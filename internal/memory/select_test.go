@@ -1,0 +1,132 @@
+package memory_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"capsuled/internal/domain"
+	"capsuled/internal/memory"
+	"capsuled/internal/store/sqlite"
+)
+
+// session persists one batch of named turns (speaker A as user, B as
+// assistant) and returns their ids in order.
+func session(t *testing.T, b *bundle, ns string, turns ...string) []string {
+	t.Helper()
+	var msgs []domain.Message
+	for i, tx := range turns {
+		role, name := domain.RoleUser, "Ana"
+		if i%2 == 1 {
+			role, name = domain.RoleAssistant, "Ben"
+		}
+		m := domain.TextMessage(role, tx)
+		m.Name = name
+		msgs = append(msgs, m)
+	}
+	stored, _, err := b.svc.Persist(context.Background(), memory.PersistInput{Namespace: ns, Conversation: "c1", Messages: msgs, At: b.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := make([]string, len(stored))
+	for i, m := range stored {
+		ids[i] = m.ID
+	}
+	return ids
+}
+
+// TestSelectionRanksTheTurnThatSaidIt checks that, with each turn indexed
+// together with its neighbours, the turn whose own text answers the query
+// ranks above the neighbours whose windows also hold it, for every fusion
+// and with or without the embedder.
+func TestSelectionRanksTheTurnThatSaidIt(t *testing.T) {
+	t.Parallel()
+	turns := []string{
+		"How was the weekend?",
+		"Busy, we went to the coast.",
+		"I finally adopted a greyhound called Pepper from the shelter.",
+		"That is lovely, dogs are great company.",
+		"Work starts again on Monday.",
+	}
+	tests := []struct {
+		name   string
+		fusion memory.Fusion
+		emb    memory.Embedder
+	}{
+		{"convex, hybrid", memory.FusionConvex, fakeEmbedder{}},
+		{"rrf, hybrid", memory.FusionRRF, fakeEmbedder{}},
+		{"default, keyword only", "", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, memory.Deps{Embedder: tt.emb}, memory.Config{Fusion: tt.fusion})
+			ids := session(t, b, "pets", turns...)
+			sel, err := b.svc.Select(context.Background(), memory.Query{Namespace: "pets", Text: "What is the name of Ana's greyhound from the shelter?"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(sel.Ranked) < 3 {
+				t.Fatalf("ranked %d memories, want the window of three", len(sel.Ranked))
+			}
+			if got := sel.Ranked[0].Memory.ID; got != ids[2] {
+				t.Fatalf("first is %q, want the turn that said it (%q)", sel.Ranked[0].Memory.Content, turns[2])
+			}
+		})
+	}
+}
+
+// TestNeighbourPenaltyMovesWindowsDown checks the optional diversity step:
+// with the penalty on, a turn of an unrelated window that matches the query
+// comes before the second turn of the best window.
+func TestNeighbourPenaltyMovesWindowsDown(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		penalty float64
+		// wantSecond: the second-ranked memory is the other session's turn.
+		wantSecond bool
+	}{
+		{"off (default)", 0, false},
+		{"full penalty", 1, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, memory.Deps{}, memory.Config{NeighbourPenalty: tt.penalty})
+			session(t, b, "ns", "I bought a kayak.", "A red kayak?", "Yes, a red kayak for the lake.")
+			b.now = b.now.Add(48 * time.Hour)
+			other := session(t, b, "ns", "The weather was grey all week.", "We paddled the kayak anyway.", "Brave of you.")
+			sel, err := b.svc.Select(context.Background(), memory.Query{Namespace: "ns", Text: "red kayak lake"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(sel.Ranked) < 2 {
+				t.Fatalf("ranked %d", len(sel.Ranked))
+			}
+			second := sel.Ranked[1].Memory.ID
+			if got := second == other[0] || second == other[1] || second == other[2]; got != tt.wantSecond {
+				t.Fatalf("second is %q (other session: %v), want other session %v", sel.Ranked[1].Memory.Content, got, tt.wantSecond)
+			}
+		})
+	}
+}
+
+func TestUnknownFusionIsRefused(t *testing.T) {
+	t.Parallel()
+	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "capsuled.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	d := memory.Deps{Store: db.Memory(), Generators: []memory.Generator{memory.Extractive{}}}
+	for _, f := range []memory.Fusion{"", memory.FusionRRF, memory.FusionConvex} {
+		if _, err := memory.New(memory.Config{Fusion: f}, d); err != nil {
+			t.Fatalf("fusion %q: %v", f, err)
+		}
+	}
+	if _, err := memory.New(memory.Config{Fusion: "borda"}, d); err == nil {
+		t.Fatal("fusion borda: no error")
+	}
+}
