@@ -61,9 +61,13 @@
 //     the mean of the others). The capsule's best match for every term scores
 //     1, a chunk with half the query's weight about 0.5. This stays
 //     meaningful in tiny capsules, where FTS5's IDF collapses to 1e-6 (a term
-//     in half the rows or more) and raw scores are all near 0; it costs one
-//     single-term FTS5 query per query term. KeywordNormSaturate, x/(x+K)
-//     with K = BM25Scale, is the former mapping;
+//     in half the rows or more) and raw scores are all near 0. It costs one
+//     single-term FTS5 query per query term not yet seen, run beside the rest
+//     of the query; each term's best score is cached per capsule and the
+//     cache is cleared by any change to any capsule (IDF counts every
+//     capsule's rows; on a shared PostgreSQL store another replica's change
+//     clears it when this replica reloads the changed capsule).
+//     KeywordNormSaturate, x/(x+K) with K = BM25Scale, is the former mapping;
 //   - hybrid (default FusionConvex): Alpha·dense + (1−Alpha)·keyword, with the
 //     dense cosine computed exactly for every BM25 candidate and the keyword
 //     score 0 for dense candidates that BM25 did not find; or, with FusionRRF,
