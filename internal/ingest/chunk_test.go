@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"unicode"
+	"unicode/utf8"
 )
 
 // fakeWordPieceCounter imitates a BERT tokenizer's count closely enough for
@@ -94,10 +95,16 @@ func checkChunks(t testing.TB, doc Document, tc TokenCounter, opts ChunkOptions,
 		}
 	}
 	for _, b := range sanitizeBlocks(doc) {
-		for k := b.Start; k < b.End; k++ {
-			if !covered[k] && !unicode.IsSpace(rune(doc.Text[k])) {
-				t.Fatalf("byte %d (%q) of block [%d,%d) is in no chunk", k, doc.Text[k], b.Start, b.End)
+		for k := b.Start; k < b.End; {
+			r, size := utf8.DecodeRuneInString(doc.Text[k:b.End])
+			if !unicode.IsSpace(r) {
+				for j := k; j < k+size; j++ {
+					if !covered[j] {
+						t.Fatalf("byte %d of %q at %d, in block [%d,%d), is in no chunk", j, r, k, b.Start, b.End)
+					}
+				}
 			}
+			k += size
 		}
 	}
 }
