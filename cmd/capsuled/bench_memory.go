@@ -39,6 +39,7 @@ func runBenchMemory(ctx context.Context, args []string, stdout, stderr io.Writer
 	window := fs.Int("index-window", 0, "turns on each side indexed with a turn (0: the service default)")
 	ownRepeat := fs.Int("own-repeat", 0, "times a turn's own text is in its index text (0: the service default)")
 	fusion := fs.String("fusion", "", "fusion of the retrievers: rrf or convex (empty: the service default)")
+	speaker := fs.Float64("speaker-weight", 0, "bonus of a turn whose speaker the question names (0: the service default; negative: off)")
 	penalty := fs.Float64("neighbour-penalty", 0, "score share a turn loses per higher-ranked turn of its index window (0: off, the service default)")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -82,7 +83,7 @@ func runBenchMemory(ctx context.Context, args []string, stdout, stderr io.Writer
 			fmt.Fprintf(stderr, "warning: no model in %s: keyword only, no dense baseline\n", *onnxDir)
 		}
 	}
-	svc, err := memory.New(memory.Config{BudgetTokens: *budget, IndexAlone: *alone, IndexWindow: *window, NeighbourPenalty: *penalty, OwnRepeat: *ownRepeat, Fusion: memory.Fusion(*fusion), RecencyWeight: *recency, DenseWeight: *denseW, Now: func() time.Time { return clock }}, deps)
+	svc, err := memory.New(memory.Config{BudgetTokens: *budget, IndexAlone: *alone, IndexWindow: *window, NeighbourPenalty: *penalty, OwnRepeat: *ownRepeat, SpeakerWeight: *speaker, Fusion: memory.Fusion(*fusion), RecencyWeight: *recency, DenseWeight: *denseW, Now: func() time.Time { return clock }}, deps)
 	if err != nil {
 		return err
 	}

@@ -143,6 +143,15 @@ func (s *Service) selectWith(ctx context.Context, q Query, live LiveFilter) (Sel
 		return Selection{}, err
 	}
 	now := live.Now
+	// Names the query mentions: a turn said by one of them gets the
+	// speaker bonus (a question about Ana is most often answered by what
+	// Ana said).
+	named := map[string]bool{}
+	if q.Mode == Hybrid && s.cfg.SpeakerWeight > 0 {
+		for _, w := range words(text) {
+			named[w] = true
+		}
+	}
 	byID := map[string]domain.Memory{}
 	for _, m := range mems {
 		if !isLive(m, live) || (q.ExcludeTurn != nil && q.ExcludeTurn(m)) {
@@ -150,6 +159,11 @@ func (s *Service) selectWith(ctx context.Context, q Query, live LiveFilter) (Sel
 			continue
 		}
 		byID[m.ID] = m
+		if name, _ := m.Metadata["name"].(string); name != "" && len(named) > 0 && m.Kind == domain.MemoryTurn {
+			if ws := words(name); len(ws) > 0 && named[ws[0]] {
+				score[m.ID] += s.cfg.SpeakerWeight / float64(rrfK+1)
+			}
+		}
 		if q.Mode == Hybrid && s.cfg.RecencyWeight > 0 {
 			age := now.Sub(m.ValidFrom)
 			if age < 0 {

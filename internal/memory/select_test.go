@@ -130,3 +130,35 @@ func TestUnknownFusionIsRefused(t *testing.T) {
 		t.Fatal("fusion borda: no error")
 	}
 }
+
+// TestSpeakerBonus checks that a turn said by the person the query names
+// ranks above an equally matching turn said by someone else.
+func TestSpeakerBonus(t *testing.T) {
+	t.Parallel()
+	for _, who := range []string{"Ana", "Ben"} {
+		t.Run(who, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, memory.Deps{}, memory.Config{})
+			said := map[string]string{}
+			for i, name := range []string{"Ana", "Ben"} {
+				m := domain.TextMessage(domain.RoleUser, "I bought a new bicycle today.")
+				m.Name = name
+				stored, _, err := b.svc.Persist(context.Background(), memory.PersistInput{Namespace: "ns", Conversation: name, Messages: []domain.Message{m}, At: b.now.Add(time.Duration(i) * time.Hour)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				said[stored[0].ID] = name
+			}
+			sel, err := b.svc.Select(context.Background(), memory.Query{Namespace: "ns", Text: "What did " + who + " buy, a bicycle?"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(sel.Ranked) != 2 {
+				t.Fatalf("ranked %d, want 2", len(sel.Ranked))
+			}
+			if got := said[sel.Ranked[0].Memory.ID]; got != who {
+				t.Fatalf("first said by %s, want %s", got, who)
+			}
+		})
+	}
+}

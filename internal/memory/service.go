@@ -51,6 +51,10 @@ type Config struct {
 	IndexWindow int
 	// Fusion combines the retrievers: FusionConvex (default) or FusionRRF.
 	Fusion Fusion
+	// SpeakerWeight is the bonus, in units of a first-rank score, of a
+	// turn whose speaker's (first) name the query mentions. Default 0.5
+	// (measured on LoCoMo: docs/benchmarks.md); negative turns it off.
+	SpeakerWeight float64
 	// OwnRepeat is how many times a turn's own text is in its index text
 	// (the neighbours once): a field weight for the turn itself, so that of
 	// the turns whose windows match, the one that said it ranks first.
@@ -84,6 +88,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.Fusion == "" {
 		c.Fusion = FusionConvex
+	}
+	if c.SpeakerWeight == 0 {
+		c.SpeakerWeight = 0.5
 	}
 	if c.OwnRepeat <= 0 {
 		c.OwnRepeat = 2
