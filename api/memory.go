@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"slices"
 	"strings"
@@ -115,58 +114,8 @@ type memoryStream struct {
 }
 
 func (m *memoryStream) VisitCreateMemoryChatCompletionResponse(w http.ResponseWriter) error {
-	cs := m.chatStream
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	flusher, _ := w.(http.Flusher)
-	send := func(v any) error {
-		b, err := json.Marshal(v)
-		if err != nil {
-			return err
-		}
-		if _, err := w.Write(append(append([]byte("data: "), b...), '\n', '\n')); err != nil {
-			return err
-		}
-		if flusher != nil {
-			flusher.Flush()
-		}
-		return nil
-	}
-	done := func() error {
-		_, err := w.Write([]byte("data: [DONE]\n\n"))
-		if flusher != nil {
-			flusher.Flush()
-		}
-		return err
-	}
-	early := !cs.req.ContinuousUsage
-	if early {
-		if err := send(RoleChunk(cs.head, 0)); err != nil {
-			return err
-		}
-	}
-	c, err := cs.run()
-	if err != nil {
-		_, body, _ := toWire(cs.ctx, cs.log, err)
-		if err := send(body); err != nil {
-			return err
-		}
-		return done()
-	}
-	c.ID, c.Model, c.Created = cs.head.ID, cs.head.Model, cs.head.Created
-	chunks := CompletionChunks(c, ChunkOptions{IncludeUsage: cs.req.IncludeUsage, ContinuousUsage: cs.req.ContinuousUsage, SkipRole: early})
-	if n := len(chunks); n > 0 {
-		chunks[n-1].Memory = m.report
-	}
-	for _, ch := range chunks {
-		if err := send(ch); err != nil {
-			return err
-		}
-	}
-	return done()
+	m.last = func(c *gen.ChatCompletionChunk) { c.Memory = m.report }
+	return m.write(w)
 }
 
 func orEmptyIDs(ids []string) []string {

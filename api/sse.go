@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 
+	"capsuled/gen"
 	"capsuled/internal/domain"
 )
 
@@ -21,9 +22,17 @@ type chatStream struct {
 	head *domain.Completion // id, model and created of every chunk
 	run  func() (*domain.Completion, error)
 	ctx  context.Context //nolint:containedctx // the strict handler's Visit has no context
+	// last, when set, amends the last chunk before it is sent (the memory
+	// operation puts its report there).
+	last func(*gen.ChatCompletionChunk)
 }
 
 func (cs *chatStream) VisitCreateChatCompletionResponse(w http.ResponseWriter) error {
+	return cs.write(w)
+}
+
+// write sends the whole stream.
+func (cs *chatStream) write(w http.ResponseWriter) error {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
@@ -67,7 +76,11 @@ func (cs *chatStream) VisitCreateChatCompletionResponse(w http.ResponseWriter) e
 		return done()
 	}
 	c.ID, c.Model, c.Created = cs.head.ID, cs.head.Model, cs.head.Created
-	for _, ch := range CompletionChunks(c, ChunkOptions{IncludeUsage: cs.req.IncludeUsage, ContinuousUsage: cs.req.ContinuousUsage, SkipRole: early}) {
+	chunks := CompletionChunks(c, ChunkOptions{IncludeUsage: cs.req.IncludeUsage, ContinuousUsage: cs.req.ContinuousUsage, SkipRole: early})
+	if n := len(chunks); n > 0 && cs.last != nil {
+		cs.last(&chunks[n-1])
+	}
+	for _, ch := range chunks {
 		if err := send(ch); err != nil {
 			return err
 		}
