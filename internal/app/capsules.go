@@ -6,6 +6,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"time"
@@ -56,6 +58,15 @@ type CapsulesConfig struct {
 	Fusion string
 	// Alpha is the dense weight of the convex fusion. Default 0.5.
 	Alpha float64
+	// ModelFetch, with Embedder auto or onnx and no model on disk, downloads
+	// the ONNX export of all-MiniLM-L6-v2 from its public home (ModelURL,
+	// default Hugging Face) into DataDir/models/all-MiniLM-L6-v2 on first
+	// use, with a progress bar on stderr. Off in the zero Config (tests);
+	// capsuled serve turns it on (--model-fetch).
+	ModelFetch bool
+	// ModelURL is where ModelFetch downloads from (default: the model's
+	// public home).
+	ModelURL string
 	// IngestLease is how long an item claimed for indexing stays claimed
 	// before another replica may take it over, on a shared (PostgreSQL)
 	// store. Default postgres.DefaultClaimLease.
@@ -72,6 +83,8 @@ func (c *CapsulesConfig) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.ONNXDir, "onnx-dir", "", "folder of the ONNX model and vocab.txt (default: <data>/models/all-MiniLM-L6-v2)")
 	fs.StringVar(&c.ModelFile, "model-file", "", "model file in the ONNX folder (default model.onnx; model_quantized.onnx for int8)")
 	fs.StringVar(&c.ORTLib, "ort-lib", "", "path of libonnxruntime.so (default: well-known places)")
+	fs.BoolVar(&c.ModelFetch, "model-fetch", true, "with --embedder auto or onnx and no model on disk, download the ONNX model into <data>/models on first use")
+	fs.StringVar(&c.ModelURL, "model-url", "", "where --model-fetch downloads from (default: the model's public home)")
 	fs.IntVar(&c.Workers, "ingest-workers", 1, "ingestion workers")
 	fs.StringVar(&c.Fusion, "fusion", "convex", "hybrid fusion: convex or rrf")
 	fs.Float64Var(&c.Alpha, "fusion-alpha", 0, "dense weight of the convex fusion (0: default 0.5)")
@@ -134,6 +147,14 @@ func (a *App) newEmbedder(ctx context.Context, cfg CapsulesConfig) (embedder, in
 		return nil, nil, nil, fmt.Errorf("embedder %q: want auto, onnx, gobert, http, off or fake", cfg.Embedder)
 	}
 	plans := planEmbedders(cfg, a.cfg.DataDir, fileExists)
+	if len(plans) == 0 && cfg.ModelFetch && cfg.ONNXDir == "" && (cfg.Embedder == "" || cfg.Embedder == "auto" || cfg.Embedder == "onnx") {
+		if err := a.fetchModel(ctx, cfg); err != nil {
+			a.log.Warn("could not download the embedding model", "err", err,
+				"hint", "pass --onnx-dir (or --model-dir), or run 'capsuled models fetch' where the network allows it")
+		} else {
+			plans = planEmbedders(cfg, a.cfg.DataDir, fileExists)
+		}
+	}
 	if len(plans) == 0 && cfg.Embedder != "" && cfg.Embedder != "auto" {
 		return nil, nil, nil, fmt.Errorf("embedder %s: %s", cfg.Embedder, missingHint(cfg.Embedder))
 	}
@@ -149,6 +170,25 @@ func (a *App) newEmbedder(ctx context.Context, cfg CapsulesConfig) (embedder, in
 		a.log.Warn("embedder unavailable; trying the next", "backend", p.kind, "from", p.dir, "err", err)
 	}
 	return nil, nil, nil, nil
+}
+
+// fetchModel downloads the ONNX model into the data directory (first use).
+func (a *App) fetchModel(ctx context.Context, cfg CapsulesConfig) error {
+	a.log.Info("no embedding model on disk; downloading all-MiniLM-L6-v2 (first use)", "to", filepath.Join(a.cfg.DataDir, "models", modelfiles.DefaultName))
+	client := &http.Client{Transport: &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           (&net.Dialer{Timeout: 10 * time.Second}).DialContext,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ResponseHeaderTimeout: 30 * time.Second,
+	}}
+	_, err := modelfiles.Locate(ctx, modelfiles.Config{
+		DataDir:    a.cfg.DataDir,
+		BaseURL:    cfg.ModelURL,
+		Quantized:  cfg.ModelFile == "model_quantized.onnx",
+		Progress:   os.Stderr,
+		HTTPClient: client,
+	})
+	return err
 }
 
 // embedderPlan is one embedder to try: its kind and the folder (or URL) it
