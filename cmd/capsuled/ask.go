@@ -4,10 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/openai/openai-go/v3"
@@ -23,19 +21,15 @@ import (
 // runAsk runs the svc-1 retrieval loop over a capsule: search is the capsule
 // query in hybrid mode, text_search in keyword mode, read the item's text.
 func runAsk(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("ask", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("ask", stderr)
 	var cf clientFlags
 	cf.register(fs)
 	engine := fs.String("engine", "server", "who answers the turns: server (svc-1 on the server over HTTP, whatever engine it runs: builtin or upstream) or builtin (the built-in policy in this process)")
 	trace := fs.Bool("trace", false, "print every turn")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	turns := fs.Int("max-turns", 8, "turn limit")
-	if err := fs.Parse(reorder(args)); err != nil {
+	if err := parse(fs, reorder(args)); err != nil {
 		return err
-	}
-	if cf.key == "" {
-		cf.key = os.Getenv("CAPSULED_API_KEY")
 	}
 	if fs.NArg() != 2 {
 		return errors.New(`usage: capsuled ask CAPSULE "question" [--engine server|builtin] [--trace] [--json]`)

@@ -16,14 +16,6 @@ import (
 	"capsuled/gen"
 )
 
-// apiClient is cf.client(), with the key also read from CAPSULED_API_KEY.
-func apiClient(cf *clientFlags) (*gen.ClientWithResponses, error) {
-	if cf.key == "" {
-		cf.key = os.Getenv("CAPSULED_API_KEY")
-	}
-	return cf.client()
-}
-
 // errorOf renders a non-2xx response body.
 func errorOf(status int, body []byte) error {
 	var e gen.ErrorResponse
@@ -51,7 +43,7 @@ func runCapsule(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	c, err := apiClient(&cf)
+	c, err := cf.client()
 	if err != nil {
 		return err
 	}
@@ -144,7 +136,7 @@ func runAdd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			return err
 		}
 	}
-	c, err := apiClient(&cf)
+	c, err := cf.client()
 	if err != nil {
 		return err
 	}
@@ -259,7 +251,7 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		body["wishlist"] = w
 	}
 	raw, _ := json.Marshal(body)
-	c, err := apiClient(&cf)
+	c, err := cf.client()
 	if err != nil {
 		return err
 	}

@@ -159,7 +159,9 @@ func TestServe(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		var errb syncBuffer
 		done := make(chan int, 1)
-		go func() { done <- run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--data", dir, "--model-fetch=false"}, io.Discard, &errb) }()
+		go func() {
+			done <- run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--data", dir, "--model-fetch=false"}, io.Discard, &errb)
+		}()
 		listening := regexp.MustCompile(`addr=http://(127\.0\.0\.1:\d+)`)
 		deadline := time.Now().Add(10 * time.Second)
 		for time.Now().Before(deadline) {

@@ -42,7 +42,7 @@ func runMemory(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fmt.Fprintln(stderr, "usage: capsuled memory namespaces | export NS [--out FILE] | import NS FILE | delete NS")
 		return errUsage
 	}
-	c, err := apiClient(&cf)
+	c, err := cf.client()
 	if err != nil {
 		return err
 	}
