@@ -206,6 +206,10 @@ func (a *App) dashboardStatus(apiHandler http.Handler, capsules any) dashboard.S
 		st := dashboard.Status{
 			Version: a.cfg.Version,
 			Store:   "sqlite (" + a.cfg.DatabasePath() + ")",
+			Engines: a.engineStatus(ctx),
+		}
+		if a.db.name != "sqlite" {
+			st.Store = a.db.name
 		}
 		if c, ok := capsules.(*capsule.Service); ok && c != nil {
 			st.Semantic = c.Semantic()
@@ -224,6 +228,44 @@ func (a *App) dashboardStatus(apiHandler http.Handler, capsules any) dashboard.S
 		st.Figures = append(st.Figures, metricFigures(ctx, apiHandler)...)
 		return st
 	}
+}
+
+// engineStatus lists the engines behind svc-1 and memory chat; an upstream
+// one is probed with GET {url}/models (OpenAI-compatible servers list their
+// models there), within two seconds.
+func (a *App) engineStatus(ctx context.Context) []dashboard.Engine {
+	svc1 := dashboard.Engine{Name: "svc-1", Kind: "builtin", OK: true, Detail: "built-in retrieval policy"}
+	if a.cfg.Chat.Engine == "upstream" {
+		svc1 = probeUpstream(ctx, "svc-1", a.cfg.Chat.UpstreamURL, a.cfg.Chat.UpstreamKey)
+	}
+	mem := dashboard.Engine{Name: "memory chat", Kind: "builtin", OK: true, Detail: "built-in extractive model (memory-extractive)"}
+	if a.cfg.Memory.UpstreamURL != "" {
+		mem = probeUpstream(ctx, "memory chat", a.cfg.Memory.UpstreamURL, a.cfg.Memory.UpstreamKey)
+	}
+	return []dashboard.Engine{svc1, mem}
+}
+
+func probeUpstream(ctx context.Context, name, url, key string) dashboard.Engine {
+	e := dashboard.Engine{Name: name, Kind: "upstream", URL: url}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(url, "/")+"/models", nil)
+	if err != nil {
+		e.Detail = err.Error()
+		return e
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.Detail = err.Error()
+		return e
+	}
+	resp.Body.Close()
+	e.OK = resp.StatusCode == http.StatusOK
+	e.Detail = "GET /models: " + resp.Status
+	return e
 }
 
 // bufferWriter is an in-process http.ResponseWriter.
