@@ -3,8 +3,8 @@ package sqlite_test
 import (
 	"context"
 	"os"
-	"strings"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
