@@ -129,6 +129,22 @@ func run[T any](t *testing.T, ctx context.Context, what string, a chromedp.Actio
 	return v
 }
 
+// waitLocation waits until the page's URL contains substr.
+func waitLocation(t *testing.T, ctx context.Context, substr string) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		loc, err := chromedp.Run(ctx, chromedp.Location())
+		if err == nil && strings.Contains(loc, substr) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the page did not reach a URL with %q (at %q, %v)", substr, loc, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 func screenshotDir(t *testing.T) string {
 	if d := os.Getenv("CAPSULED_SCREENSHOT_DIR"); d != "" {
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -482,8 +498,11 @@ func TestDeleteNamespaceInTheBrowser(t *testing.T) {
 		chromedp.WaitVisible(chromedp.ID("mem-search")),
 		chromedp.SendKeys(chromedp.ID("mem-search"), "Lyon"),
 		chromedp.KeyEvent("\r"),
-		chromedp.WaitVisible(chromedp.CSS(`main table`)),
 	)
+	// Enter submits the search form: wait for the result page itself, not a
+	// table of the page being left (reading that one races the navigation).
+	waitLocation(t, ctx, "q=Lyon")
+	step(t, ctx, "search results", chromedp.WaitVisible(chromedp.CSS(`main table`)))
 	found := run(t, ctx, "memories", chromedp.Text(chromedp.CSS(`main table tbody`)))
 	if !strings.Contains(found, "Lyon") || strings.Contains(found, "green tea") {
 		t.Errorf("search for Lyon shows %q", found)
