@@ -3,11 +3,9 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -302,7 +300,7 @@ func (s *MemoryStore) Vectors(ctx context.Context, ns, model string, f memory.Li
 		if err := rows.Scan(&v.ID, &raw); err != nil {
 			return nil, fmt.Errorf("memory vectors: %w", err)
 		}
-		v.Vec = memDecodeVector(raw)
+		v.Vec = DecodeVector(raw)
 		out = append(out, v)
 	}
 	return out, rows.Err()
@@ -609,23 +607,12 @@ func memPlaceholders(n int) string {
 	return strings.TrimSuffix(strings.Repeat("?,", n), ",")
 }
 
+// memEncodeVector stores no vector as NULL, any other as EncodeVector.
 func memEncodeVector(v []float32) []byte {
 	if len(v) == 0 {
 		return nil
 	}
-	b := make([]byte, 4*len(v))
-	for i, f := range v {
-		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(f))
-	}
-	return b
-}
-
-func memDecodeVector(b []byte) []float32 {
-	v := make([]float32, len(b)/4)
-	for i := range v {
-		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-	}
-	return v
+	return EncodeVector(v)
 }
 
 func memSortStrings(s []string) { slices.Sort(s) }
