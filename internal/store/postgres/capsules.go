@@ -534,19 +534,7 @@ func (s *CapsuleStore) Nearest(ctx context.Context, capsule string, q []float32,
 	if err != nil {
 		return fmt.Errorf("nearest chunks: %w", err)
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var id string
-		var idx int
-		var score float64
-		if err := rows.Scan(&id, &idx, &score); err != nil {
-			return err
-		}
-		if !fn(id, idx, score) {
-			return nil
-		}
-	}
-	return rows.Err()
+	return streamScored(rows, fn)
 }
 
 // Keyword calls fn with the capsule's chunks that match any of the terms, in
@@ -581,6 +569,19 @@ func (s *CapsuleStore) Keyword(ctx context.Context, capsule string, terms []stri
 	if err != nil {
 		return fmt.Errorf("keyword search: %w", err)
 	}
+	return streamScored(rows, fn)
+}
+
+// ChunkText returns the text of one chunk.
+func (s *CapsuleStore) ChunkText(ctx context.Context, itemID string, idx int) (string, error) {
+	var text string
+	err := s.db.pool.QueryRow(ctx, "SELECT text FROM chunks WHERE item_id = $1 AND idx = $2", itemID, idx).Scan(&text)
+	return text, interpret(err)
+}
+
+// streamScored hands (item_id, idx, score) rows to fn in order until fn
+// returns false, and closes rows.
+func streamScored(rows pgx.Rows, fn func(itemID string, idx int, score float64) bool) error {
 	defer rows.Close()
 	for rows.Next() {
 		var id string
@@ -594,11 +595,4 @@ func (s *CapsuleStore) Keyword(ctx context.Context, capsule string, terms []stri
 		}
 	}
 	return rows.Err()
-}
-
-// ChunkText returns the text of one chunk.
-func (s *CapsuleStore) ChunkText(ctx context.Context, itemID string, idx int) (string, error) {
-	var text string
-	err := s.db.pool.QueryRow(ctx, "SELECT text FROM chunks WHERE item_id = $1 AND idx = $2", itemID, idx).Scan(&text)
-	return text, interpret(err)
 }
