@@ -1,0 +1,126 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/pgvector/pgvector-go"
+
+	"capsuled/internal/domain"
+)
+
+// SearchableItems returns the capsule's items that have chunks in the index.
+func (s *CapsuleStore) SearchableItems(ctx context.Context, capsule string) ([]domain.Item, error) {
+	rows, err := s.db.pool.Query(ctx, "SELECT "+itemColumns+itemFrom+" WHERE c.name = $1 AND i.indexed_hash IS NOT NULL ORDER BY i.id", capsule)
+	if err != nil {
+		return nil, fmt.Errorf("searchable items: %w", err)
+	}
+	return collect(rows, scanItem)
+}
+
+// ChunkVectors calls fn with every chunk vector of the capsule, by item and
+// idx (chunks without a vector are skipped).
+func (s *CapsuleStore) ChunkVectors(ctx context.Context, capsule string, fn func(itemID string, idx int, vec []float32) error) error {
+	rows, err := s.db.pool.Query(ctx, `SELECT k.item_id, k.idx, k.embedding FROM chunks k
+		WHERE k.capsule_id = (SELECT id FROM capsules WHERE name = $1) AND k.embedding IS NOT NULL ORDER BY k.item_id, k.idx`, capsule)
+	if err != nil {
+		return fmt.Errorf("chunk vectors: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var idx int
+		var v pgvector.Vector
+		if err := rows.Scan(&id, &idx, &v); err != nil {
+			return err
+		}
+		if err := fn(id, idx, v.Slice()); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// Nearest calls fn with the capsule's chunks nearest to the unit vector q by
+// cosine similarity, best first, until fn returns false. For 384-dimensional
+// vectors it uses the HNSW index (approximate; hnsw.ef_search, default 40,
+// bounds how many it can return); for other widths it scans.
+func (s *CapsuleStore) Nearest(ctx context.Context, capsule string, q []float32, fn func(itemID string, idx int, cosine float64) bool) error {
+	var capID int64
+	if err := s.db.pool.QueryRow(ctx, "SELECT id FROM capsules WHERE name = $1", capsule).Scan(&capID); err != nil {
+		return interpret(err)
+	}
+	query := `SELECT item_id, idx, 1 - (embedding <=> $2) AS s FROM chunks
+		WHERE capsule_id = $1 AND vector_dims(embedding) = $3 ORDER BY embedding <=> $2, item_id, idx`
+	if len(q) == 384 {
+		query = `SELECT item_id, idx, 1 - (embedding::vector(384) <=> $2::vector(384)) AS s FROM chunks
+			WHERE capsule_id = $1 AND vector_dims(embedding) = $3 ORDER BY embedding::vector(384) <=> $2::vector(384)`
+	}
+	rows, err := s.db.pool.Query(ctx, query, capID, pgvector.NewVector(q), len(q))
+	if err != nil {
+		return fmt.Errorf("nearest chunks: %w", err)
+	}
+	return streamScored(rows, fn)
+}
+
+// Keyword calls fn with the capsule's chunks that match any of the terms, in
+// ranking order (best first), with a positive score, until fn returns false:
+// pg_textsearch's BM25 where the store uses it, else ts_rank_cd. Terms are
+// data, never query syntax.
+func (s *CapsuleStore) Keyword(ctx context.Context, capsule string, terms []string, fn func(itemID string, idx int, score float64) bool) error {
+	if len(terms) == 0 {
+		return nil
+	}
+	var capID int64
+	if err := s.db.pool.QueryRow(ctx, "SELECT id FROM capsules WHERE name = $1", capsule).Scan(&capID); err != nil {
+		return interpret(err)
+	}
+	var rows pgx.Rows
+	var err error
+	if s.db.fullText == FullTextBM25 {
+		// The BM25 query is the terms as text: the index's analyzer splits
+		// and stems it, so nothing in it is syntax.
+		rows, err = s.db.pool.Query(ctx, `SELECT item_id, idx, s FROM (
+			SELECT item_id, idx, -(text <@> to_bm25query($2, 'chunks_bm25')) AS s FROM chunks WHERE capsule_id = $1) m
+			WHERE s > 0 ORDER BY s DESC, item_id, idx`, capID, strings.Join(terms, " "))
+	} else {
+		// Each term becomes its own plainto_tsquery, ORed: its lexemes come
+		// out quoted, so no term is read as tsquery syntax.
+		rows, err = s.db.pool.Query(ctx, `WITH q AS (
+			SELECT string_agg(p::text, ' | ')::tsquery AS q FROM (
+				SELECT plainto_tsquery('english', t) AS p FROM unnest($2::text[]) t) x WHERE numnode(p) > 0)
+			SELECT k.item_id, k.idx, ts_rank_cd(k.tsv, q.q) AS s FROM chunks k, q
+			WHERE k.capsule_id = $1 AND k.tsv @@ q.q ORDER BY s DESC, k.item_id, k.idx`, capID, terms)
+	}
+	if err != nil {
+		return fmt.Errorf("keyword search: %w", err)
+	}
+	return streamScored(rows, fn)
+}
+
+// ChunkText returns the text of one chunk.
+func (s *CapsuleStore) ChunkText(ctx context.Context, itemID string, idx int) (string, error) {
+	var text string
+	err := s.db.pool.QueryRow(ctx, "SELECT text FROM chunks WHERE item_id = $1 AND idx = $2", itemID, idx).Scan(&text)
+	return text, interpret(err)
+}
+
+// streamScored hands (item_id, idx, score) rows to fn in order until fn
+// returns false, and closes rows.
+func streamScored(rows pgx.Rows, fn func(itemID string, idx int, score float64) bool) error {
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var idx int
+		var score float64
+		if err := rows.Scan(&id, &idx, &score); err != nil {
+			return err
+		}
+		if !fn(id, idx, score) {
+			return nil
+		}
+	}
+	return rows.Err()
+}
