@@ -7223,6 +7223,11 @@ type QueryCapsuleResponse429Headers struct {
 	RetryAfter *int
 }
 
+// QueryCapsuleResponse503Headers the declared response headers of an HTTP 503 response for QueryCapsule
+type QueryCapsuleResponse503Headers struct {
+	RetryAfter *int
+}
+
 type QueryCapsuleResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -7244,10 +7249,14 @@ type QueryCapsuleResponse struct {
 	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *QueryCapsuleResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *QueryCapsuleResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *QueryCapsuleResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -7293,6 +7302,11 @@ func (r QueryCapsuleResponse) GetJSON429() *RateLimited {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r QueryCapsuleResponse) GetJSON500() *Internal {
 	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r QueryCapsuleResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -7450,6 +7464,11 @@ type QueryCapsuleByHostResponse429Headers struct {
 	RetryAfter *int
 }
 
+// QueryCapsuleByHostResponse503Headers the declared response headers of an HTTP 503 response for QueryCapsuleByHost
+type QueryCapsuleByHostResponse503Headers struct {
+	RetryAfter *int
+}
+
 type QueryCapsuleByHostResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -7471,10 +7490,14 @@ type QueryCapsuleByHostResponse struct {
 	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *QueryCapsuleByHostResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *QueryCapsuleByHostResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *QueryCapsuleByHostResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -7520,6 +7543,11 @@ func (r QueryCapsuleByHostResponse) GetJSON429() *RateLimited {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r QueryCapsuleByHostResponse) GetJSON500() *Internal {
 	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r QueryCapsuleByHostResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -7609,6 +7637,11 @@ type ListCapsulesResponse429Headers struct {
 	RetryAfter *int
 }
 
+// ListCapsulesResponse503Headers the declared response headers of an HTTP 503 response for ListCapsules
+type ListCapsulesResponse503Headers struct {
+	RetryAfter *int
+}
+
 type ListCapsulesResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -7622,10 +7655,14 @@ type ListCapsulesResponse struct {
 	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ListCapsulesResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ListCapsulesResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListCapsulesResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -7651,6 +7688,11 @@ func (r ListCapsulesResponse) GetJSON429() *RateLimited {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r ListCapsulesResponse) GetJSON500() *Internal {
 	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListCapsulesResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -7692,6 +7734,11 @@ type CreateCapsuleResponse429Headers struct {
 	RetryAfter *int
 }
 
+// CreateCapsuleResponse503Headers the declared response headers of an HTTP 503 response for CreateCapsule
+type CreateCapsuleResponse503Headers struct {
+	RetryAfter *int
+}
+
 type CreateCapsuleResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -7711,10 +7758,14 @@ type CreateCapsuleResponse struct {
 	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CreateCapsuleResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CreateCapsuleResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CreateCapsuleResponse503Headers
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
@@ -7757,6 +7808,11 @@ func (r CreateCapsuleResponse) GetJSON500() *Internal {
 	return r.JSON500
 }
 
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CreateCapsuleResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
 // GetBody returns the raw response body bytes
 func (r CreateCapsuleResponse) GetBody() []byte {
 	return r.Body
@@ -7796,6 +7852,11 @@ type DeleteCapsuleResponse429Headers struct {
 	RetryAfter *int
 }
 
+// DeleteCapsuleResponse503Headers the declared response headers of an HTTP 503 response for DeleteCapsule
+type DeleteCapsuleResponse503Headers struct {
+	RetryAfter *int
+}
+
 type DeleteCapsuleResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -7811,10 +7872,14 @@ type DeleteCapsuleResponse struct {
 	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DeleteCapsuleResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *DeleteCapsuleResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *DeleteCapsuleResponse503Headers
 }
 
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
@@ -7845,6 +7910,11 @@ func (r DeleteCapsuleResponse) GetJSON429() *RateLimited {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r DeleteCapsuleResponse) GetJSON500() *Internal {
 	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DeleteCapsuleResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -7886,6 +7956,11 @@ type GetCapsuleResponse429Headers struct {
 	RetryAfter *int
 }
 
+// GetCapsuleResponse503Headers the declared response headers of an HTTP 503 response for GetCapsule
+type GetCapsuleResponse503Headers struct {
+	RetryAfter *int
+}
+
 type GetCapsuleResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -7903,10 +7978,14 @@ type GetCapsuleResponse struct {
 	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetCapsuleResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetCapsuleResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetCapsuleResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -7942,6 +8021,11 @@ func (r GetCapsuleResponse) GetJSON429() *RateLimited {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r GetCapsuleResponse) GetJSON500() *Internal {
 	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetCapsuleResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -7983,6 +8067,11 @@ type ListItemsResponse429Headers struct {
 	RetryAfter *int
 }
 
+// ListItemsResponse503Headers the declared response headers of an HTTP 503 response for ListItems
+type ListItemsResponse503Headers struct {
+	RetryAfter *int
+}
+
 type ListItemsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -8000,10 +8089,14 @@ type ListItemsResponse struct {
 	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ListItemsResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ListItemsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListItemsResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -8039,6 +8132,11 @@ func (r ListItemsResponse) GetJSON429() *RateLimited {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r ListItemsResponse) GetJSON500() *Internal {
 	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListItemsResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -8080,6 +8178,11 @@ type AddItemResponse429Headers struct {
 	RetryAfter *int
 }
 
+// AddItemResponse503Headers the declared response headers of an HTTP 503 response for AddItem
+type AddItemResponse503Headers struct {
+	RetryAfter *int
+}
+
 type AddItemResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -8101,10 +8204,14 @@ type AddItemResponse struct {
 	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *AddItemResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *AddItemResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *AddItemResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -8152,6 +8259,11 @@ func (r AddItemResponse) GetJSON500() *Internal {
 	return r.JSON500
 }
 
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r AddItemResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
 // GetBody returns the raw response body bytes
 func (r AddItemResponse) GetBody() []byte {
 	return r.Body
@@ -8191,6 +8303,11 @@ type DeleteItemResponse429Headers struct {
 	RetryAfter *int
 }
 
+// DeleteItemResponse503Headers the declared response headers of an HTTP 503 response for DeleteItem
+type DeleteItemResponse503Headers struct {
+	RetryAfter *int
+}
+
 type DeleteItemResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -8206,10 +8323,14 @@ type DeleteItemResponse struct {
 	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DeleteItemResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *DeleteItemResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *DeleteItemResponse503Headers
 }
 
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
@@ -8240,6 +8361,11 @@ func (r DeleteItemResponse) GetJSON429() *RateLimited {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r DeleteItemResponse) GetJSON500() *Internal {
 	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DeleteItemResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -8281,6 +8407,11 @@ type GetItemResponse429Headers struct {
 	RetryAfter *int
 }
 
+// GetItemResponse503Headers the declared response headers of an HTTP 503 response for GetItem
+type GetItemResponse503Headers struct {
+	RetryAfter *int
+}
+
 type GetItemResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -8298,10 +8429,14 @@ type GetItemResponse struct {
 	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetItemResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetItemResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetItemResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -8337,6 +8472,11 @@ func (r GetItemResponse) GetJSON429() *RateLimited {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r GetItemResponse) GetJSON500() *Internal {
 	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetItemResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -8378,6 +8518,11 @@ type ReindexItemResponse429Headers struct {
 	RetryAfter *int
 }
 
+// ReindexItemResponse503Headers the declared response headers of an HTTP 503 response for ReindexItem
+type ReindexItemResponse503Headers struct {
+	RetryAfter *int
+}
+
 type ReindexItemResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -8395,10 +8540,14 @@ type ReindexItemResponse struct {
 	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ReindexItemResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ReindexItemResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ReindexItemResponse503Headers
 }
 
 // GetJSON202 returns the response for an HTTP 202 `application/json` response
@@ -8434,6 +8583,11 @@ func (r ReindexItemResponse) GetJSON429() *RateLimited {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r ReindexItemResponse) GetJSON500() *Internal {
 	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ReindexItemResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -8475,6 +8629,11 @@ type GetItemTextResponse429Headers struct {
 	RetryAfter *int
 }
 
+// GetItemTextResponse503Headers the declared response headers of an HTTP 503 response for GetItemText
+type GetItemTextResponse503Headers struct {
+	RetryAfter *int
+}
+
 type GetItemTextResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -8494,10 +8653,14 @@ type GetItemTextResponse struct {
 	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetItemTextResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetItemTextResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetItemTextResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -8538,6 +8701,11 @@ func (r GetItemTextResponse) GetJSON429() *RateLimited {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r GetItemTextResponse) GetJSON500() *Internal {
 	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetItemTextResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -8711,6 +8879,11 @@ type ListKeysResponse429Headers struct {
 	RetryAfter *int
 }
 
+// ListKeysResponse503Headers the declared response headers of an HTTP 503 response for ListKeys
+type ListKeysResponse503Headers struct {
+	RetryAfter *int
+}
+
 type ListKeysResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -8724,10 +8897,14 @@ type ListKeysResponse struct {
 	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ListKeysResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ListKeysResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListKeysResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -8753,6 +8930,11 @@ func (r ListKeysResponse) GetJSON429() *RateLimited {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r ListKeysResponse) GetJSON500() *Internal {
 	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListKeysResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -8794,6 +8976,11 @@ type CreateKeyResponse429Headers struct {
 	RetryAfter *int
 }
 
+// CreateKeyResponse503Headers the declared response headers of an HTTP 503 response for CreateKey
+type CreateKeyResponse503Headers struct {
+	RetryAfter *int
+}
+
 type CreateKeyResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -8811,10 +8998,14 @@ type CreateKeyResponse struct {
 	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CreateKeyResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CreateKeyResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CreateKeyResponse503Headers
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
@@ -8850,6 +9041,11 @@ func (r CreateKeyResponse) GetJSON429() *RateLimited {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r CreateKeyResponse) GetJSON500() *Internal {
 	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CreateKeyResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -8891,6 +9087,11 @@ type RevokeKeyResponse429Headers struct {
 	RetryAfter *int
 }
 
+// RevokeKeyResponse503Headers the declared response headers of an HTTP 503 response for RevokeKey
+type RevokeKeyResponse503Headers struct {
+	RetryAfter *int
+}
+
 type RevokeKeyResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -8908,10 +9109,14 @@ type RevokeKeyResponse struct {
 	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *RevokeKeyResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *RevokeKeyResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RevokeKeyResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -8947,6 +9152,11 @@ func (r RevokeKeyResponse) GetJSON429() *RateLimited {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r RevokeKeyResponse) GetJSON500() *Internal {
 	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r RevokeKeyResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -8988,6 +9198,11 @@ type GetKeyResponse429Headers struct {
 	RetryAfter *int
 }
 
+// GetKeyResponse503Headers the declared response headers of an HTTP 503 response for GetKey
+type GetKeyResponse503Headers struct {
+	RetryAfter *int
+}
+
 type GetKeyResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -9005,10 +9220,14 @@ type GetKeyResponse struct {
 	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetKeyResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetKeyResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetKeyResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -9044,6 +9263,11 @@ func (r GetKeyResponse) GetJSON429() *RateLimited {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r GetKeyResponse) GetJSON500() *Internal {
 	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetKeyResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -9224,6 +9448,11 @@ type ListMemoryNamespacesResponse429Headers struct {
 	RetryAfter *int
 }
 
+// ListMemoryNamespacesResponse503Headers the declared response headers of an HTTP 503 response for ListMemoryNamespaces
+type ListMemoryNamespacesResponse503Headers struct {
+	RetryAfter *int
+}
+
 type ListMemoryNamespacesResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -9237,10 +9466,14 @@ type ListMemoryNamespacesResponse struct {
 	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ListMemoryNamespacesResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ListMemoryNamespacesResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListMemoryNamespacesResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -9266,6 +9499,11 @@ func (r ListMemoryNamespacesResponse) GetJSON429() *RateLimited {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r ListMemoryNamespacesResponse) GetJSON500() *Internal {
 	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListMemoryNamespacesResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -9307,6 +9545,11 @@ type DeleteMemoryNamespaceResponse429Headers struct {
 	RetryAfter *int
 }
 
+// DeleteMemoryNamespaceResponse503Headers the declared response headers of an HTTP 503 response for DeleteMemoryNamespace
+type DeleteMemoryNamespaceResponse503Headers struct {
+	RetryAfter *int
+}
+
 type DeleteMemoryNamespaceResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -9324,10 +9567,14 @@ type DeleteMemoryNamespaceResponse struct {
 	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DeleteMemoryNamespaceResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *DeleteMemoryNamespaceResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *DeleteMemoryNamespaceResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -9363,6 +9610,11 @@ func (r DeleteMemoryNamespaceResponse) GetJSON429() *RateLimited {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r DeleteMemoryNamespaceResponse) GetJSON500() *Internal {
 	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DeleteMemoryNamespaceResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -9404,6 +9656,11 @@ type GetMemoryNamespaceResponse429Headers struct {
 	RetryAfter *int
 }
 
+// GetMemoryNamespaceResponse503Headers the declared response headers of an HTTP 503 response for GetMemoryNamespace
+type GetMemoryNamespaceResponse503Headers struct {
+	RetryAfter *int
+}
+
 type GetMemoryNamespaceResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -9421,10 +9678,14 @@ type GetMemoryNamespaceResponse struct {
 	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetMemoryNamespaceResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetMemoryNamespaceResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetMemoryNamespaceResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -9460,6 +9721,11 @@ func (r GetMemoryNamespaceResponse) GetJSON429() *RateLimited {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r GetMemoryNamespaceResponse) GetJSON500() *Internal {
 	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetMemoryNamespaceResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -9501,6 +9767,11 @@ type ExportMemoryNamespaceResponse429Headers struct {
 	RetryAfter *int
 }
 
+// ExportMemoryNamespaceResponse503Headers the declared response headers of an HTTP 503 response for ExportMemoryNamespace
+type ExportMemoryNamespaceResponse503Headers struct {
+	RetryAfter *int
+}
+
 type ExportMemoryNamespaceResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -9514,10 +9785,14 @@ type ExportMemoryNamespaceResponse struct {
 	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ExportMemoryNamespaceResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ExportMemoryNamespaceResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ExportMemoryNamespaceResponse503Headers
 }
 
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
@@ -9543,6 +9818,11 @@ func (r ExportMemoryNamespaceResponse) GetJSON429() *RateLimited {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r ExportMemoryNamespaceResponse) GetJSON500() *Internal {
 	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ExportMemoryNamespaceResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -9584,6 +9864,11 @@ type ListMemoryFailuresResponse429Headers struct {
 	RetryAfter *int
 }
 
+// ListMemoryFailuresResponse503Headers the declared response headers of an HTTP 503 response for ListMemoryFailures
+type ListMemoryFailuresResponse503Headers struct {
+	RetryAfter *int
+}
+
 type ListMemoryFailuresResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -9599,10 +9884,14 @@ type ListMemoryFailuresResponse struct {
 	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ListMemoryFailuresResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ListMemoryFailuresResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListMemoryFailuresResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -9633,6 +9922,11 @@ func (r ListMemoryFailuresResponse) GetJSON429() *RateLimited {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r ListMemoryFailuresResponse) GetJSON500() *Internal {
 	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListMemoryFailuresResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -9674,6 +9968,11 @@ type ImportMemoryNamespaceResponse429Headers struct {
 	RetryAfter *int
 }
 
+// ImportMemoryNamespaceResponse503Headers the declared response headers of an HTTP 503 response for ImportMemoryNamespace
+type ImportMemoryNamespaceResponse503Headers struct {
+	RetryAfter *int
+}
+
 type ImportMemoryNamespaceResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -9691,10 +9990,14 @@ type ImportMemoryNamespaceResponse struct {
 	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ImportMemoryNamespaceResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ImportMemoryNamespaceResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ImportMemoryNamespaceResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -9730,6 +10033,11 @@ func (r ImportMemoryNamespaceResponse) GetJSON429() *RateLimited {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r ImportMemoryNamespaceResponse) GetJSON500() *Internal {
 	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ImportMemoryNamespaceResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -9771,6 +10079,11 @@ type ListMemoriesResponse429Headers struct {
 	RetryAfter *int
 }
 
+// ListMemoriesResponse503Headers the declared response headers of an HTTP 503 response for ListMemories
+type ListMemoriesResponse503Headers struct {
+	RetryAfter *int
+}
+
 type ListMemoriesResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -9786,10 +10099,14 @@ type ListMemoriesResponse struct {
 	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ListMemoriesResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ListMemoriesResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListMemoriesResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -9820,6 +10137,11 @@ func (r ListMemoriesResponse) GetJSON429() *RateLimited {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r ListMemoriesResponse) GetJSON500() *Internal {
 	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListMemoriesResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -9861,6 +10183,11 @@ type CreateMemoryResponse429Headers struct {
 	RetryAfter *int
 }
 
+// CreateMemoryResponse503Headers the declared response headers of an HTTP 503 response for CreateMemory
+type CreateMemoryResponse503Headers struct {
+	RetryAfter *int
+}
+
 type CreateMemoryResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -9878,10 +10205,14 @@ type CreateMemoryResponse struct {
 	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CreateMemoryResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CreateMemoryResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CreateMemoryResponse503Headers
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
@@ -9917,6 +10248,11 @@ func (r CreateMemoryResponse) GetJSON429() *RateLimited {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r CreateMemoryResponse) GetJSON500() *Internal {
 	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CreateMemoryResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -9958,6 +10294,11 @@ type DeleteMemoryResponse429Headers struct {
 	RetryAfter *int
 }
 
+// DeleteMemoryResponse503Headers the declared response headers of an HTTP 503 response for DeleteMemory
+type DeleteMemoryResponse503Headers struct {
+	RetryAfter *int
+}
+
 type DeleteMemoryResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -9973,10 +10314,14 @@ type DeleteMemoryResponse struct {
 	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DeleteMemoryResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *DeleteMemoryResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *DeleteMemoryResponse503Headers
 }
 
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
@@ -10007,6 +10352,11 @@ func (r DeleteMemoryResponse) GetJSON429() *RateLimited {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r DeleteMemoryResponse) GetJSON500() *Internal {
 	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DeleteMemoryResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -10048,6 +10398,11 @@ type GetMemoryResponse429Headers struct {
 	RetryAfter *int
 }
 
+// GetMemoryResponse503Headers the declared response headers of an HTTP 503 response for GetMemory
+type GetMemoryResponse503Headers struct {
+	RetryAfter *int
+}
+
 type GetMemoryResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -10065,10 +10420,14 @@ type GetMemoryResponse struct {
 	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetMemoryResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetMemoryResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetMemoryResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -10104,6 +10463,11 @@ func (r GetMemoryResponse) GetJSON429() *RateLimited {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r GetMemoryResponse) GetJSON500() *Internal {
 	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetMemoryResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -10145,6 +10509,11 @@ type UpdateMemoryResponse429Headers struct {
 	RetryAfter *int
 }
 
+// UpdateMemoryResponse503Headers the declared response headers of an HTTP 503 response for UpdateMemory
+type UpdateMemoryResponse503Headers struct {
+	RetryAfter *int
+}
+
 type UpdateMemoryResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -10166,10 +10535,14 @@ type UpdateMemoryResponse struct {
 	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *UpdateMemoryResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *UpdateMemoryResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *UpdateMemoryResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -10217,6 +10590,11 @@ func (r UpdateMemoryResponse) GetJSON500() *Internal {
 	return r.JSON500
 }
 
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r UpdateMemoryResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
 // GetBody returns the raw response body bytes
 func (r UpdateMemoryResponse) GetBody() []byte {
 	return r.Body
@@ -10256,6 +10634,11 @@ type SetMemoryExpiryResponse429Headers struct {
 	RetryAfter *int
 }
 
+// SetMemoryExpiryResponse503Headers the declared response headers of an HTTP 503 response for SetMemoryExpiry
+type SetMemoryExpiryResponse503Headers struct {
+	RetryAfter *int
+}
+
 type SetMemoryExpiryResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -10273,10 +10656,14 @@ type SetMemoryExpiryResponse struct {
 	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *SetMemoryExpiryResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *SetMemoryExpiryResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *SetMemoryExpiryResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -10312,6 +10699,11 @@ func (r SetMemoryExpiryResponse) GetJSON429() *RateLimited {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r SetMemoryExpiryResponse) GetJSON500() *Internal {
 	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r SetMemoryExpiryResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -10353,6 +10745,11 @@ type ListModelsResponse429Headers struct {
 	RetryAfter *int
 }
 
+// ListModelsResponse503Headers the declared response headers of an HTTP 503 response for ListModels
+type ListModelsResponse503Headers struct {
+	RetryAfter *int
+}
+
 type ListModelsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -10364,10 +10761,14 @@ type ListModelsResponse struct {
 	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ListModelsResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ListModelsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListModelsResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -10388,6 +10789,11 @@ func (r ListModelsResponse) GetJSON429() *RateLimited {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r ListModelsResponse) GetJSON500() *Internal {
 	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListModelsResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -10429,6 +10835,11 @@ type CreateAccessTokenResponse429Headers struct {
 	RetryAfter *int
 }
 
+// CreateAccessTokenResponse503Headers the declared response headers of an HTTP 503 response for CreateAccessToken
+type CreateAccessTokenResponse503Headers struct {
+	RetryAfter *int
+}
+
 type CreateAccessTokenResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -10446,10 +10857,14 @@ type CreateAccessTokenResponse struct {
 	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CreateAccessTokenResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CreateAccessTokenResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CreateAccessTokenResponse503Headers
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
@@ -10485,6 +10900,11 @@ func (r CreateAccessTokenResponse) GetJSON429() *RateLimited {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r CreateAccessTokenResponse) GetJSON500() *Internal {
 	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CreateAccessTokenResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -11728,6 +12148,13 @@ func ParseQueryCapsuleResponse(rsp *http.Response) (*QueryCapsuleResponse, error
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -11751,6 +12178,16 @@ func ParseQueryCapsuleResponse(rsp *http.Response) (*QueryCapsuleResponse, error
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers QueryCapsuleResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -11901,6 +12338,13 @@ func ParseQueryCapsuleByHostResponse(rsp *http.Response) (*QueryCapsuleByHostRes
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -11924,6 +12368,16 @@ func ParseQueryCapsuleByHostResponse(rsp *http.Response) (*QueryCapsuleByHostRes
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers QueryCapsuleByHostResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -12011,6 +12465,13 @@ func ParseListCapsulesResponse(rsp *http.Response) (*ListCapsulesResponse, error
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -12034,6 +12495,16 @@ func ParseListCapsulesResponse(rsp *http.Response) (*ListCapsulesResponse, error
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListCapsulesResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -12109,6 +12580,13 @@ func ParseCreateCapsuleResponse(rsp *http.Response) (*CreateCapsuleResponse, err
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -12132,6 +12610,16 @@ func ParseCreateCapsuleResponse(rsp *http.Response) (*CreateCapsuleResponse, err
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers CreateCapsuleResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -12196,6 +12684,13 @@ func ParseDeleteCapsuleResponse(rsp *http.Response) (*DeleteCapsuleResponse, err
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -12219,6 +12714,16 @@ func ParseDeleteCapsuleResponse(rsp *http.Response) (*DeleteCapsuleResponse, err
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers DeleteCapsuleResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -12287,6 +12792,13 @@ func ParseGetCapsuleResponse(rsp *http.Response) (*GetCapsuleResponse, error) {
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -12310,6 +12822,16 @@ func ParseGetCapsuleResponse(rsp *http.Response) (*GetCapsuleResponse, error) {
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetCapsuleResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -12378,6 +12900,13 @@ func ParseListItemsResponse(rsp *http.Response) (*ListItemsResponse, error) {
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -12401,6 +12930,16 @@ func ParseListItemsResponse(rsp *http.Response) (*ListItemsResponse, error) {
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListItemsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -12483,6 +13022,13 @@ func ParseAddItemResponse(rsp *http.Response) (*AddItemResponse, error) {
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -12506,6 +13052,16 @@ func ParseAddItemResponse(rsp *http.Response) (*AddItemResponse, error) {
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers AddItemResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -12570,6 +13126,13 @@ func ParseDeleteItemResponse(rsp *http.Response) (*DeleteItemResponse, error) {
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -12593,6 +13156,16 @@ func ParseDeleteItemResponse(rsp *http.Response) (*DeleteItemResponse, error) {
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers DeleteItemResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -12661,6 +13234,13 @@ func ParseGetItemResponse(rsp *http.Response) (*GetItemResponse, error) {
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -12684,6 +13264,16 @@ func ParseGetItemResponse(rsp *http.Response) (*GetItemResponse, error) {
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetItemResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -12752,6 +13342,13 @@ func ParseReindexItemResponse(rsp *http.Response) (*ReindexItemResponse, error) 
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -12775,6 +13372,16 @@ func ParseReindexItemResponse(rsp *http.Response) (*ReindexItemResponse, error) 
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ReindexItemResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -12850,6 +13457,13 @@ func ParseGetItemTextResponse(rsp *http.Response) (*GetItemTextResponse, error) 
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -12873,6 +13487,16 @@ func ParseGetItemTextResponse(rsp *http.Response) (*GetItemTextResponse, error) 
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetItemTextResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -13059,6 +13683,13 @@ func ParseListKeysResponse(rsp *http.Response) (*ListKeysResponse, error) {
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -13082,6 +13713,16 @@ func ParseListKeysResponse(rsp *http.Response) (*ListKeysResponse, error) {
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListKeysResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -13150,6 +13791,13 @@ func ParseCreateKeyResponse(rsp *http.Response) (*CreateKeyResponse, error) {
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -13173,6 +13821,16 @@ func ParseCreateKeyResponse(rsp *http.Response) (*CreateKeyResponse, error) {
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers CreateKeyResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -13241,6 +13899,13 @@ func ParseRevokeKeyResponse(rsp *http.Response) (*RevokeKeyResponse, error) {
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -13264,6 +13929,16 @@ func ParseRevokeKeyResponse(rsp *http.Response) (*RevokeKeyResponse, error) {
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers RevokeKeyResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -13332,6 +14007,13 @@ func ParseGetKeyResponse(rsp *http.Response) (*GetKeyResponse, error) {
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -13355,6 +14037,16 @@ func ParseGetKeyResponse(rsp *http.Response) (*GetKeyResponse, error) {
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetKeyResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -13548,6 +14240,13 @@ func ParseListMemoryNamespacesResponse(rsp *http.Response) (*ListMemoryNamespace
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -13571,6 +14270,16 @@ func ParseListMemoryNamespacesResponse(rsp *http.Response) (*ListMemoryNamespace
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListMemoryNamespacesResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -13639,6 +14348,13 @@ func ParseDeleteMemoryNamespaceResponse(rsp *http.Response) (*DeleteMemoryNamesp
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -13662,6 +14378,16 @@ func ParseDeleteMemoryNamespaceResponse(rsp *http.Response) (*DeleteMemoryNamesp
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers DeleteMemoryNamespaceResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -13730,6 +14456,13 @@ func ParseGetMemoryNamespaceResponse(rsp *http.Response) (*GetMemoryNamespaceRes
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -13753,6 +14486,16 @@ func ParseGetMemoryNamespaceResponse(rsp *http.Response) (*GetMemoryNamespaceRes
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetMemoryNamespaceResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -13807,6 +14550,13 @@ func ParseExportMemoryNamespaceResponse(rsp *http.Response) (*ExportMemoryNamesp
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -13830,6 +14580,16 @@ func ParseExportMemoryNamespaceResponse(rsp *http.Response) (*ExportMemoryNamesp
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ExportMemoryNamespaceResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -13891,6 +14651,13 @@ func ParseListMemoryFailuresResponse(rsp *http.Response) (*ListMemoryFailuresRes
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -13914,6 +14681,16 @@ func ParseListMemoryFailuresResponse(rsp *http.Response) (*ListMemoryFailuresRes
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListMemoryFailuresResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -13982,6 +14759,13 @@ func ParseImportMemoryNamespaceResponse(rsp *http.Response) (*ImportMemoryNamesp
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -14005,6 +14789,16 @@ func ParseImportMemoryNamespaceResponse(rsp *http.Response) (*ImportMemoryNamesp
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ImportMemoryNamespaceResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -14066,6 +14860,13 @@ func ParseListMemoriesResponse(rsp *http.Response) (*ListMemoriesResponse, error
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -14089,6 +14890,16 @@ func ParseListMemoriesResponse(rsp *http.Response) (*ListMemoriesResponse, error
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListMemoriesResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -14157,6 +14968,13 @@ func ParseCreateMemoryResponse(rsp *http.Response) (*CreateMemoryResponse, error
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -14180,6 +14998,16 @@ func ParseCreateMemoryResponse(rsp *http.Response) (*CreateMemoryResponse, error
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers CreateMemoryResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -14244,6 +15072,13 @@ func ParseDeleteMemoryResponse(rsp *http.Response) (*DeleteMemoryResponse, error
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -14267,6 +15102,16 @@ func ParseDeleteMemoryResponse(rsp *http.Response) (*DeleteMemoryResponse, error
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers DeleteMemoryResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -14335,6 +15180,13 @@ func ParseGetMemoryResponse(rsp *http.Response) (*GetMemoryResponse, error) {
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -14358,6 +15210,16 @@ func ParseGetMemoryResponse(rsp *http.Response) (*GetMemoryResponse, error) {
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetMemoryResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -14440,6 +15302,13 @@ func ParseUpdateMemoryResponse(rsp *http.Response) (*UpdateMemoryResponse, error
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -14463,6 +15332,16 @@ func ParseUpdateMemoryResponse(rsp *http.Response) (*UpdateMemoryResponse, error
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers UpdateMemoryResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -14531,6 +15410,13 @@ func ParseSetMemoryExpiryResponse(rsp *http.Response) (*SetMemoryExpiryResponse,
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -14554,6 +15440,16 @@ func ParseSetMemoryExpiryResponse(rsp *http.Response) (*SetMemoryExpiryResponse,
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers SetMemoryExpiryResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -14601,6 +15497,13 @@ func ParseListModelsResponse(rsp *http.Response) (*ListModelsResponse, error) {
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -14624,6 +15527,16 @@ func ParseListModelsResponse(rsp *http.Response) (*ListModelsResponse, error) {
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListModelsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -14692,6 +15605,13 @@ func ParseCreateAccessTokenResponse(rsp *http.Response) (*CreateAccessTokenRespo
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -14715,6 +15635,16 @@ func ParseCreateAccessTokenResponse(rsp *http.Response) (*CreateAccessTokenRespo
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers CreateAccessTokenResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -16443,6 +17373,23 @@ func (response QueryCapsule500JSONResponse) VisitQueryCapsuleResponse(w http.Res
 	return err
 }
 
+type QueryCapsule503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response QueryCapsule503JSONResponse) VisitQueryCapsuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetHealthRequestObject struct {
 }
 
@@ -16649,6 +17596,23 @@ func (response QueryCapsuleByHost500JSONResponse) VisitQueryCapsuleByHostRespons
 	return err
 }
 
+type QueryCapsuleByHost503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response QueryCapsuleByHost503JSONResponse) VisitQueryCapsuleByHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetReadinessRequestObject struct {
 }
 
@@ -16763,6 +17727,23 @@ func (response ListCapsules500JSONResponse) VisitListCapsulesResponse(w http.Res
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListCapsules503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response ListCapsules503JSONResponse) VisitListCapsulesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -16893,6 +17874,23 @@ func (response CreateCapsule500JSONResponse) VisitCreateCapsuleResponse(w http.R
 	return err
 }
 
+type CreateCapsule503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response CreateCapsule503JSONResponse) VisitCreateCapsuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DeleteCapsuleRequestObject struct {
 	Capsule CapsulePath `json:"capsule"`
 }
@@ -16995,6 +17993,23 @@ func (response DeleteCapsule500JSONResponse) VisitDeleteCapsuleResponse(w http.R
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteCapsule503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response DeleteCapsule503JSONResponse) VisitDeleteCapsuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -17111,6 +18126,23 @@ func (response GetCapsule500JSONResponse) VisitGetCapsuleResponse(w http.Respons
 	return err
 }
 
+type GetCapsule503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response GetCapsule503JSONResponse) VisitGetCapsuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListItemsRequestObject struct {
 	Capsule CapsulePath `json:"capsule"`
 	Params  ListItemsParams
@@ -17220,6 +18252,23 @@ func (response ListItems500JSONResponse) VisitListItemsResponse(w http.ResponseW
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListItems503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response ListItems503JSONResponse) VisitListItemsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -17367,6 +18416,23 @@ func (response AddItem500JSONResponse) VisitAddItemResponse(w http.ResponseWrite
 	return err
 }
 
+type AddItem503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response AddItem503JSONResponse) VisitAddItemResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DeleteItemRequestObject struct {
 	Capsule CapsulePath `json:"capsule"`
 	Item    ItemPath    `json:"item"`
@@ -17470,6 +18536,23 @@ func (response DeleteItem500JSONResponse) VisitDeleteItemResponse(w http.Respons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteItem503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response DeleteItem503JSONResponse) VisitDeleteItemResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -17587,6 +18670,23 @@ func (response GetItem500JSONResponse) VisitGetItemResponse(w http.ResponseWrite
 	return err
 }
 
+type GetItem503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response GetItem503JSONResponse) VisitGetItemResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ReindexItemRequestObject struct {
 	Capsule CapsulePath `json:"capsule"`
 	Item    ItemPath    `json:"item"`
@@ -17696,6 +18796,23 @@ func (response ReindexItem500JSONResponse) VisitReindexItemResponse(w http.Respo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReindexItem503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response ReindexItem503JSONResponse) VisitReindexItemResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -17823,6 +18940,23 @@ func (response GetItemText500JSONResponse) VisitGetItemTextResponse(w http.Respo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetItemText503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response GetItemText503JSONResponse) VisitGetItemTextResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -18124,6 +19258,23 @@ func (response ListKeys500JSONResponse) VisitListKeysResponse(w http.ResponseWri
 	return err
 }
 
+type ListKeys503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response ListKeys503JSONResponse) VisitListKeysResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateKeyRequestObject struct {
 	Body *CreateKeyJSONRequestBody
 }
@@ -18232,6 +19383,23 @@ func (response CreateKey500JSONResponse) VisitCreateKeyResponse(w http.ResponseW
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateKey503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response CreateKey503JSONResponse) VisitCreateKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -18348,6 +19516,23 @@ func (response RevokeKey500JSONResponse) VisitRevokeKeyResponse(w http.ResponseW
 	return err
 }
 
+type RevokeKey503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response RevokeKey503JSONResponse) VisitRevokeKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetKeyRequestObject struct {
 	Key string `json:"key"`
 }
@@ -18456,6 +19641,23 @@ func (response GetKey500JSONResponse) VisitGetKeyResponse(w http.ResponseWriter)
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetKey503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response GetKey503JSONResponse) VisitGetKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -18772,6 +19974,23 @@ func (response ListMemoryNamespaces500JSONResponse) VisitListMemoryNamespacesRes
 	return err
 }
 
+type ListMemoryNamespaces503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response ListMemoryNamespaces503JSONResponse) VisitListMemoryNamespacesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DeleteMemoryNamespaceRequestObject struct {
 	Namespace NamespacePath `json:"namespace"`
 }
@@ -18884,6 +20103,23 @@ func (response DeleteMemoryNamespace500JSONResponse) VisitDeleteMemoryNamespaceR
 	return err
 }
 
+type DeleteMemoryNamespace503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response DeleteMemoryNamespace503JSONResponse) VisitDeleteMemoryNamespaceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetMemoryNamespaceRequestObject struct {
 	Namespace NamespacePath `json:"namespace"`
 }
@@ -18992,6 +20228,23 @@ func (response GetMemoryNamespace500JSONResponse) VisitGetMemoryNamespaceRespons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMemoryNamespace503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response GetMemoryNamespace503JSONResponse) VisitGetMemoryNamespaceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -19123,6 +20376,23 @@ func (response ExportMemoryNamespace500JSONResponse) VisitExportMemoryNamespaceR
 	return err
 }
 
+type ExportMemoryNamespace503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response ExportMemoryNamespace503JSONResponse) VisitExportMemoryNamespaceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListMemoryFailuresRequestObject struct {
 	Namespace NamespacePath `json:"namespace"`
 }
@@ -19217,6 +20487,23 @@ func (response ListMemoryFailures500JSONResponse) VisitListMemoryFailuresRespons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListMemoryFailures503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response ListMemoryFailures503JSONResponse) VisitListMemoryFailuresResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -19334,6 +20621,23 @@ func (response ImportMemoryNamespace500JSONResponse) VisitImportMemoryNamespaceR
 	return err
 }
 
+type ImportMemoryNamespace503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response ImportMemoryNamespace503JSONResponse) VisitImportMemoryNamespaceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListMemoriesRequestObject struct {
 	Namespace NamespacePath `json:"namespace"`
 	Params    ListMemoriesParams
@@ -19429,6 +20733,23 @@ func (response ListMemories500JSONResponse) VisitListMemoriesResponse(w http.Res
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListMemories503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response ListMemories503JSONResponse) VisitListMemoriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -19546,6 +20867,23 @@ func (response CreateMemory500JSONResponse) VisitCreateMemoryResponse(w http.Res
 	return err
 }
 
+type CreateMemory503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response CreateMemory503JSONResponse) VisitCreateMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DeleteMemoryRequestObject struct {
 	Namespace NamespacePath `json:"namespace"`
 	Memory    MemoryPath    `json:"memory"`
@@ -19649,6 +20987,23 @@ func (response DeleteMemory500JSONResponse) VisitDeleteMemoryResponse(w http.Res
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteMemory503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response DeleteMemory503JSONResponse) VisitDeleteMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -19762,6 +21117,23 @@ func (response GetMemory500JSONResponse) VisitGetMemoryResponse(w http.ResponseW
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMemory503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response GetMemory503JSONResponse) VisitGetMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -19908,6 +21280,23 @@ func (response UpdateMemory500JSONResponse) VisitUpdateMemoryResponse(w http.Res
 	return err
 }
 
+type UpdateMemory503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response UpdateMemory503JSONResponse) VisitUpdateMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type SetMemoryExpiryRequestObject struct {
 	Namespace NamespacePath `json:"namespace"`
 	Memory    MemoryPath    `json:"memory"`
@@ -20022,6 +21411,23 @@ func (response SetMemoryExpiry500JSONResponse) VisitSetMemoryExpiryResponse(w ht
 	return err
 }
 
+type SetMemoryExpiry503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response SetMemoryExpiry503JSONResponse) VisitSetMemoryExpiryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListModelsRequestObject struct {
 }
 
@@ -20087,6 +21493,23 @@ func (response ListModels500JSONResponse) VisitListModelsResponse(w http.Respons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListModels503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response ListModels503JSONResponse) VisitListModelsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -20199,6 +21622,23 @@ func (response CreateAccessToken500JSONResponse) VisitCreateAccessTokenResponse(
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateAccessToken503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response CreateAccessToken503JSONResponse) VisitCreateAccessTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -21409,295 +22849,297 @@ func (sh *strictHandler) CreateAccessToken(w http.ResponseWriter, r *http.Reques
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3tchu3li58KyjOVJn026Io+WO8pZqaUhwn8Yk/MrYzmfeEGjbYDZLYagIdAC2JcVSVX2+dn2+dOtew",
-	"b+H8P5eSKzmFtYBudLObpCRL8d7lH4lFsoHGx8LC+nzWx14il7kUTBjdO/rYy6miS2aYgk/Paa6LjP1A",
-	"zcJ+TJlOFM8Nl6J31PuwYCTBBx5oIuiSkT4lX795TzI6Zdlg2It63D6Y2+ZRzz7RO+q5Jr2op9gvBVcs",
-	"7R0ZVbCop5MFW1L7on9WbNY76v3TfjW4ffxV77sxvbG9XV1FvZeGLbsHyA1bPtCEp6Qfc7Oc/PH73+Ku",
-	"kdlnNw4rp8YwZRv+l+3r55O9/073fh3t/eX040H09PHVP/einlnlti9tFBdzGOBrtpRq1T3EJfzuB7lk",
-	"mweJT+86TNvbjsO0C6pzmrBtI4WthiePyAExkhwcPiPJgiqaWLohckYyZkegI5LyOTc6IvEwjkg8iaOx",
-	"iPdiQkVK4qM4ItpQZbiYkwtuFoS6hkQqbEn68TyTU5rFhGtiFoykbEaLzIxFOQj7PlMNTuZMUTvmwXAs",
-	"2pewbHpjGizXqqTC8pt/L5hafSbLNyRf43IdwQrhUgZLF8FYUuIXOVixX2AarUt2syW6smutcyk0A9by",
-	"FU2/pYZdUFisRArDhLF/0jzPeAJbuP9XbRfv446vfKGUVO/cS/CV65tQ5NooRpeEiTkXjCg2KzRLI6KY",
-	"ZgbWKZFCsMS2sSupmTBkTtWUztmwdxXZkb9jvxRMm/sducKX2pOwpNlMKrt1UpGpYvRME0pUkbFjEgML",
-	"j5HMYD4zzrIUhv5cilnGk3sfuJaFShihmWI0XRF2ybUla6nsZIQ0hAtCLTUbRsyCGkKzTF7Y0XMNA/9G",
-	"qilPUybud+SJYikThtOMZDQ5w+XUicwZDN5UN6D9WLEkroksjOapvYA0zmYv49rAZBzdf+BLJgvz55J/",
-	"ylPYACr0BVN2HwxfIp2/FPYWodn9DfBEkEKwy5wlhqVkRnlWKHbsuLvWdG6XWynu6Lo8EEjcb6T5RhYi",
-	"vb/x/ijOhLwQZClTlkWeFCIQOiJyxlZRQBNSuQvAD/blMs/YkgnD7nHIb+xen1Oe0WnGYLsXXJNpwTPg",
-	"JYkUMz4v8AaFgb6jhr3iS36vo3x7zhShJGdq74ytiLJ8IbODsELRgtHUyafvmFGrvZOZYWr9yn3PEilS",
-	"ba/YC8oNmbKZVJZqjFpxMR/WrjInD3Fh2JwpO6arqPdByldUzdn9HtGpTFd2L4o8kzQFXmKXwzIStwZX",
-	"Ue9HQQuzkIr/ep/78pprzcU8qi6giBR4COwFei7P8Epil7kVqgL+2di4n376ae+kMAv7Y0INW9+9+CtG",
-	"FVNx2y6VUusVroSn5z+XlUpLsinLmUiZSFYkocJy1qklOZosWHq/xPujyJVMLNu815X5iWXZnqeNaWEI",
-	"X+ZSa27ZzYIpRvozIBBquR/RbEktCRDNqEoW5GLBLVsCIUfOZoMhCNfu5XZsJ4md0gd5hqJArqy8bzjK",
-	"lEh2ekJhknYQ9q9eSg3bs9faut4TlW246N6EQhie2VG5h4dVR+WaR5WMrNvF/+p329WSrkih2TFhy9ys",
-	"yJJRAYICqH2GLXULvZdvpUrRFXz2C7H+pP1lgl9/7DFRLHtHP/emcKh6p20KYKUK/ez6rfUShctbW7fa",
-	"1Kuu5fSvLDF2LCdp+g3PmNXUA8m5vncznrH2dbO/HAP7y6kyNQnA/oSWB6sSSWhFs2wFT79++foFsWOx",
-	"S1oSw5QLCprN2orZzsoFW7+PFE/dW+0wHjT6X9LLV0zMreZ8+ORJS+9LZmhKDV3v/IT8t/dv3xBcrohQ",
-	"TQy7NI1Onz558uhpS7eWrCd4FeBFsBvVF4rbh8NRjx4/20YVsEcdG/yBXZrGBtM05bgjPwRbPaOZZlFj",
-	"9wPetE4AdjlInxqylNqQZ+Q1/2rQWJ5nj549ezp6FvWWXPjvDrbsQvvw0AywpJfhl08ft0z6XpfeL1Dr",
-	"6uuzm606Xlzti+4uNdDGloUuNYS+s8BYVp0smJVMQCliyv6pCqFhb0qGU/DMAI/w12UL84l6INjgQKD3",
-	"3tHBqHmzvGO6yCwXYKq6LphVHI2UGUlolpE5P2dWo6ykxSW95Es7loPRCMjDfWrj4Et6OTGFEro2kmdr",
-	"l3+hBL7A254yKfP6y55uexfsF5eiffX9r6QPJqLHo788JdOVYToCbU2KbGU3wCDXbZ4G+/iWo9Agr3I0",
-	"nfSlYS0+3pCCkHhYSvqOIFDARYoYDNvOSXkJthkUcqmsigjPRMgXFizLZ0VGZlxpExErclleam8Cds6t",
-	"SMZIsijEWe2G3STrgCnPzbzl7g13cG30fogtE1AFQ8IFvdaqjkC7LHXzmriZTHiqjwkc3Op5U9GelTPT",
-	"Gvm5UUylzBgVKAXIbGJ7b1tJf2qcgmHPD1A/UJMn3lEb8RpFE9j1ndbxRJ/ZI9Mqv/jTtul9XbQaefIL",
-	"ltt3WZu6328/8A4itwvynGbZOplTNS+W3kXS5gXJsgealE9FhIZ3uiVDSpA2WkmdWaF6veufFitnYsoy",
-	"sIbA+aFp+CKnfcFJGBwHJKUZypkUZRZgkQpouXUIaOdtJWTbZgLMp0VC5r+WBnh4hbfTgNV0SpMzy77K",
-	"UW2nLPe6RBZt0sB39jT3kflHIBdM8MMAbIl2k0lfMZoOrKZUKIFK106v5KmuUfQW2btBlLB+UUAojak0",
-	"FrL21i5ytGdmjRQ3SkpUa64NFVY8dQ9G6BuwCzcuRqNHiVlwcQZ/MjLNZHLWSg+pswFNunjwxUJmyI4i",
-	"2HlNuEiyIu1ccVEsp7jgeGo7e8afH2jLDrMVoZkUbGufMy64XkwUo1p2KUQhK9yZcXme0MG8arzrYCvv",
-	"giZRuYnNcdfXPVyp2vjbCcZt/Ws8gRspRxSZM5iguCsFezvrHf1cE0sPRo+fPfmXFqVjx9WzGsEPVBkn",
-	"Wb3ENodPnjZX8jTgPzU9qk3hAX8NGqXbxtqc2Xp7mdU04vLItMqlNyCakGKqaR8cPtvCQWBgG3f2nT0P",
-	"1+QI5xxNL5ZXHqO/UHtvYbzGEP74/W/43X7wZYxsghQiY1qT2J1zR7NczME5C3KKPabbd6Dawc9rt7Zv",
-	"T7RRD3ORCS07ZMXO6k5bv4ISxahh6bUMV7W9/tguP296Z8eN336vhS+rDbf2nqg20w1L9Iq3mYC8Yr7T",
-	"xvnF3rZv0OmGobxxy1A/OqB1PX1EMnnB1F5CNWs65UHgEIIpsljlCyb0evBLEIfxswvA6P/bkftz7/Tj",
-	"KHp6cOV/GfzbP7ft8vMFNc8XkieszWTWuPP8KdFG5r2olyFz7Lg6AkoRKbtsJ5JMznMlp3qbvaTjIFer",
-	"vaxupc03bo3XNTcTR1r11rw/W/fZrqBc5hnzR6V5OO3q7s4xgh1pkQnc0VinqB8Fv3S+1cAayYV5+rjV",
-	"mszT1lPtwn+2jBFDjt6BUgStrPDd2p9bp4B4kgU1w6RasDaK0SttT/2MizlTueLtUsW66WsXEvgRHlrb",
-	"eavaucFWq+xnFpW76F+ynRKeW1b1KcihEGc70cPf0aYPgY/fydbTLHOi5g5EcNrkLDcli+3kEFhQ6wf3",
-	"/NWr11adWlCzV62QDz4YkhfnTK0wxsZrwnZH1cwFgtAkYblh6ViUipgdSkRwZjzjZgXuC2dwPMa+dKOn",
-	"VIJh00W+EaoY4XMhFUvBZWBHCc9gDFfDfJGmkzkTLjBukiu5zOvW1tquBfYj21LnLOE0m4AvqG4adVbl",
-	"lnaZvTlTbNOlWtctr05Qdo6ODoIqz9WUppMLqbbp7Bv1jgjIfmLYMs+cD3rd47KVsmt9TM4uqJrf/rq0",
-	"YiYXBbPnjGaT4PbcvvYsWcjdnpwBEYtkNcmZoJlZ1ZqNAnv2YaB+7x12TqDSx5E2J0zuSDBrSsVO5Olb",
-	"WYFnoo2acDGRhckLs9tbUUJqnf1By6QyOedmMuV0wwZ/XG+2dbdDKas56I7GwSSW9HJSMabgmIZ2iY5u",
-	"ms6P4IjniiV4dWGLOlf8uvyd0IxTCFuNW0cS12w3uw3lGvfdWxiRDmTM64ly3lxS19ZHh49h0P7zOutY",
-	"cjHJHcsopxaaqLYeEdtDC08dbbNXlvd6I2BGnyd7BzGZSQVhIpyd0wyurWOiGSPxty8+kP3zg31or/HB",
-	"tsDpNXf2061uVdE8Op2OsO2bn1NFs4zZ+6buu6jxgu3HIldMM5GwT8/b8P6chKd2h42vWZwdk5uw2cxK",
-	"a/Wb59HhTlaUnBmO93k1wWsRoI/HnnjJdPNp8VE/3+DT0IEplKhf8ts3JmylJ1Rft71mHfL09oXXZzzf",
-	"JM90vhJiWyZTZi4YEzfqwarkLaEf9nvnGkKXKGQEPHWS5LKM4CfCWcF3Mt22mk4DprjVyhqwwlZzLVy4",
-	"1xfu4GXbRDsXJnCjuxDbTqS7FLZQ9Ht4OrhBtFFFYgrFUidG7NKFa/HWNbBKIFsCMy0Uq90Qh9e8IZAD",
-	"ltafBr+3FBFHJKaFkfZfrxfFEYYiYm7HrBCQyhDkgmALbwUGt502xTQi2CX8IAuzmdq85mib9KKe7TJM",
-	"pzlto79t+SIpWGOdLn3qFqDFS3TiQoGkYNXwSX8pFYMIEPJ4NIpIIlNGYi7OacZTvE3sc/FgSF4aPRbO",
-	"lKtDXeqYcINOcCJFFVei4bJkoOnBlxDyAprwWOB1gOF9LoNmV8vze1NM14/btgNiz97ZBl4ZOuplPmmV",
-	"LmsX4Ci65gVmu72d8GNUIaz46JTRG0uthWaTqT3y6AfeTewvNIbcNtnglku3YXvwNoZS7NxuZHgfsLam",
-	"pyY27NLss3MmzB6ysRhCwY8IJRr1NHC1xyk19Mg5c/+qpfBeGmiqI3sqxiJn6A/Hi4RbIld0FREm0jJf",
-	"DEJHuGGKZtjY9/3z12/fvDiNx6IPQV4+SYe6MIMheUHtt7Z72zOG1SDXEQSCGVx/PmxlLFyo9IzyTBM6",
-	"MzA8MmVzKhpnpmIxW62wDVveNhbTiF0+bTHXhRrBehSoKPNQhuThw/+gilNhIO3q6OFDWM5z9x3XJFlI",
-	"zQSZrkisZMbiITnxrcfiwv5I7Pf20Thl5yyzArjl48hX7F+WToHDe6t4bNc4thwoJlyPkbWhEjanXGiD",
-	"0Va23we6HIwU2eqYULEi0iyYwtdqlrHEaNydpNBGLn0Dt7/u0wPtJkBwHQlNlxBUdUkT40Jt5YUg5zQr",
-	"mB6LPoSs1Dp8oPGd7BLUdR+7e86InVVKVQq/60FEtCS0nBdk3+Ew/dssy/fzqniyW9cI7Gi0WmZYDZcf",
-	"Z8fZWBiuibseiKKwNGZBhRs8kuVu1Pi1379Km9wiNsAe7/r0j3r3ntfiALY1sPfQrs8+h5Upnz6FE1PZ",
-	"v9c9eiwzdCcL+tfwZFsgx25Ora360t07uTp8VbgG7XdDOfHrBGv8eU7ycpPWPK7rcwNTvPOx3iw6ueHg",
-	"rkV7jEYbYtiugx6w5us+7ZzM92x1w+B2fGebIFsmhtp72qeSgiTpE0PspTqFaDqXE9vMEdl5tnUDV7CC",
-	"5e3XEoTjo6Y3Wn82JL7UZ9jMgP80s2ykmm+fJ2Tw7k7+7+3j9X6fbLIORr1C8F8K5n5u81u5sAo3kG6a",
-	"8z69W+ZU1IxLox22NJHinCmN/iL0SoZEcbg90+ImuVhnXKQ1Cb4npGFBNoH7OKNJO2/bNb1jbbU9Cw39",
-	"P49bXoC65EzJFiG+stRc1Hz8G6Z8jSQPpAdIfLsZOdRP6d0cLGOyicakudo+Pno6ChXOZ08f15IxnrYH",
-	"fXesQfo9a4mCO2NbHQa2HdgPE8U6wuVOfnhJzthqSN4vrEwrRcKOMdvCio8LqkEZ0kYqjHPdvJ92TOX7",
-	"WjcV5KnnuO0QK9liIrR6YURc1BzCDnBxZrW4nCoThYqGfQH4W3YTW4MIzW2mX3j5Ts9+cKPDh0/LWe4S",
-	"l3oncajri/yJA1IDj+WtQlIbzKfOYIWsBWyUGmPPh2T0nF0jCuQ/lPZ6gabbIgeu8/ddjCGfOjZ2u9FL",
-	"XvNFLca1ba/ZNSR3Td/bRNTbTqCjzN61iK4h8lfksDW1d4dA1rqhZD3py6erNKecsjb+taTJggu2pxhN",
-	"AXUCT0xEdIEpWjFY0iZCmslMFiKNdwojXnaZaX6ySv8FmJ+UFPMI7AQAJqHRubnWFSDmdKWaIcYIxvcY",
-	"SaYZXbIIU3ogxyenZgG2LzvinUbenmMMiUQZ1eBKhyUGUx6mOxpqCsh8YZhqU6F3MBJ0M9h+J1Whky6r",
-	"Gycf4fadbtNqce/biOY7RjMEDmsG1LHkbGPARFPtM5R3xK2dBV+X9tzGCOVZ6/DWvsA1DQ+RPAPRvYKT",
-	"aBMxrVjcHnLdGIfrv20sL5e5VKYrp5Ivq9TBDSgDrSukz3iet4WfvuKCaYJmR56SPmK9lDI++DwG5MKS",
-	"tQNpMgumWBvSQYsq46HByqFXI2mdv72u1gmlCp9vCbLaFkGP7GxiRbSWvDF2Sd5/d7J3+MR7VolUfM4F",
-	"zTCt9rppeVzMXYIu5uXtdO4BYKAz0a4GP7BuvmqPDPUa06Y7xq729/a52yhImv/KdgxirQ7WtlG9xyfL",
-	"XPo0vU4i/W7599u5se2myNO1MN1dsvg3swCITq3wLmGzsGlIDOHWu4Vu0HOwb7Wlaq5BYzLlVnhS3p6f",
-	"UdJKwBat/uEG2coRbZtPkNABTKHFJSPs69cO4fNCaan8YbbPkBw8ALtfxG2JIu51XUvzfu3O+KVgBSw1",
-	"mHttv6ARpCswU1jW0LlmH9zEGtzf8cadlsr1sIUKUTkwXRNrVadDm+XucDQ3yWPq4GwZ1WZS6M2dbT3c",
-	"ndy2wxqydYa5YjN+2S69oaL/QCMEQYDpGVnBUbFEzgW39297CrbDz7rVfG9q2dyoBgEbc6zKzb98U1RR",
-	"Sm1RG0litd2sTbWDIj8BQ3Hmnptlh70uQ1A79bpdjKbbo8dvcGJ2MK1ud4e1nzofLdNu4fwJ4VYyapgi",
-	"M5oYogurVrEUsDiOgfNWGF4LmaW60xS6dYi7yDa4TbeWbjYL1V7Zri/GN1JhpNCRc9SDbz5w1fddfK3O",
-	"GT1jyjvBqQZwhMFwx/OsWBswGcDfKIeII0W2OiKKZeycioRFZMHnCwbgqlPIWgz4TRWCU+3dZLraLYkH",
-	"BYtrEetWeoJYAEtLU5bQJSPwbo+uCnAnVivRlKc3tKqX7MtrKU4OaxhC1s9vTeyqsbNgIWozbByg5hrX",
-	"jm431/kGgU9bYEiMYcvc6E4V6H7Yj1eLdmcqZUJGK7QXuzT2ooSsKipIh5Fmi+JrnC3IC2ZVp9tNYmsU",
-	"gr1VYnO58G1EgtOrreXWvf0E11udVm550X1fet5qIab2+MVHhK7bCog7k8cktocXHkoLBXYpOM1u/VlK",
-	"7FFwMZWWJV4obgyDDqRgg2MSC2lYfFT+kHLFEpOtQhgxh5sBjr8I3YBtYjVO5pMt7uesjtSzX7a5Auuj",
-	"dSJbajeJCc0loLfSlExXrRkh6AHruxhZ99RY1LNMBkdkIS/IskgWvgMjCReAgIS5JlyXaZMQXNVckfqG",
-	"TYt0zkwtyL4OX3XGBMGHqsTLvyJ2tBsAAleUkHXgtPRXCyLWPbC3sTFczAcNALfRaGsmTgvHrY/xWyWL",
-	"XDvi58LI5lGy65KytCjhWKuA/5Qpfl4eHwiYs1qFFTXKKMR6pk6IMRJQVQfpvGOJVGl7lGMGeLYziPgE",
-	"kx4iS7FL+/cDTWLsInYAVxhC7QLpoFsQ++41HOEzl7RvUJNjXRr/3OTorYmNu8nVDb/n7kLxZyHSfuI4",
-	"j1oW/9rhXOfcRArH7fYqfl1W2iD9MsI2yThkOyAXHwtuObYJcYktb0khhBZ4aaprpVU403hJ9Esuazna",
-	"WAAkLkTxD6Cxv8f7di+4Niwd4JURsH9yQjAiHFEPs9VYeFxfbuyUAO2cghWlEGfuAgK7vWBE8fmihMSu",
-	"x6wf4XgKLBYAbSEIPa5nBg195jA8iNVlQO9gmWYuJhob+0D5uBaYGg8i0FcKzSo9hQM2KU4ZQkf8NZln",
-	"K4gIx3h11paiH4ir65pmIE/BjruQfvvSI5+00xeyQiR3BQnw3qGK4aL4bRxEJJZnmCYUo5EydjH5eKUD",
-	"iJ5l4yyF3NGxqJJHgdT2K0vP/sfy76t9V7JBx674TiNJCBxsG6yiW9gFo+n1jHUVO1hf1JdI3oyqjDtr",
-	"hsboefzTU3GDcgOLx/WQul1/t4QYrMoWUat6+E7bGQky8edSIAevB9isB9M0uem6pzXadongG98CH5JK",
-	"YyTN+tfbpNUlF+G3B2uH5Zft9xm+831CM4qgg1Bzps1/HPXmZtf+3qqU2e2ARuwGrbi4hg7SnMO28Lvs",
-	"JvPIbjQPwa4/fHGHk7/acAL8sK9H/yHpulHc+gBBnz59vyEefwqgoHVgH0xSa2O28kKUYtIO5pEWkJ2y",
-	"h1b2Y1/8KTRxmEALQ12fa2bfttXYU06k0yTSTEVdB15zObXrv3QFcF0Hi7szDaGKG/Lh0eVAqqu2/Grr",
-	"QrQ8WV8DuGy+ZlZkSVtze1gr0tlrLy26J7ZUy9gNg9BffP6tG8f8Usxk5wlzon7DmMCXoPBCMluW2ove",
-	"F2uKdtQKrNiwKULFyUZd0MbvnMAVCnpenGpfQRxgV3+v+HkguPeF9NVLUoSQr+SYQfcGtbtOpWGbJgro",
-	"Dht+r6tc3fuQUcPQjSrm7Ia2f+e1rC1VbYS1favNrblj3S6AjbT4CVhgna5vbOmtR/PXbRKBPaL6czg5",
-	"ApTKg8N/abdPOID8m2Qj7FLw4TUa4wheqJYsvMMrsOhFxBcGORiNBtet+PBLd7VOV2ICnrizMgxR74Lr",
-	"ReZoZBMR/OSfa4HDV+1XcFi/YHfUYBeO7HX/smTC5nC2RpU5uixh4aFGT3+GPmG2LFO+wCTMLg1+Oxhe",
-	"syRPWX3nU7yHpy0hHS9Fyi5rywDWABd1a3trZ5wAiMvbIUB/KRjhUBJtxlnpL2j0dffhfY0Q7fJJ4jvo",
-	"GFkQD9jumH7nfdCEC/LzKCIHp+3e6C7giHWgiFpkYIf/GKAIIHg1hZoYMizNufsVvhZRuO11Pog0WxHf",
-	"jPQB4dHeYzgYMD+5Mg2D3cfiAgwbFPTuJaFay4RD0n9pnOogoJZAMOeyTC9rnm8MSXR+8a7IxI2Bh0gP",
-	"AQVuYUi7xyhtqcLyjiVMJKtresB+UGzGFBHswuFk6CMCUyB//H//P+kf/PE//ucF4/OFGfyf/43f/z8E",
-	"v/g///vwv/p//I//Sedsf0Gz2STjM+T8TXBmljWSGZtr1mA3UL3CYe8QKiqKAmJylkauAtqqeUjbIkFx",
-	"t9q0v3Lok5SuGsl6Yareo6dP6n6w4WjUBo2Ii1OHmBk+2vmct6nvYdLZ2vW1pQxAZ86FXy7ffnslPCT+",
-	"9efDgdaA0Vrc6OzSxBGJ/6qlmGC78iOSeUz6cJhr3w0ckJNHpaIZMXRO+hWSByb8uRIfMTKWeLAZuGl3",
-	"iLcfMsrFDrmBYZv/9v7tm/dYSfJ6Dd+Xk/xA52gp6ex5jRqCVWvz+mzEFdg5hnRrUlY1gFs5zWyHidkF",
-	"C++6hgNP/OFy7XoA2tt0HQIknbV9ag7EhZYH52LH8WwfQZ2e1k04HWcVJP/aeXsA4F9LavDgQc4XYN0M",
-	"huHaNvIzW2bWWMOrHRfejbRtxhi+24DxLtXdIDb3yPkLys8XikMmPU2XvB3i/T0zLy5zvrt+V1/HFwFe",
-	"j5yRuPKkx+AkjINU8dgJhA2b/1YvQM0531JHCIbvglKTjFGlXej1DRNF6snt1RV58OTR09Fom7LZdsXV",
-	"AQi3ci6HCi0LjX7LiTbU3BA1uOYAvQHAasd0GmCIW6c0mdLkjIndohX9w5MLqieAOLgT3FuFoNjteduW",
-	"fpxyqKM8qY7ApHmrbBtG2YVYTSqjwfXazmiW2UXYrdVc0eUS/RZb19aXgW6tTYs8KwoL2Tm0N9z8zRLH",
-	"uqfkGsHZp1d1LrojxOwcwZ62x5KUvH5i8J7Y2qTau0lpQfu4Q3Tf+nGpgYD92SnkDkXgU+SPh0NqxbxV",
-	"UEQeKQiOGNgbMGpSGV1HsPizSpKVD6+LMS4G9EaaRyMPa/Pl35m0VUPZWCedTOpaAnFYEtS1vPkEfAc7",
-	"T2K9QTCRzqKboZetpSq4+xVjNpqlVNf18Q0lPNcLcIfVOndaox1P3baikW0L1I7OsSOoQOyXKW7WE3+8",
-	"U1C8l0E3uQrr6HDXcJbWtmTX1L2rziW6DuRfk6Z395pip13r8ImZeZNHI5rLDcBcrsXSG911zRXwVVoO",
-	"k924PXCN5BlN2EJmKVND8rVEENk0JXHQBNOmAISCGaY0ZBJoU0wdeucCC9gC0qxiLvAQ7B2PRyPS7wZ5",
-	"bgmy6+YosR107BKpasOLaoODwaKCHpdQ05tG0Ys6IgSaqxasVQWMkhbL5So+dtCyWQFosS4M/9plGj7H",
-	"MIMfwYt6PZS7bXrhbQLNb5xBeKOY4PXl6GIeLdVdWipnNKG024C7Ta1uwRZsj3qPUctAGl227rH+fHCS",
-	"ACHrU4i4PwVu22uYRVDVpxmZ8cwyFLCF5OCMYCJhuionZn8mNM8ziIkWmqesKusyHIsPfMkw7+LdN8/J",
-	"o0eP/jIkP7pi4GdspSvuJOjS6muWh5yxVUd9MJZOIAJ49yh4bIRB2Ndo5TwU136bb3fdF5YeLL3Bhwyh",
-	"wJXruBbZW6OxJxtrZQRCVWk4cE63ur9rS9LO9kjPMy5SfS1ojdJFXKk9LUWN6OUEPN16kjM18VgU7dUX",
-	"ICx6ScUKneOwhlI476jzkruAjeuGZWxnw7tFj1axz82Cub1v3AGUCGpfer4r0K0ztooIzTI7L8TBXxYa",
-	"s9qH5ATv47HgmjAOzhhKNISJkr5eSGUW9mjPrLzAfokHNXMJrJSPhj4aC/tERGIs58FB5hBcxKQPGwPx",
-	"+nPwGM0NPJIZ/D+E/YMHDcpZLHPLDkSxZIpb4W0VlbzB6TPaShX2pOjIeZDc92ORsUtsZN+GwdIx6Tu9",
-	"cTAkLy6p5f12tB/HvYyK+bh3RMY9Jsa9iIx7K0aV/ebjuDc3zP51ODoc2V8y4z49ubIfU0Vnxj2J77Ef",
-	"gFteXcXInhrG4EeHbRVluZh0RCF8rWRexgrZZyz/m7JMXgDRXiv+YFmi2nlpaLGaKr7uv43x+5jMCs00",
-	"+er14RNX1lHogHUfk1izJRWGJ5B2gj9jfsvjw0MMF/BP+CAkbg/XbHBM4jO2upAqhabwCtsy9AOXo/N9",
-	"9KKea9SqOajKf77ZWYePYWTCpIJBCdnj6PEuCYgIwVooblbgz8PjfJIkTGtI6oTkT0YVU96jWuU9UXiM",
-	"gLhB+ok2kz9+/9tgbTNOiOZzwdIIvQB2/2stl5bZuNxKKjzsaxVQ4fJHAeSE9H94+x6zX1DKAakeFgZM",
-	"KzDS6upZGJND2facO2Sdrrn4t/YTfdYxjXJoEXHRh0BTDj+FTFdgQUuXXJRogFQvppKqNIKPz1+9tKzH",
-	"Dt5KBTuM/Ao055nckHwGRT80y2Z7CwnJTpqpc54wRFqcMyDdSlghLy3Hm1luaxaKsbEoM9V0RC64YlBY",
-	"lRqoVF/uQZVeXFZBPRqLsTgYkocP39Vyjx8+JH/8/r9IDBv1cUo1mxQqu9q3v+1XQquOI2clcsXyjggV",
-	"Y0HI+qDdc1hOg6EUhiOragL1YzyecQR9gJt/4r8isWI0xX9zqcxkwbJ8VliNWscDd6FAlBLk5RFVCO2r",
-	"eEB3vq6GYwHO9RGRQhieEW7cINq6H47FoV0k1KtaVsjFw8IaVUldzdX6tzLw+l/fvI+PYFT2GRI841eI",
-	"ljnXeKaCrEIQcTEvDhPibDc1PAFAGhyLR3bMDrIe4y7ro3b0h8OG3+MjgvzOr5I8txcxvgKffqCdTGdJ",
-	"55/+iZykqWJaM20/o7CdU7Nw1wMYGTJqrOzsosgwT5woKQ2JP+InGEJM+lCBBC/GsYjt+Tna3z84/Jfh",
-	"aDgaHhw9Gz0bxYMh+RBW8n0AUWo4BrKkOZHCSLufVJOZBPR7IPPfguK/rgH5jVSM0H81Fr/t7e3Bf7ZR",
-	"XJF/TH6rj3j//CAm7qmABNaeKx8KV3y9N+9N3vfP2SWxi7lnh5Bi+Er8EfnN1dF+9dyw7NkykIkuZjN+",
-	"aVvbj9g6KosH+R0A4G2qSvsPLQsm2FYEO8Fal5AoWmbDxkArjrC+Wn0ntYkHdopIEIVZwOGHhyuqqNqz",
-	"y4TlaGNeAMgpyZWcMlTeMDNyaflGomMiGEv1WMQnoK/wX6GHI/IVsFpXtClRDEJAaeZKN1lxsvqSBCKl",
-	"IA8fuhvg4cOx6Mfuqohvdx+MRexvhFI0ffgwvCEfPiT2Zca9bMt9ORbx0iEC4JVpFkoW84U7udXVGR+v",
-	"XcxRWSG7BJZoxZ/wZaeqb4HFIIXAS7nB5SdcjEV8uedV+j34OT4mMaxMTPgSGToWD4Jfh+R7qzQv6Yok",
-	"VKkV1qGAwhV6LKriHLjpYQELKlygMRS5CMpXWFLaI0uuNcxySTOrsTJg4aCnR+W+ARuB5IyADo7Iw4eP",
-	"Rwd23/ccuEJAJD5QsJy+CxbzZ0KqgAXLwoABgdvJkGBu+I5H9h1wGAD5OWCNWMzL2WA9DDGySp8nPpXp",
-	"isQ1yOjYaQnQ2on6viYTKAtW4MC/wLaKfyYyZeOe1QFcXBtkZYeoyEAcOKR+HRrZKi22fUxoN940GnJj",
-	"J1yAsXEs6sDOpB+gOgcA1a7E288Hp0NnFcJzA9guyK3d4vyGQem/IfsKubPn0I9HI8tKvbXYjWQC87JM",
-	"tiQUGElEKOJYu6rxtAwmJlbkRzXUPoT2YUsSckYUFVAOC4qTlZC35cmZKpCC3XAO7HBojQ0Go0H6tZOd",
-	"0hoFutaPbOucKXgwbImH0hJlVQPGtXls25R431UTPzOXv+5oOYIbPEIxOCBq5UUO1+tfbK+JFLOMJ8F6",
-	"OjuELJS9SR26MWqeruUBzMFvhJFyklE1Z7YxUDcUZs0kTVG+gOQkvuR+OoeHtnkhciUtA4VADbtGZlUN",
-	"4oJl2Z7b1mlhAFZFaxB4rfRD+mw4H67pfSWUnlMA/QthpooaNoFxVK/JmdqzjNn+hmM8JrGVlVd7JzPD",
-	"VEw0XWl3tUoQd93yPUGqdPd72SEl02J+7HQijagKDqghOEaEp76XA7+1lsmyJbP3RtUdeIA8vjZeUVyT",
-	"acGzsgNcTIdkEAxEVPAGTMy5YFgSw/JTxTQzBKrFCUPmVE3tOF1/j/y0eMImAbp3e9fAQ1OWM5FafZck",
-	"VNgxT4GLJAtWDhNI2PAlk4Vp7yrlqSubqCHKXGDk9m8Vd/UwHeWSxv+557wgey9TZwvJeMIcDD+avXsn",
-	"uR3J3uFwhEkLJmOBdtYLMMp7o+EBPiVzJmjOe0e9R8PR8BHgvpsFaN4tctw+1RBilEvdlqpYCNz9VCYF",
-	"7rDXYjIpc89u6vBQRIbCXDQWVcVCrv1JPwoKq5Kqrqo3X89koUAB0/72GQtYLcvT5tJSNOh1iBRSAjwh",
-	"uQxQWqnVjD0mdlPh81gkztZHEZGkppGF+SSV3kf+tfY9poqB8OFtQZaRRXXNkPxrYMXB36fSLKrRYapR",
-	"ztRYgGUSpEw4y3Fp1CpEBqIavD3LwNivvcp47HRPHB72YpehRGSzwxkchwZau3pWwwT7oF0df+PhU3Zb",
-	"x4KJVFdSeRVu0a6EwlECUJF4SS8ngEUSj4UDgnMtWOpveYEmwAHcplh5wW4CCGBupNgA1bkIbdDuhYiN",
-	"FeFuwkKCpMPOeQplU2FJkbim9nB5m6ADl5mhFgurDX9Rx4AB46xQgqUkLZQnQyBy0P1cRVRsBAlBwhIO",
-	"o2kEmwHDGounoxGmDbpAfZ5exmSEGwsmzJiMBkPyrpxh6vRqe+CJkPASkEJDcqOKkYzNjL3zrcikaMJi",
-	"kNUsFTFhWbuVkBAmBiihRCd9oImTY1zigR1tjOoJhOv4orKAoDbA2QSmDyrSsbiwQ4Ql96sEmxfjeYsD",
-	"+dwxbJgTGNGRJx7DQoNyZ69tPi+UU+7Gggo0UCNl2zvW9Rvy8Dg86Xhg7dyBCVh6tc+XBZKoQf3RKhIg",
-	"5jqEs+a1Ao6zJ6PDCC4PqyxZbk+152DIzbwsZXW3UhWKawHXMagTVCN8EWLwlGoER4yjQDbqW1kKJn3B",
-	"8SD0gG/je16mlvPrs+clnHwVltCZ11E94ksB/kDNond1iv5Ops1XMl01/LDgdEQxcN9HhVapDZtrj555",
-	"J/5V3acKNfDsFw6XyvZ0OBp92jdjitjVmqvnwxr3KBVXrohnElGp0cBJguD+xzjEtjeXU9n/iqblrG2T",
-	"g+1NfhTU2QcQTeXx6NH2Rt9INeVpygS2eLy9xRtpvrECNjQ42OEVH6R8ZSVfaHB4uMtEAqEXW/1le6t3",
-	"1LBX9kLD2T/ZZZVfCsOUoBk2ONhp8i8rERSbHe60m99Swy7QIfpkl435MSgZA2122Br3jg8oQKJTpFgu",
-	"qVqhgIU87IEOpCiUrcDAWWn5oVAFGaB0riETxKOyn0a9piWkEhZdYoh9e5sUWGbHt8uBiELNdHgrPUCQ",
-	"uJU7Z2icwjt/SY1VzN2tqyO4iq0CrrTx2Zf2BViiPEKhIHb+87j8bO/OfmqZ2pILrg1PLKt8b5u7Uv7d",
-	"mccRQS8paB80UVJrkGPQOuyFLOfqsxceOcBr2jJyhNBIGEvJwWg0JLFP3Y/DaI6xCMI5IIBjtRa+gWWu",
-	"XSuWOsFRG55l5WoV+VgYuSb4OfHL3qNUrHBNq8APPyKIAIlAYU+pYdpepyl8LN3OrfEhYAzZdKONhV0J",
-	"HC/IOre/0/49MM5+lrdaDeXinu+1WsZ0y9X2uu1Modj55QL7XC+wGq//rsV/1fRdhV4VEvhkBrfj+OjM",
-	"+NUOfY4FUesn81tmXFG3O6Rw94YW2j7J+LkVw4J4gd7Rz6fh4r3i50wwrYfkcDRy1jIHRwquDLgXS+xG",
-	"HS6XT3eBlXDum00r8do9snUprHK9n/v812oRmnER62cZ3+AdNz8ouWRmwQqNmTEY7rZ5PYI2bkqk7ydP",
-	"piuiZGHQIYvW6ghAlkSyIguujZwrajXrsrjZoHPBnDlpuKLLbNOqvc2ZOPnh5fucJdcjIt/xbjnV6/K+",
-	"ezF5NByVZqphr4EE52xiLt7Bm8RaaiBebXqF7570/9+T168Gm3fow4LrskVEwnWEzJNAnQX3gL29SyOU",
-	"KxzUtiFbRDVIawZQntIHQHXdMephBEITgwCAXocK74wZGZ2yzNv4YnCmkgWjKVOkH2/z8A6scGHbuOj+",
-	"VDKNgpUI4EwCYwA29EAIuDDOCzwW3gcmrZbvDAWjx9gPhuT7QQS1RbeIIOgf7n0RJb6IEn8nogQcCpSW",
-	"G1Uvy2CKUGjAcBR/wp2LFWsL1I72d2hftQcbjcB4FH2L0roe7+25ziAabA8fg3yzQmW9o97uASBQTEdx",
-	"u37NiqBV+GUqEygZ2dJB/UEv8QwzmdDMPgYBOSVSRzOs05g8jKPEj/YfbXns1en1pbZF6wbcQmr7stv3",
-	"ttv2UgVLxkb5+B2jKbcS6J8jItvXr4aBoeqO3/dGYqzf6tiV7eIZ3hgsOdNE0xW5WKw2C0DlinmZ3Qd5",
-	"GamY8wvoYzS9e7vBkLwCNxD4GuBlnXLQ+cF+WLqydd9sZ8+rqoV3tm/uHa+4bpUh/RAiK2BZSWt4n3fm",
-	"Pau5r3jdieqMhlU0yZKuiGbsNrzRi7713X4OcXKVgeku5LraO64l3x18amrr0lYEu6gAET9zcW4H0nzu",
-	"wnxuKM7dL/EjeVQSwk2IHBGbmjyuumMrSO71I4AY3uERqNHg45YMGg/d/Q8m+N/zxuMyBv4aDFzOMrCT",
-	"u0AGlz0H6WI8Y/oW1BF1Ciqdmz+6Lwb098J8PnOS+paZJj15WgISwpAWgCzXt7pMb+GH6WRS+2W6aqdg",
-	"hsmpa+9v1qjLvIfRxxBqQw0wVm4fQHOYTxSv6uDvRslBqferq6j58h/onBHNf+18G2Kbhy8LQM5H9UzY",
-	"raBxbZa8WLBLE5OkVnQyV+ycy0JD4cmuoWHWdTi0bUghp3fIMew6d0nHbwWDmWA1AEjK/sI4bi2Brxkp",
-	"IsBA9oa+KAyMKd0AzlnwZ3GTqMOmfZKmuozAs6zvl4IVWEBuJoPhH1eY3ZZPgMkGAgCgRBsECrrYfa4x",
-	"cnIVk74LBrW81V/QBloM6nXTXCqSTzYYixiDgYfkJE1BOXZxdlD8My4Uj12MoYtEX9BqFs7145ZvLLDI",
-	"hA7CE/uHo9GAcKENo6kdIKQBQX4r8WVEmX3qwAV4arpkY+EHAZ4EzN8Uck/mQ/KTs6HDyCJCK6z8B5oU",
-	"ihOuxyLWC3r45OkRBgguEBYflgb79dGCdhcgrgHoS5PY/ulaAbyCZUM+6WksxuIbK/CQ/rLIDM+pMvsz",
-	"qZZ7KTXUFSe0X2I3cS3w3FVhwCBLu1QQKklFGhHpMDayFf5eVQroa8FnM4/JTqcQLg7ZUCEPk4lhZg9j",
-	"AuPBkLwvcowdOyLg1oMVishrqs5SyOL57sPrVxH54etvorH4+u3z/4zI8/f/sf/h/X9EkMGxDwklGRcu",
-	"echlIiQyZccuCx8xKCxJOXoaC0xaGZIfIfFAu3KJlopSrs+O0eZYM825FAXMTPAVMsbi6WPymn818P6R",
-	"g0ew8D9BcMcF5eZfrWIaV6HEPgAF1qjiAZZMsQQiS6GOM1wlYwF9THwgvEd0jerY9ITCsYQIHq7bQxvT",
-	"1F4H227+nyg3LgU2PNV4lKQieCy7rj871vaLuQNDc/3+/U5ekEyKOS5eTOz/ta9Bsum9zTVqH8fTUD54",
-	"ulU8uKtAzjT9wC5BFqusGVGv5ZgiuE4iU4coaA9jMIwPOOCH+w/xNtr17ZYv1N9+r74yoMS2kASBiUOW",
-	"32IRCKRyjqzygtpTCHWBsNS5Ze2OzWPVj4RmCBv9KS0/naMFo09ZrMIljH5x5t2z4HWSppWY4oI5+vZO",
-	"wMxb7W7M4BZ0rHxwF3YiVMH2P9p/djAaOZ78xWJ0zxYjEfCXSga9E9NQ+xbfPTP9UBau+UIyt7YINenl",
-	"T1XZoq2PW5rYzVjkONW+YiWc632NrMuj9A6H0n5uDu/t3ESo8H5hubc8P/9uV7HSJmq2A6cwh0AvLqmR",
-	"+gRIKE9591f1vgcd38TGP2DVkTtl5fCODWQJOi6kC7LLf7zIsWv7Ju+ZmP0uPNBkVmRZI+mX9C88WrpL",
-	"EYacTqfyD/6erosGVlV36OtbwSAF1tvJO6C+MFAKz7RgZTopZJsfEW7GogsGrASgb0HyaqB4jUUJ40Xz",
-	"HBOdIGM1tv3FJcRCzhQaY/oVIp0LzxyLOETnjgeYt+jScoFbVeaRIEd7LDqQwsbi4UMosj18+BDWAPJ6",
-	"sCUHrDcHlnZMqsJjLcG2YxFDozDW1je1veRcCKzNaNdkyhb0nMtCHYGSWn4kesFzPRaFSLE+XzkSPXRY",
-	"S+cH+/Cdjl12ODduGh/sZvlprIMFcBW8h0K22YyLKsAZA4nGAoEHsMTrdIV7owGVBv4A86nDQLV791Cb",
-	"YgrgTB89ss0RGZe41whuU30CNBywg8JjAPENsDcDcrGQmnmbKiSzjYVD+z4G+xkY5qQIqQ9uJkCTgC9b",
-	"8RMgv+21VJCBLTBF2hTTsrxcMXWvLosqLAB9vI7SPhYhEnoVcL0R/xzsy/4lAJ0kSwqGsjxxVMsrV5DT",
-	"2I9pYWQ8OCaxkILFbuaAAy9nswiIGTlSbFcAUu0MyRh1e2J7ixwKXVpNyz1qT+xY+G8rGzh1y1IbnzfR",
-	"2pVzoylnjmAFUmZ7cFrLggao3zu0Vw2B/R6AlQsSl8/FAwf1BkvwW9DBbxUqFgRJCqNbwYRKKIrfiCU/",
-	"sDtawvI1VsbojbRfOashALn98fv/chhvNWiKm3aCdwm25mnVFEHjUplgBmeQzBnzVB+RnwEvOD2Ny37W",
-	"YSR8rwAT+7Mf0h+//+30KiaKijOWtmBB2GZhN5EfhgYnRyKXS7qnmSVoALDEmka/+f0s8y2XdEWmDDgf",
-	"WuTBc6QXNGdHxGFFuQo2KkD3XYBbCW35wrJRhJnqxzh5twZtC/PH738bIMOCpB/bTAPwm4Odcmgi9l8t",
-	"eJ4z4xrBaa4cFE4VtGzzxCOU2TNcoUuZap4uXsDSqZAweMdR30FI7cOHgKtkuCjYZMYFzSbuprICxJzB",
-	"AcF0UZqmkzkTTjadIA+Kx6KPgJdhaq1RBRtUZ+mIaGa6OrDPg4meGIneLDsWF8wsaEZKZAt/hw4d7AjC",
-	"zqHLK2W5Ygmi5mWcaiJn9tail5M1YPv42I4McINLcJaUzyCx1yDWlq7xgZglCxkfeaiSbBVAbNjbDwBz",
-	"w5q9meVVbrDBsxcLJlxyjJcGODgI22aojczdO317AGlBkHTE/MDjYJ/0VN5HP44jaNfLYGgZONaEwx+4",
-	"mDtc5pgotpTnTCOGxTpOyB+//w2/218HDxki7lqWsWxSSi667Bk4iy5Bd+z2lhA99skhiUVcOqUEQa5s",
-	"hQHNHHqM55To8JwWPDN7XHj8DwRZDtLFIfua/VLQrEwMxGRo/10g5tkT47OMSjHjBfSLx6KSb8APV8oS",
-	"fhSBmJnLjCcrOKaA0zgWJfIIpJK9DFFwXapT//zVq9cRyTK6pMMkzyPyFv6OyPtvX1ExH6CbTgpEIq8S",
-	"p4bkhJS3dekntLvvVsUBWy2ksNJQdZcj+gpe6IXQ3vc5KTuLozBjvHqHR8/A/o+R+MplqEF2aRJncp4r",
-	"OdUx6QMfgEs3nwRfIxGR0cDe9q4QRflzBD1wM5lyCp90WXpwIrH2IELvoro0caVxxyK8zD0fLTSbTBld",
-	"ltdgOSSrZUwMW+YZNSxGscMSomMSE6rxL7ypAM8nfAC/xt5Qv/A7XhJnTgEHljkg2mrDAD/TERyUBQFy",
-	"qxXkcG9c510gRgFLD0A16/uPTMMP5wEqKdCc/2qZORQtd78eYw39lv1ETFEESweYfKlSknOWMF2qW1m2",
-	"95oL/ur13qune+eHpBAJ1Swdi5+kSn+wzwbvBTgftpwyjJ0AOf+BHlTebrja5MwtmAeVFOD4d6NEThKF",
-	"8QkkzwpdYX0BY3mgiY8ZqOSuIWJPncuETouMqpV3LiP0aevoyAyr9vTjvb1yJpZYmL2v4r09KcTlXspV",
-	"TPZJ/Pzkh/c/vnrx9eTtmzf/Ofn65TtLgeWXr99+/eIVfjsWjs+m1FA8DE7v2W+uKaZVOpYRAoOi7iQF",
-	"xAzYUw23/Fcv3n2wFxKOVpfRJH27fa4kiZWNC0wUXVJ1ZmVYkskLpsZianU7v722yR7sOBIcyi4AMqil",
-	"B4SAhM29IieZnDuSxsqnXMwtWWMwAhLbEaniEUp8PKuEQl41O2eijM04wqsitgt05LB1ny+oeV4eiOeL",
-	"orqNoC2o1inLDEVaw9sxiCwZCyUzy75CpUTZ64HalUqZvcShA21Vbyd+YNRlebfjBeuDOOxjBUInwmN9",
-	"lMZid5XFA3fpuxWYYACLHtZKtCJOmioYjtsJUgOERRkLtwg/f/32zYvT2KldcXvB2NidHhcq6uYODwzH",
-	"wkqLALGKdk7MzYFbasrmVOBVJwxxOGO11a+hwLp1HwtYeI/f0hgn0oGDMRZSuL1laXkPexhuiGPyeJOI",
-	"0eu/L4853EHlxrWFmbhMjRqV3FVSSO0lf1IkQ2OmUI6heZBu2hvuXZctOMSaQ9kOnd5VUXvA25z58Dq4",
-	"ctwRKIn9S7DC/eBp/Z0AYzVtuc1yDSCN16zYCyyd3mbBtj9558sZW20OS//ePnCH5/R7tuqKhP6Ahbt0",
-	"ABcuAGwJbof0Hz5r0IHNa9JHuzxacjVLFDP2Dg4DmMO9t5Pt2Hsse78lZfB7trrTdMHv2erPShXESDA7",
-	"wW56c8G0gIwIQhws+OfOkP9eUgHLGgpD8rJcXKju6fJZStnXF3janawDnrb/8YytGmFezRTyc3mG8eOw",
-	"6RmI7RX2DIqKncWTEJKmGR9h2ZQ/PnfHMLuxPpFN2tX9EhtxK3LFrQzINSJsNmMJFMiRqN0Jq5I7Njkk",
-	"L1O2zKVxcEvX4cVdgQ1/HiF9IaBPEpxm1UTP7a57P2/KBXBb9EATnpJ+fMZWUK1mUEbh5xSw61wQ/ll5",
-	"n1e3bBiSnlNjp9A76v2X7ernk73/Tvd+He395fTjQfT08dU/t9Tw9eEIHRW0NmCnWrXVa7OIkur4PZoq",
-	"rXrdrLUVOaUJogBK8Y+8hKLa3Ce9eKGYaSyPwStbXFU7Q7GMnVPISkKbfmaZvSGFZspb1SLCBfgvXf1t",
-	"4TRx7x4P6no5y0mtqpfLZSrfCYafoNiSN7FTUbtdIleOaK0kX73C0DEOu5oRwIpPWZlCVSJLPLguICle",
-	"0Vg7bc1QcL0wlzd+eAC+dWcIpV8sDV8sDX8vloZ/SOTuCuuoUcj059Or6GNZCvTn0zqK2EmTxVfVFHWd",
-	"vbpCR1yElRXDyxQf6LhO3Y9X9cuqKmIWWD7qp8vBLoEKULFaGORCZmkj6MYNEpIDiWKJVClLx8KFIEL8",
-	"DeVZodighDyK0P+LcWE1ht4ECELk6UIzdKTNMzmlWTAorl2wT4w/tQI92vkgY39TTf4OeWL5lk22nWrK",
-	"/8hIUDc8IiVulCOugD6CVPV1uItbnYf9j+XfG3VnTNbRpTPSdhORc5YYqZxQh4fAE/6aIBZBuSAIeFBU",
-	"aOoC0iCw0iOjVTSOZ05Is+Bi3kbfOKAGhd8Lgbv0rzYa/8kXx0m/pIjd/wEqIYgqMoKDAzQLhIRe2msf",
-	"nqj9ytiJdNcIFwC2759qX4qZ3MqWv9DrfdLrW8GapIqBHDfi8DdW2OrZBhtviH12mUtlOoWoF8HtsK6J",
-	"933hV4ibKKzEx+yN4fV7q8VkaVUpJUKv+2unDLuQUwr4EqRfA7K43BOpPRjxYEi+YSx1MVtjAUUtncDF",
-	"l3bwAS64YgDFCWH1VehoNWAMFaNiLPAX21nbXfQCVuVWp9pPoH6ySwypTUf8dUkAzmQDQbpdQENuc3AV",
-	"P/fz/lkfX9z1ev13TSoElM/zBDvxrFsR+oYmhgSKDKhAiDXi4mQsk0LLm8YInTK4E6JlpjQdC6zna7hV",
-	"UwC3XvkapgOMM3PSIlSELQ1f4PDmIEJVypSYg/+l7v08Dp/XLJthzXSpIJxmTlWaMa03K0bf+KW4w/u3",
-	"9qZNqpHfly9H8hZH8p0nq3VFHEsg3sKicC+nE6+o62d+N1/WBST2DuwtsnkPuGBUZGholT/G5LgyGQPA",
-	"sfziDCoTeWCWwHSrQLs7AvxPhIOSiljlz0WdxmWzGPclc+HrLgcMBwSVyavSmoaqOTMQAGofHwvM5Ip5",
-	"GjeLXXvXcs1oos94ntu+tXSyQCkmQGgdQJOYC45PL6haWh4ygLr38BJghdUbfN3O8iUQmG6FBkEomSmm",
-	"F4RDePoUwKoEC4LPXWA5d94Fpy7AKiMbG5IPkAdwxlhe6v6B0yFlHgTN6tEtjO7lsksq2cUsf2uBBM+i",
-	"PTdLeolQl4ACORq1CSr3CHgEy9JdQrPU4ZFEPn8l/jONA7khC8ftqfx5EHpxC6FqJ7br39YpFJXQgb+4",
-	"HKSy8YPK99gEmPQFDSmge46FB6ojT0ZRmVZ7OBoNHIScwzp1pZHqkKcQeZBj2DIGPNuRLGq1OfpfvT58",
-	"grFMiPonXAQ/1oWsMmaisUiZ0MzZ73REQDKDslks4bmSCc0g4TDyoI96iYB5CZTQmkpR6EE0FtNgurWK",
-	"1L7a8zER0o6bi/mQvHD6X7m5UEQy0ARnNMFk4LLasy//TfWZ/V2qNkVtLLym5n7JuDYbZT/OtgLvYslP",
-	"B+3QjnX3Sxe87GOPduu/OFj3p0cfW/s84yLdGb0XOe33tklnh+GlMeFp15APDp/dcMQbMICfhBB/h7dC",
-	"AL4O9C8enWth/3bMzeclOMvFtQEVN/VZ0f31uj29c3Vlk57iz+4XPeW2rh6pPOM2wbr+2WpKl+bwHi1l",
-	"lT4AaH6Vqc/yLRILaVhcIrIOHHxwYuKIWJUeZOMjeyVUClpkP9aFWfLSNPCLHSDxthiWOw1i9mLtnxLH",
-	"7I187YfSGT5wN77Iq/d5lH9SHHxO7iSkXLHEZCvSrxH54G7l1v2P+NwOKJfBQfmCc/k5OzH9Yb4DX6UP",
-	"scF6pOu2kv7FAoEuwGhjCG+xegw2eDbv3qC6UTr5Esl8727MGxPrrYSV7WhqSC2VaENNslg/HM8B2BDV",
-	"bjTfIRiNC2zZw1xoHZwdSEKv661j4XAmpoywFAK9+o9Hf/HBvIG4Hw+OCE1TK+axiyreDTLT2yScHwFn",
-	"+04lnPAVf1JQ7eaD7bHG/0EP+D9KHbgbshA8gOWlV2EERWTJDE2pofYuglStPYSn4Et2TzLVPij/q1s7",
-	"Za7PrYqWi/xbgO+5pCBkSgFxdjGaJ/SEmpj0KSzOMRFFlpEkY1Qh58JpDNDoFhuTlSUsSB/WVMiLAZrX",
-	"QjsdygmQjqpZxgBgU0g1FhnXwOSchS5u2Eo8XCMvo+E8YFDOFJcpT4i+YCxv43jvvSTxApf+bpjee2aw",
-	"/8+S47nFLw2q9q7ALfwi3twnb3rPwFQDBynkUH4vbsiDAN5mSzS6h9zqV8n/yYI64JkS9CaUS4LgJoQK",
-	"0wBzskLW2SxCC2lC2EentRzHeZenwL5ho8URB3hzCv4TyKuipWid2E6bKMblNnpsNYX/6MgqXIiYBuBL",
-	"aklNWz3o9sxCUZEbwh915+i95oCJSDSfC5bWc6BLOKiEZlADu8yPRaBDSEdb0HMHwldPXsMUBuwoLGqF",
-	"yYxB5FSZtxYRQZWSFywdCyODSAEdowaLEnof3E0+FQ6aVzcMjO7x6JEDQYP8t8hda9pFMTVuQO+be/R0",
-	"FHjnnj19DP45dFQZmWtyIRUkkWPRKKMhdQ9CmiAVe0hOgsXTHnxuySED0X7VbcQMCeUuLZnwhuDSu0vD",
-	"ZTinjgMOy/LFanm77GN7gpsJpiVMXPNy2DE3eRkIKF38zTIzYFldacsOPj31nE1JaYYk/jilmk0KlV1B",
-	"XmL8EX+Gb/bPD+JjEjsBvOMheMJ13tXPeqGB2E69UFnvqBc+2Yt6gD08dcX0q59qLrnewpj8aH//4PBf",
-	"hqPhaHhw9Gz0bGQX6LRc0PWQq/DuJv0AvgdsaN5nCRg9ax5QlBGxqb3113KDgi5Kq8rHzvL7rtwllsP0",
-	"UoSvsAt+ynBIHhd/vccSqAYgBUOGF7QHymqZEtx2EVkwmkFStJ2VUTwJ27qb7er06v8GAAD//w==",
+	"7L3vchu3li/6KijOVJn0bVGU/Ge8pZqachxnb5/YccZ2JnNP6GGD3SCJrSbANNCSGEdV+XTrfLx16jzD",
+	"foXz/TxKnuTWWgvoRje7SUq2bCfXHxKLZAONPwsL6+9vveslernSSihreifveiue86WwIsdPT/jKFJn4",
+	"ntsFfEyFSXK5slKr3knvzUKwhB64Y5jiS8H6nH393WuW8anIBsNe1JPw4AqaRz14onfSc016US8XPxcy",
+	"F2nvxOaFiHomWYglhxf9cy5mvZPePx1WgzukX82hG9N30NvVVdR7ZsWye4DSiuUdw2TK+rG0y8nvv/0j",
+	"7hoZPLt1WCturcih4X9BXz89Pvjv/OCX0cFf3r47ih7ev/rnXtSz6xX0ZWwu1RwH+EIsdb7uHuISf/eD",
+	"XIrtg6Sn9x0m9LbnMGFBzYonYtdIcavxyRN2xKxmR8ePWLLgOU+AbpiesUzACEzEUjmX1kQsHsYRiydx",
+	"NFbxQcy4Sll8EkfMWJ5bqebsQtoF464h0zm1ZP14nukpz2ImDbMLwVIx40Vmx6ocBLzPVoPTK5FzGPNg",
+	"OFbtS1g2vTENlmtVUmH5zb8XIl9/Jss3ZF/Tcp3gCtFSBksX4VhS5hc5WLGfcRqtS3azJbqCtTYrrYxA",
+	"1vIVT//KrbjguFiJVlYoC3/y1SqTCW7h4d8NLN67PV/5NM91/sq9hF65uQnFythc8CUTai6VYLmYFUak",
+	"EcuFERbXKdFKiQTawEoaoSyb83zK52LYu4pg5K/Ez4Uw9uOOPKeXwklY8mymc9g6nbNpLviZYZzlRSZO",
+	"WYwsPCYyw/nMpMhSHPoTrWaZTD76wI0u8kQwnuWCp2smLqUBstY5TEZpy6RiHKjZCmYX3DKeZfoCRi8N",
+	"DvwbnU9lmgr1cUee5CIVykqesYwnZ7ScJtErgYO31Q0IHyuWJA3ThTUyhQvI0GwOMmksTsbR/Ru5FLqw",
+	"n5b8U5niBnBlLkQO+2Dlkuj8mYJbhGcfb4CPFSuUuFyJxIqUzbjMilycOu5uDJ/Dcue5dHRdHggi7u+0",
+	"/UYXKv144/1BnSl9odhSpyKLPClEKHRE7Eyso4AmdO4uAD/YZ8tVJpZCWfERh/wd7PU5lxmfZgK3eyEN",
+	"mxYyQ16SaDWT84JuUBzoK27Fc7mUH3WUL89FzjhbifzgTKxZDnwhg0GAULQQPHXy6Sth8/XB45kV+eaV",
+	"+1okWqUGrtgLLi2bipnOgWpsvpZqPqxdZU4eksqKuchhTFdR743Wz3k+Fx/3iE51uoa9KFaZ5inyElgO",
+	"YCRuDa6i3g+KF3ahc/nLx9yXF9IYqeZRdQFFrKBDABfouT6jK0lcrkCoCvhnY+N+/PHHg8eFXcCPCbdi",
+	"c/firwTPRR637VIptV7RSnh6/rSsVAPJpmIlVCpUsmYJV8BZp0ByPFmIlKSwlFs+5QYviVyUEhxsuMIH",
+	"8WT2E50KFvuHJ0U1y3gQITGk0pxBJ7Miy1g/NlbnfC4m8DEe4N1q6R08PdAqWwfPwHcT+C4eDBkeIsbh",
+	"ELE4OFExM3SCPu6h+0Gtcp0Au/+oO/qjyLIDT9PTwjK5XGljJGzGQuSC9WdI2By4NjNiyYF0mRE8Txbs",
+	"YiGBneKC69lsMESlwL0cxvY4gSm90Wckwqxy0FOsJFmYjouZcJwkDAL+6qXcigO4jjf1tahsI1X3JhTK",
+	"ygxG5R4eVh2Vax5Vsr1pV1uq36GrJV+zwohTJpYru2ZLwRUKOKiuWrE0Lee0fCvPc77Gz34hNp+EXyb0",
+	"9bueUMWyd/JTb4rMoPe2TXGtVLifXL+1XqJweWvrVpt61bWe/l0kFsbyOE2/kZl4ZsUykPjrezeTmWhf",
+	"N/jlFE/qiue2JrnAT2QxAVVOYyueZWt8+sWzF08ZjAWWtCSGqVQcNbKNFYPOygXbvEdzmbq3wjDuNPpf",
+	"8svnQs1B4z9+8KCl96WwHLjQZueP2X97/fI7RssVMW6YFZe20enDBw/uPWzpFsh6QlcYXWD7UX2RS3g4",
+	"HPXo/qNdVIF71LHBb8SlbWwwT1NJO/J9sNUznhkRNXY/4E2bBADLwfrcsqU2lj1iL+RXg8byPLr36NHD",
+	"0aOot5TKf3e0Yxfah0fmiyW/DL98eL9l0h916f0Cta6+ObvZqtOF277o7jJGLXJZmFKz6TvLEbDqZCFA",
+	"okJlTuTwZ14og3tTMpxCZhZ5hL/mW5hP1EOBjAaCvfdOjkbNm+WVMEUGXEDk1XUhQOG1Wmcs4VnG5vJc",
+	"gCZcSblLfimXMJaj0QjJw31q4+BLfjmxRa5MbSSPNoSWIlf0Am8zy7Re1V/2cNe7cL+kVu2r739lfTRt",
+	"3R/95SGbrq0wEWqZKIZcLKQlrts8DfD4jqPQIK9yNJ30ZXAt3t2Qgoh4RMr6jiBIMCeKGAzbzkl5CbYZ",
+	"QlY6B9UWn4mILyxEtpoVGZvJ3NiIgQQIvBRuAnEuQZQULFkU6qx2w26TddAE6WbecveGO7gxej/Elgnk",
+	"hSDCRX0cVF6kXZG6eU3cTCYyNacMD271vK1oD+TjtEZ+bhRTrTPBFUkBOptA720r6U+NU4zg/CD1IzV5",
+	"4h21Ea/NeYK7vtc6PjZncGRa5Rd/2ra9r4tWI09+wXL7LmtT9/vtB95B5LAgT3iWbZI5z+fF0rt22rw3",
+	"WXbHsPKpiPHwTgcy5Ixoo5XUBQjVm13/uFg701iWoRUHzw9Pwxc5rRFPwuA0ICkjSM7kJLMgi8yRlluH",
+	"QPbpVkKGNhNkPi0SsvyldBzgK7x9Ca29U56cAfsqR7WbstzrEl20SQN/g9PcJ+YfoVwwoQ9OTxNLw/qg",
+	"lA1AUypyJdK9XylTU6PoHbJ3gyhx/aKAUBpTaSxk7a1d5AhnZoMUt0pK3BhpLFcgnroHI/JpwMKNi9Ho",
+	"XmIXUp3hn4JNM52ctdJD6mxXky4efLHQGbGjCHfeMKmSrEg7V1wVyyktOJ3azp7p5zugca+yNeOZVmJn",
+	"nzOppFmAQm50l0IUssK9GZfnCR3Mq8a7jnbyLmwSlZvYHHd93cOVqo2/nWDc1r+gE7iVclSROUMPibta",
+	"iZez3slPNbH0aHT/0YN/aVE69lw90Ai+57l1ktUzanP84GFzJd8G/KemR7UpPOhnImN621ibM9tsr7Oa",
+	"RlwemVa59AZEE1JMNe2j40c7OAgObOvOvoLzcE2OcC7J9AK88pT8nMZ7OeMNhvD7b/+g7w6DL2NiE6xQ",
+	"mTCGxe6cO5qVao5OZZRT4Jju3oFqBz+v3dq9PdFWPcxFVLTsEIid1Z22eQUlueBWpNcyXNX2+l27/Lzt",
+	"nR03fvu9Fr6sNtzae6LaTLcs0XPZZgLyivleG+cXe9e+YadbhvKdW4b60UGt6+E9lukLkR8k3IhmMAEK",
+	"HEqJnC3Wq4VQZjNoJ4gf+ckFjvT/7cT9efD23Sh6eHTlfxn82z+37fKTBbdPFlomos1k1rjz/CkxVq96",
+	"US8j5thxdQSUolJx2U4kmZ6vcj01u+wlHQe5Wu1ldSttv3FrvK65mTTSqrfm/dm6z7CCernKhD8qzcMJ",
+	"q7s/xwh2pEUmcEdjk6J+UPLS+YQDa6RU9uH9VmuyTFtPtQtb2jFGCpV6hUoRtgLhu7U/t04B8SQLbodJ",
+	"tWBtFGPWBk79TKq5yFe5bJcqNk1f+5DAD/jQxs6DaucGW62yn1lU7qJ/yW5KeAKs6kOQQ6HO9qKHP9Cm",
+	"D5GP38rW8yxzouYeRPC2yVluSha7ySGwoNYP7vnz5y9AnVpwe1CtkA+aGLKn5yJfU2yQ14RhR/OZC2Dh",
+	"SSJWVqRjVSpiMJSI0cxkJu0a3RfO4HhKfZlGT6lGw6aL2GM8F0zOlc5Fii4DGCU+Q7FnDfNFmk7mQrmA",
+	"vskq18tV3dpa27XAfgQtzUokkmcT9AXVTaPOqtzSLoObM6U2Xap13fLqBGXn6OggqPJcTXk6udD5Lp19",
+	"q94RIdlPrFiuMuc73/S47KTsWh+Tswuez9//ugQxU6pCwDnj2SS4PXevvUgWer8nZ0jEKllPVkLxzK5r",
+	"zUaBPfs4UL8PjjsnUOnjRJsTofckmA2lYi/y9K1A4JkYm0+kmujCrgq731tJQmqd/VHLpDI9l3YylXzL",
+	"Br/bbLZzt0MpqznojsbBJJb8clIxpuCYhnaJjm6azo/giK9ykdDVRS3qXPHr8nfGM8kx3DZuHUlcs93s",
+	"N5Rr3HcvcUQmkDGvJ8p5c0ldWx8d38dB+8+brGMp1WTlWEY5tdBEtfOIQA8tPHW0y15Z3uuNQB9znhwc",
+	"xWymcwwTkeKcZ3htnTIjBIv/+vQNOzw/OsT2hh5sC/jecGc/3OlWVc2j0+kI2735K57zLBNw39R9FzVe",
+	"sPtYrHJhhErEh+dtdH9OwlO7x8bXLM6OyU3EbAbSWv3muXe8lxVlJayk+7ya4LUI0MeRT7xkuv20+Kif",
+	"b+hp7MAWuapf8rs3JmxlJtxct70RHfL07oU3Z3K1TZ7pfCXGtkymwl4IoW7UA6jkLaEf8L1zDZFLFDMZ",
+	"HjpJcllmHjDlrOB7mW5bTacBU9xpZQ1YYau5Fi/c6wt3+LJdop0LE7jRXUhtJ9pdCjso+jU+HdwgxuZF",
+	"YotcpE6M2KcL1+KlawBKoFgiMy1yUbshjq95QxAHLK0/DX4PFBFHLOaF1fCv14viiEIoKSdlVihMwQhy",
+	"WKiFtwKj287YYhox6hJ/0IXdTm1ec4QmvagHXYZpQG/b6G9XnkuK1linS791C9DiJXrsQoG0EtXwWX+p",
+	"c4ERIOz+aBQxivyU6pxnMqXbBJ6LB0P2zJqxcqZcE+pSp0xacoIzraq4EoOXpUBND7/EkBfUhMeKrgMK",
+	"73OZP/tanl/bYrp53HYdEDh7Z1t4Zeio16tJq3RZuwBH0TUvMOj2/YQfmxcKxEenjN5Yai2MmEzhyJMf",
+	"eD+xvzAUcttkgzsu3YbtwdsYSrFzt5HhdcDamp6a2IpLeyjOhbIHxMZiDGE/YZwZ0tPQ1Y6xzCfOmft3",
+	"o5X30mBTE8GpGKuVIH84XSQSiDzn64gJlZZ5bhg6Iq3IeUaNfd8/ff3yu6dv47HqY5CXTy7iLsxgyJ5y",
+	"+Ba6h54prIa4jmIYzOD682ErY+VCvGdcZsbFSGNU85yrxpmpWMxOK2zDlreLxTRil9+2mOtCjWAzClSV",
+	"+TNDdvfuf/BccmUxXezk7l1cznP3nTQsWWgjFJuuWZzrTMRD9ti3HqsL+JHB9/BonIpzkYEADnyc+Ar8",
+	"BXSKHN5bxWNY4xg4UMykGRNrIyVszqUylqKtoN87phyMVtn6lHG1ZtouRE6vNSITiTW0O0lhrF76Bm5/",
+	"3ac7xk2A0Toyni4xqOqSJ9aF2uoLxc55VggzVn0MWal1eMfQO8Ulqus+dvdcMJhVyvMUfzeDiBnNeDkv",
+	"zBqkYfq3Acv386p4slvXCO1ovFpmXA2X1wfjbCyMNMxdDyznuDR2wZUbPJHlftT4td+/SpvcITbgHu/7",
+	"9A9m/5434gB2NYB7aN9nn+DKlE+/xRNT2b83PXois3wvC/rX+GRbIMd+Tq2d+tLtO7k6fFW0Bu13Qznx",
+	"6wRrfDoneblJGx7XzbmhKd75WG8WndxwcNeiPUajLTFs10E92PB1v+2czLdifcPgdnpnmyBbJrTCPe1T",
+	"YFGS9IkhcKlOMZrO5fI2c0T2nm3dwBWsYHn7tQTh+KjprdafLYkv9Rk2M/c/zCwbKfK754mZx/uT/2t4",
+	"vN7vg23WwahXKPlzIdzPbX4rF1bhBtJNc96n9545FTXj0miPLU20Ohe5IX8ReSVDojjenWlxk1ysM6nS",
+	"mgTfU9qKIJvAfZzxpJ237ZvesbHanoWG/p/7LS8gXXKW6xYhvrLUXNR8/FumfI0kD6IHTHy7GTnUT+nt",
+	"HCxrs4lLdqzt472Ho1DhfPTwfi0Z42F70HfHGqTfipYouDOx02EA7dB+mOSiI1zu8ffP2JlYD9nrBci0",
+	"WiXilLItQHxccIPKkLE6pzjX7fsJYyrf17qpKE89oW3HWMkWEyHohRFzUXMElyDVGWhxK57bKFQ04AXo",
+	"b9lPbA0iNHeZfvHlez37xo2OHn5bznKfuNRbiUPdXOQPHJAaeCzfKyS1wXzqDFbpWsBGqTH2fEhGz9k1",
+	"okD+I2mvF2i6LXLgJn/fxxjyoWNjdxu99DVf1GJc2/WafUNyN/S9bUS96wQ6yuxdi+gaIn9FDjtTe/cI",
+	"ZK0bSjaTvny6SnPKqWjjX0ueLKQSB7ngKebk04mJmCkoRStGS9pEaTuZ6UKl8V5hxMsuM82PoPRfoPkp",
+	"12oeoZ0AQTAMOTc3ukKkn65UM8JGofgeq9k040sRUUoP5visuF2g7QtGvNfI23OMMZEo4wZd6bjEaMqj",
+	"dEfLbYGZL4JSbSrUEcGCbga776QqdNJlddPkI9q+t7u0Wtr7NqL5m+AZAZ41A+pEcrY1YKKp9lkuO+LW",
+	"zoKvS3tuY4T6rHV4G1/QmoaHSJ+h6F7BYLSJmCAWt4dcN8bh+m8by7PlSue2K6dSLqvUwS0oA60rZM7k",
+	"atUWfvpcKmEYmR1lyvqEUVPK+OjzGLALIGsHLmUXIhdtSActqoyHNCuHXo2kdf5wXW0SShU+3xJktSuC",
+	"ntjZBES0lrwxccle/+3xwfED71llOpdzqXhGabXXTcuTau4SdCkvb69zjwADnYl2NfiBTfNVe2So15i2",
+	"3TGw2t/Cc++jIBn5i9gziLU6WLtG9ZqeLHPp0/Q6ifT75d/v5sbQTbFKN8J098ni384CMDq1wunEzaKm",
+	"ITGEW+8WukHPwb7Vlqq5Bo3JlFvhSXl3fkZJKwFbBP3DDbKVI0KbD5DQgUyhxSWj4PUbh/BJkRud+8MM",
+	"z7AVegD2v4jbEkXc67qW5vXGnfFzIQpcajT3Qr+oEaRrNFMAa+hcszduYg3u73jjXkvlethBhaQc2K6J",
+	"tarToc1yfziam+QxdXC2jBs7Kcz2znYe7k5u22EN2TnDVS5m8rJdeiNF/44hCIIAizQCwTEXiZ4rCfdv",
+	"ewq2w/16r/ne1LK5VQ1CNuZYlZt/+aaoopTaojaSxGq7WZtqB0V+AIbizD03yw57UYagdup1+xhNd0eP",
+	"3+DE7GFa3e0Oaz91Plqm3cL5I8GtZNyKnM14YpkpQK0SKWJxnCLnrTC8Fjoj0LObDXEf2Ya26b2lm+1C",
+	"tVe264vxjc4pUujEOerRNx+46vsuvtasBD8TuXeCc4PgCIPhnuc5F23AZAh/kztEHK2y9QnLRSbOuUpE",
+	"xBZyvhAICjvFrMWA31QhONXeTabr/ZJ4SLC4FrHupCeMBQBamoqELwXDd3tUWIQ7Aa3EcJne0Kpesi+v",
+	"pTg5rGEI2Ty/NbGrxs6ChajNsHGAmmtcO7rdXOcbAmxtgSGxVixX1nSqQB+H/Xi1aH+mUiZktEJ7iUsL",
+	"FyVmVXHFOow0OxRf62xBXjCrOt1tEtugEOqtEpvLhW8jEppebS137u0HuN7qtPKeF923peetFmIKxy8+",
+	"YXzTVsDcmTxlMRxefCgtcrRL4Wl26y9SBkfBxVQCS7zIpbUCO9BKDE5ZrLQV8Un5QypzkdhsHcKIOdwM",
+	"dPxF5AZsE6tpMh9scT9ndaSe/bLLFVgfrRPZUtgkoYzUiDrLUzZdt2aEkAes72Jk3VNjVc8yGZywhb5g",
+	"yyJZ+A6sZlIhAhLlmiCKKqVNYnBVc0XqGzYt0rmwtSD7OnzVmVCMHqoSL/9OmNduAARcUULWodPSXy2E",
+	"WHcHbmNrpZoPGgBuo9HOTJwWjlsf419zXayMI36prG4eJViXVKRFCcdaBfynIpfn5fHBgDnQKkDUKKMQ",
+	"65k6IcZIQFUdpPNKJDpP26McM8ThnWHEJ5r0CFlKXMLfdwyLqYvYAVxRCLULpMNuUez7qOEIn7mkfYNa",
+	"IpvS+OcmR+9MbNxPrm74PfcXij8LkfYDx3nUsvg3Ducm52ZaOW53UPHrskII65cRtkkmMduBuPhYSeDY",
+	"NsQlBt6SYggt8tLU1ErCSEEY2KxfclngaGOFkLgYxT/Axv4e78NeSGNFOqArI2D/7DGjiHBCPczWY+Vx",
+	"faWFKSFKO0crSqHO3AWEdnslWC7nixISux6zfkLjKajIAbbFIPS4nhk09JnD+CBVxUG9Q2RGuJhoauwD",
+	"5eNaYGo8iFBfKYyo9BSJ2KQ0ZQwd8dfkKltjRDjFq4u2FP1AXN3UNAN5CnfchfTDS0980k5f6QpJ3RVS",
+	"oHuH54IWxW/jIGKxPqM0oZiMlLGLyacrHUH0gI2LFHNHx6pKHkVSO6wsPYfvyr+vDl2pCRO7okGNJCF0",
+	"sG2xiu5gF4Kn1zPWVexgc1GfEXkLnmfSWTMMRc/Tn56KG5QbWDyuh9Tt+ntPiMGq3BIH1cN32s5IiIk/",
+	"0Yo4eD3AZjOYpslNNz2t0a5LhN74EvmQzg1F0mx+vUtaXUoVfnu0cVh+3n2f0TtfJzzjBDqItXLa/MdR",
+	"b2737e9lngrYDmwkbtBKqmvoIM057Aq/y24yj+xG81Di+sNXtzj5qy0nwA/7evQfkq4bxXsfIOzTp+83",
+	"xOMPARS0CexDSWptzFZfqFJM2sM80gKyU/bQyn7gxR9CE8cJtDDUzblm8Ladxp5yIp0mkWYq6ibwmsup",
+	"3fylK4DrOljcnWkIVdyQD48uB1JdteVXOxei5cn6GuBl87UAkSVtze0RrUhnL7y06J7YUS1jPwxCf/H5",
+	"t24d8zM1050nzIn6DWOCXKLCi8lsWQoXvS8yFe2pFYDYsC1CxclGXdDGr5zAFQp6XpxqX0EaYFd/z+V5",
+	"ILj3lfbVS1KCkK/kmEH3BrW7TrUV2yaK6A5bfq+rXN37kHEryI2q5uKGtn/ntawtVW2EtX2rza25Y90u",
+	"gK20+AFYYJ2ub2zprUfz120SgT2i+nM4OUGUyqPjf2m3TziA/JtkI+xT8OEFGeMYXahAFt7hFVj0IuYL",
+	"gxyNRoPrVnz4ubvKqCsxgU/cWhmGqHchzSJzNLKNCH70z7XA4eftV3BYv2B/1GAXjux1/7JkwvZwtkZ1",
+	"PL4sYeGxRk9/Rj5hsSxTvtAkLC4tfTsYXrMkT1l950O8R6YtIR3PVCoua8uA1gAXdQu9tTNOBMSV7RCg",
+	"PxeCSSzlNpOi9Bc0+rr98L5GiHb5JPMddIwsiAdsd0y/8j5oJhX7aRSxo7ft3ugu4IhNoIhaZGCH/xih",
+	"CDB4NcWaGDosKbr/Fb4RUbjrdT6INFsz34z1EeER7jEaDJqfXJmGwf5jcQGGDQp69YxxY3QiMem/NE51",
+	"EFBLIJhzWaaXNc83hSQ6v3hXZOLWwEOih4ACdzCk/WOUdlRheSUSoZL1NT1g3+diJnKmxIXDyTAnDKfA",
+	"fv9//l/WP/r9f/zPCyHnCzv4P/+bvv+/GH3xf/738X/1f/8f/5PPxeGCZ7NJJmfE+ZvgzCJrJDM216zB",
+	"brB6hcPeYVxVFIXE5CyNMg9oq+YhbYsEpd1q0/7KoU9Svm4k64WpevcePqj7wYajURs0Ii1OHWJmeG/v",
+	"c96mvodJZxvX144yAJ05F365fPvdlfCI+DefDwdaA0ZrcaOLSxtHLP670WpC7cqPROYx6+Nhrn03cEBO",
+	"HpWKZ8zyOetXSB6U8OdKfMTEWOLBduCm/SHevs+4VHvkBoZt/tvrl9+9pkqS12v4upzkGz4nS0lnzxvU",
+	"EKxam9dnK67A3jGkO5OyqgG8l9MMOkzsPlh41zUceOIPl2vfA9DepusQEOls7FNzIC60PDgXe45n9wjq",
+	"9LRpwuk4qyj5187bHQT/WnJLBw9zvhDrZjAM17aRn9kys8YaXu258G6kbTOm8N0GjHep7gaxuSfOX1B+",
+	"vsglZtLzdCnbId5fC/v0ciX31+/q6/g0wOvRMxZXnvQYnYRxkCoeO4GwYfPf6QWoOedb6gjh8F1QapIJ",
+	"nhsXen3DRJF6cnt1RR49uPdwNNqlbLZdcXUAwp2cy6FC68KQ33JiLLc3RA2uOUBvALDaMZ0GGOLOKU2m",
+	"PDkTar9oRf/w5IKbCSIO7gX3ViEodnvedqUfpxLrKE+qIzBp3iq7hlF2odaTymhwvbYznmWwCPu1mud8",
+	"uSS/xc619WWgW2vTEs+KwkJ2Du2NNn+7xLHpKblGcPbbqzoX3RNidk5gT7tjSUpeP7F0T+xsUu3dpLSg",
+	"vdsjum/zuNRAwD51CrlDEfgQ+ePhkFoxb3Msfk8UhEcM7Q0UNZlbU0ew+FQlycqHN8UYFwN6I82jkYe1",
+	"/fLvTNqqoWxskk6mTS2BOCwJ6lrefAK+g70nsdkgmEhn0c3Qy9ZSFdz9SjEbzVKqm/r4lhKemwW4w2qd",
+	"e63RnqduV9HItgVqR+fYE1Qg9ssUN+uJ398rKN7LoNtchXV0uGs4S2tbsm/q3lXnEl0H8q9J0/t7TanT",
+	"rnX4wMy8yaMJzeUGYC7XYumN7rrmivgqLYcJNu4AXSOrjCdiobNU5EP2tSYQ2TRlcdCE0qYQhEJYkRvM",
+	"JDC2mDr0zgUVsEWk2Vy4wEO0d9wfjVi/G+S5Jcium6PEMOjYJVLVhhfVBoeDJQU9LqGmt42iF3VECDRX",
+	"LVirChglLZbLdXzqoGWzAtFiXRj+tcs0fI5hBj+gF/V6KHe79ML3CTS/cQbhjWKCN5eji3m0VHdpqZzR",
+	"hNJuA+62tboFO7A96j1GLQNpdNm6x+bzwUlChKwPIeL+GLhtr2EWIVWfZ2wmM2AoaAtZoTNCqESYqpwY",
+	"/Mz4apVhTLQyMhVVWZfhWL2RS0F5F6++ecLu3bv3lyH7wRUDPxNrU3EnxZegrwEPORPrjvpgIp1gBPD+",
+	"UfDUiIKwr9HKeSiu/Tbf7rovLD1YZosPGUOBK9dxLbK3RmMPttbKCISq0nDgnG51f9eOpJ3dkZ5nUqXm",
+	"WtAapYu4Untaihrxywl6us1kJfKJx6Jor76AYdFLrtbkHMc11Mp5R52X3AVsXDcsYzcb3i96tIp9bhbM",
+	"7X3jDqAmUPvS812Bbp2JdcR4lsG8CAd/WRjKah+yx3Qfj5U0TEh0xnBmMEyU9c1C53YBR3sG8oL4OR7U",
+	"zCW4Uj4a+mSs4ImIxVTOQ6LMoaSKWR83BuP15+gxmlt8JLP0fwz7Rw8alrNYroAdqGIpcgnC2zoqeYPT",
+	"ZwxIFXBSTOQ8SO77scrEJTWCt1GwdMz6Tm8cDNnTSw68H0b7btzLuJqPeyds3BNq3IvYuLcWPIdv3o17",
+	"cyvgr+PR8Qh+yaz79OAKPqY5n1n3JL0HPiC3vLqKiT01jMH3jtsqyko16YhC+DrXqzJWCJ4B/jcVmb5A",
+	"or1W/MGyRLXz0tBiPc3lpv82pu9jNiuMMOyrF8cPXFlHZQLWfcpiI5ZcWZlg2gn9TPkt94+PKVzAP+GD",
+	"kCQcrtnglMVnYn2h8xSb4iugZegHLkfn++hFPdeoVXPIK//5dmcdPUaRCZMKBiVkj6P7+yQgEgRrkUu7",
+	"Rn8eHefHSSKMwaROTP4UPBe596hWeU8cH2MobrB+Yuzk99/+MdjYjMfMyLkSaUReANj/WsslMBuXW8mV",
+	"h32tAipc/iiCnLD+9y9fU/YLSTko1ePCoGkFR1pdPQtrV1i2fSUdsk7XXPxb+4k565hGObSIuehDpCmH",
+	"n8Kma7SgpUupSjRAbhZTzfM0wo9Pnj8D1gODB6lgj5FfoeY801uSz7DohxHZ7GChMdnJiPxcJoKQFucC",
+	"SbcSVtgz4Hgz4LZ2kQsxVmWmmonYhcwFFlblFivVl3tQpReXVVBPxmqsjobs7t1Xtdzju3fZ77/9Lxbj",
+	"Rr2bciMmRZ5dHcJvh5XQauLIWYlcsbwTxtVYMbY5aPccldMQJIXRyKqaQP2YjmccYR/o5p/4r1icC57S",
+	"vyud28lCZKtZARq1iQfuQsEoJczLY3mhjK/igd35uhqOBTjXR8QKZWXGpHWDaOt+OFbHsEikV7WskIuH",
+	"xTWqkrqaq/VvZeD1v373Oj7BUcEzLHjGrxAvc67pTAVZhSjiUl4cJcRBNzU8AUQaHKt7MGYHWU9xl/VR",
+	"O/qjYePv8QkjfudXSZ/DRUyvoKfvGCfTAen80z+xx2maC2OEgc8kbK+4XbjrAY0MGbcgO7soMsoTZ7nW",
+	"lsXv6BMOIWZ9rEBCF+NYxXB+Tg4Pj47/ZTgajoZHJ49Gj0bxYMjehJV872CUGo2BLfmKaWU17Cc3bKYR",
+	"/R7J/Neg+K9rwH5lFSP0X43VrwcHB/gfNIor8o/Zr/URH54fxcw9FZDAxnPlQ+GKb/bmvcmH/jlYEljM",
+	"AxhCSuEr8TviN1cnh9Vzw7JnYCATU8xm8hJaw0dqHZXFg/wOIPA2z0v7Dy8LJkArRp1QrUtMFC2zYWOk",
+	"FUdYX63/po2NBzBFIojCLvDw48MVVVTtxWUiVmRjXiDIKVvleipIeaPMyCXwjcTETAmRmrGKH6O+In/B",
+	"Hk7YV8hqXdGmJBcYAsozV7oJxMnqSxaIlIrdvetugLt3x6ofu6sifr/7YKxifyOUoundu+ENefcug5dZ",
+	"97Id9+VYxUuHCEBXpl3kupgv3Mmtrs74dONijsoK2SWwRCv+hC87VX2LLIYoBF8qLS0/k2qs4ssDr9If",
+	"4M/xKYtxZWIml8TQqXgQ/jpk34LSvORrlvA8X1MdCixcYcaqKs5Bmx4WsODKBRpjkYugfAWQ0gFbSmNw",
+	"lkuegcYqkIWjnh6V+4ZsBJMzAjo4YXfv3h8dwb4fOHCFgEh8oGA5fRcs5s+EzgMWrAuLBgQJk2HB3Ogd",
+	"9+AdeBgQ+TlgjVTMy9lgPQwxsUqfJz7V6ZrFNcjo2GkJ2NqJ+r4mEyoLIHDQX2hbpT8TnYpxD3QAF9eG",
+	"WdkhKjISBw2pX4dGBqUF2seMd+NNkyE3dsIFGhvHqg7szPoBqnMAUO1KvP109HborEJ0bhDbhbi1W5xf",
+	"KSj9V2JfIXf2HPr+aASs1FuL3UgmOC9gsiWh4EgixgnH2lWN52UwMQORn9RQeIjsw0ASesZyrrAcFhYn",
+	"KyFvy5MzzVEKdsM5guHwGhsMRkP0C5Od8hoFutb3oPVK5Phg2JIOJRBlVQPGtbkPbUq876qJn5nLX3e0",
+	"HOENHpEYHBB17kUO1+tfoNdEq1kmk2A9nR1CFzncpA7dmDRP1/II5+A3wmo9yXg+F9AYqRsLs2aapyRf",
+	"YHKSXEo/neNjaF6oVa6BgWKgBqyRXVeDuBBZduC2dVpYhFUxBgVekH5YXwznww29r4TScwqgfyHONOdW",
+	"THAc1WtWIj8Axgy/0RhPWQyy8vrg8cyKPGaGr427WjWKu275HhBVuvu97JCzaTE/dTqRIVQFB9QQHCMm",
+	"U9/Lkd9aYLJiKeDeqLpDD5DH16YrSho2LWRWdkCL6ZAMgoGoCt5AqLlUgkpiAD/NhRGWYbU4Zdmc51MY",
+	"p+vvnp+WTMQkQPdu7xp5aCpWQqWg77KEKxjzFLlIshDlMJGErVwKXdj2rlKZurKJBqPMFUVu/1pxVw/T",
+	"US5p/J8Hzgty8Cx1tpBMJsLB8JPZu/d4BSM5OB6OKGnBZiLQznoBRnlvNDyip/RKKL6SvZPeveFoeA9x",
+	"3+0CNe8WOe6QGwwxWmnTlqpYKNr9VCcF7bDXYjKtV57d1OGhmA6FuWisqoqF0viTfhIUVmVVXVVvvp7p",
+	"IkcFzPjbZ6xwtYCnzTVQNOp1hBRSAjwRuQxIWqnVjD1lsKn4eawSZ+vjhEhS08jCfJJK72P/WvueUsVQ",
+	"+PC2IGBkUV0zZP8aWHHo96m2i2p0lGq0EvlYoWUSpUw8y3Fp1CpUhqIavj3L0NhvvMp46nRPGh71AstQ",
+	"IrLBcAanoYEWVg80TLQPwur4G4+egm0dK6FSU0nlVbhFuxKKRwlBReIlv5wgFkk8Vg4IzrUQqb/lFZkA",
+	"B3ibUuUF2AQUwNxIqQGpcxHZoN0LCRsrot3EhURJR5zLFMum4pIScU3hcHmboAOXmZEWi6uNf3HHgBHj",
+	"rMiVSFla5J4MkchR93MVUakRJgQpIBzB0wg3A4c1Vg9HI0obdIH6Mr2M2Yg2Fk2YMRsNhuxVOcPU6dVw",
+	"4JnS+BKUQkNy47lgmZhZuPNBZMp5ImKU1YCKhALWDhISwcQgJZTopHcMc3KMSzyA0caknmC4ji8qiwhq",
+	"A5pNYPrgKh2rCxgiLrlfJdy8mM5bHMjnjmHjnNCITjzxFBcalTu4tuW8yJ1yN1ZckYGaKBvuWNdvyMPj",
+	"8KTTgYW5IxMAeoXnywJJ3JL+CIoEirkO4ax5raDj7MHoOMLLA5Ql4PbceA5G3MzLUqC7lapQXAu4jlGd",
+	"4IbgiwiDp1QjJGEcBbJRH2QpnPSFpIPQQ75N73mWAuc3Z09KOPkqLKEzr6N6xJcC/J7bRe/qLfk7hbFf",
+	"6XTd8MOi05HEwEMfFVqlNmyvPXrmnfhXdZ8q1sCDLxwuFfR0PBp92DdTitjVhqvnzQb3KBVXmTPPJKJS",
+	"o8GThMH992mIbW8up3L4FU/LWUOTo91NflDc2QcITeX+6N7uRt/ofCrTVChqcX93i++0/QYEbGxwtMcr",
+	"3mj9HCRfbHB8vM9EAqGXWv1ld6tX3IrncKHR7B/ss8rPlBW54hk1ONpr8s8qEZSaHe+1m3/lVlyQQ/TB",
+	"PhvzQ1AyBtvssTXuHW9IgCSnSLFc8nxNAhbxsDsmkKJItkIDZ6Xlh0IVZoDyucFMEI/K/jbqNS0hlbDo",
+	"EkPg7W1SYJkd3y4HEgq1MOGtdIdA4tbunJFxiu78JbegmLtb10R4FYMCnhvrsy/hBVSiPCKhIHb+87j8",
+	"DHdnPwWmtpRKGisTYJWvobkr5d+deRwx8pKi9sGTXBuDcgxZh72Q5Vx9cOGxI7qmgZEThEYiRMqORqMh",
+	"i33qfhxGc4xVEM6BARzrjfANKnPtWonUCY7GyiwrV6tYjZXVG4KfE7/gHuVqTWtaBX74EWEESIQKe8qt",
+	"MHCdpvixdDu3xoegMWTbjTZWsBI0XpR13v9O+/fAOPtZ3mo1lIuPfK/VMqZbrrYXbWeKxM4vF9jnfIFd",
+	"91qp3Q9/a/F5Nf1doSeGBX6cwfvdEuQA+QVGP6ciqvXT/FdhXSG4WzwV7g0t5+FxJs9BdAtiDHonP70N",
+	"F++5PBdKGDNkx6ORs7A5CFN0f+BdWuI9mnC5fIoMroRz+WxbiRfukZ1LAQr54crnzFaL0Iyl2Dz/9Abv",
+	"7Pk+10thF6IwlE1DIXLb1yNo46bE+n7ybLpmuS4sOXHJwh0hMJNK1mwhjdXznIM2XhZEG3QumDNBDdd8",
+	"mW1btZcroR5//+z1SiTXIyLf8X552Js6gnsxuzcclaatYa+BHufsaC5GwpvRWuomXm17he+e9f/vxy+e",
+	"D7bv0JuFNGWLiIXriNkqgQqMLgW48UvDlSs21LYhO8Q7TIVGIJ/Sb8BN3ZnqoQdCs4RCUF+HJO8MIBmf",
+	"iszbBWN0wLKF4KnIWT/e5RUegEACbVxGQKqFIWFMBRAogQGBGnrwBFoY5zkeK+8300pE3rgwuk/9UBi/",
+	"H0RQj3SH2EI+5d4X8eOL+PEnFj/wIJFU3qiuWQZthIIGhb14ruBcuVTDoMYO/kZ2XGAGZGym4+tblFb8",
+	"+ODAdYZRZwf0GOa1FXnWO+ntH2iCRXtyCVNrVh6twjxTnWBpypYO6g96KWmY6YRn8BgG/pSIIM3wUWtX",
+	"YbwmfYR/DPDlq7fXl/QWrRvwHpLel93+aLsNFzFaTLbK1K8ETyVIrZ9GrIbXr4cB67jl932nKaZwferK",
+	"g8mMbhmRnBlm+JpdLNbbhaZyxbyc74PJrM6F8z+YUzLxe/vEkD1HdxP6NPBlnbLT+dFhWCKzdd+gsydV",
+	"dcRb2zf3jufStMqdfggRCGUgnQ0/5j37B1Cnn8u6g9cZNKtIlyVfMyPE+/BTL2LXKeQJxvBVxq/bkB9r",
+	"77iWHHn0oSm0SytS4qICa/zMxcY9yPmJC0G6odj4+R8YIqlKErnJwSAEqiYvre7yCmJ889gQJnl4bGp0",
+	"e78lI8hDkf/JlJI/ALHQ0gc+KwrezjL0FbhgDpdBiClzMhPmPSgq6hSiOglm9LEY3R+Fyf0JyfCvwjZp",
+	"0NMfkh2FAiHUu3mvi/49/FedzPCwTPPtFDQpqXfj/c3afpn3zPrYS2O5RQYu4QEyCfoE+x5ZfHvRntQf",
+	"lMi/uoqaL/+ezwUz8pfOtxEmfPiyABx+VM8g3gm212bNjJW4tDFLasU6V7k4l7owWLCza2iUrR4ObRfC",
+	"yttb5DKwzl3S/kslcCZURQGT2b8wm0+iUWwYaiLEm/YG0igMQirdJ87J8qk4UNThC3icpqaMdgR2+XMh",
+	"CirWN9PB8E8rfHTgLWi2wmALLIeHQZkuT0IailJdx6zvAm+BH3tBwGKLQb1GnUv78okdYxVT4PWQPU5T",
+	"NBC4mEYstBoXuYxdPKeL+l/wahbOZeaWb6yooIcJQkH7x6PRgEllrOApDBBTrjCXmPmSrQKeOnLBtIYv",
+	"xVj5QaAHhnJllT7QqyH70fkecGQR41VdgjuGFblk0oxVbBb8+MHDEwrGXFAJAlwa6tdHZsIuYAwJ0pdh",
+	"MfzpWiGUBbAun2A2VmP1DQhWrL8sMitXPLeHM50vD1JuuSsECV9SN3EtyN9VvKCAVlgqDEvlKo2Ydngm",
+	"2Zp+r6oy9I2Ss5nHv+dTDM3HzLOQ7+nECntA8ZfxYMheFyuK0zth6A7FFYrYC56fpZgx9bc3L55H7Puv",
+	"v4nG6uuXT/4zYk9e/8fhm9f/EWG2zCEm72RSuUQtl/WR6FScOsQDwvsAknL0NFaUIDRkP2CSh3GlKYGK",
+	"UmnOTsnuWjNPunQQygLx1UjG6uF99kJ+NfB+paN7uPA/YiDNBZf2X0HRjquwbR/sg2tU8QAgUyo3KVKs",
+	"mY3Xz1hhHxOfdODRc6N6HQDG8VhitJQ07WGkaQpXyC5p4UcurUs3Dk81HSWdMzqWXVcmjLX9Mu/AK928",
+	"s/+mL1im1ZwWL2bwf+PrvWx7b3ON2sfxMJQpHu4UKW4raDZN34hLlN8q60zUazmmBGSU6NShN8JhDIbx",
+	"hgZ89/Au3Ub7vh34Qv3tH9XHiJTYFsqhKEkL+C0V3CAql8QqLzicQqzBRGXlgbU7Nk8VVhKeEUT3h7Rk",
+	"dY4WjVhlYRCXnPvFCfoHENYep2kl2rjAmT7cI5QZbdwtG9ycjv0PbsPuRare4Tv4Zw8jmOPjXyxgfwAL",
+	"mAr4WCXr3oqpq50sbp9pvymLEX0hs09i4WrS2CdVJ6OdjwMd7Wf8chzxMBclrO/HGlmX9+4VDaX9rB1/",
+	"tLMWkTL+hbV/gjP377DylXZUs4U4A0AIEuQSYrlPnsXSprcvRhx6wPpt18Ubqlhzq1cGvmMLKaPOjqmm",
+	"4vLPF0F4bd/xH+AA+J27Y9isyLJGkjnrX3h0fpeSjjnEzuwx+CNdSw1stO6w6ZdKYMq19y90QMtRwBzx",
+	"ASXK9GVENzhh0o5VF+xcWfCgBTmugRo3ViVsHF+tKLEOM6Rj6C8uIT1WIieDVL9CQHShvWMVh2jw8YDy",
+	"ZF0aOHK4ykQUYAKMVQcy3VjdvYtF3Yd37+IaYB4ZtZSILejA+U5ZVeiuJVB7rGJsFMZp+6bQy0oqRbVA",
+	"YU2mYsHPpS7yE1TUy4/MLOTKjFWhUqoHWY7EDB221/nRIX5nYodGIK2bxhvYLD+NTXAKmQfv4ZjdOJOq",
+	"Co6ngLKxIqALKik8XdPeGERBwj/QhOwwd2Hv7hpbTBEM7J1HUjph4xJnncCUqk+IvoS2YHwMIeURZmnA",
+	"LhbaCG9XxuTJsXLo8qdoQ0TjpFYh9eFthugl+GUrXgfmU77QOWb8K0rJt8W0LGdYTN2ryyIeC0S7r1cF",
+	"GKsQeb8K1t+Kt482dv8ShOrSJQVjGag4quEY5JhD2495YXU8OGWx0krEbuZYd0DPZhESM3GkGFYAUzst",
+	"ywR3ewK9RQ71MK2m5R6FEztW/tvKD8DdstTG583UsHJuNOXMCRxD6+wAT2tZQIPsFQ5d2GBSiAf8lYrF",
+	"5XPxwEEL4hL8GnTwa4XChsGyyppW8KoS+uRXBuSHtlcgLF/TZ0xeXPjKWU4ROPD33/6XwxSsQaHctBO6",
+	"S6i1TKumBFKY6oQyhoPk4Vim5oT9hPjU6du47GcTtsT3irDEP/kh/f7bP95exSzn6kykLdgj0CzsJvLD",
+	"MOjoSfRyyQ+MAIJGwFSqofWr388yv3fJ12wqkPORVwK9Z2bBV+KEOWwyVzEpD9CkF+haI3+GAjZKsGb9",
+	"mCbv1qBtYX7/7R8DYliYMAbNDAINOpgzh14D/xolVythXSM8zZWTxqmcwDYfe0Q8OMMVmpmt5uniLIBO",
+	"lcbBO476CkOr795FHC8rVSEmM6l4NnE3FQgQc4EHhNKTeZpO5kI5eXZCPCgeqz4BrIap3DYvxKA6SyfM",
+	"CNvVATyPbgpmNXn0YCwuqF3xjJVIKv4OHTqYG4I5JLdfKla5SAilMZPcMD2DW4tfTjYKKcSnMDLEqS7B",
+	"gFI5w0RyS9hupsYHYpEsdHzioXGydQDpArcfAjSHNaIz4FVusMGzFwuhXGKVlwYkOknbZmisXrl3+vYI",
+	"CkSg/IQxQ8cBnvRU3idfliNo18tgCAycahDSD1LNHQ54zHKx1OfCEGbKJi7N77/9g7473ASrGRLOX5aJ",
+	"bFJKLqbsGTmLKUGeYHtLSCh4cshiFZeOOcWIK4MwYIRDK/Kckpy+00Jm9kAqjzdDoN4BPAFm+4ufC56V",
+	"SaWUfO+/C8Q8ODE+Q60UM55iv3QsKvkGfZGlLOFHEYiZK53JZI3HFHFBx6pEusE0xGch6rJLk+ufP3/+",
+	"ImJZxpd8mKxWEXuJf0fs9V+fczUfkKtSK0K+r5LuhuwxK2/r0lcKu+9WxQGpLbQCaai6ywnthy70Qhnv",
+	"/52UncVRiFBQvcOjtVD/p0R85TLUIOIMizM9X+V6amLWRz6Al+5qEnxNRMRGA7jtXeGT8ucIe5B2MpUc",
+	"P5my1OVEU61LgnomjWniSjGPVXiZez5aGDGZCr4sr8FySKBlTKxYrjJuRUxiBxCiYxITbugvuqkQPyp8",
+	"gL6m3ki/8DteEueKI+6wcMDH1YYhXqsjOCxDg+RWKwDj3rjJu1CMQpYegLjW95+Yhh/OHVJSsLn8BZg5",
+	"Fsl3v56ikNm2n4RhS+D8WJZB5ylbSZEIU6pbWXbwQir5/MXB84cH58esUAk3Ih2rH3Wefg/PBu9F+Cix",
+	"nAqKH0E5/44ZVB5/vNr0zC2YBzFVGPzgRkmcJApjNNgqK0yFLYeM5Y5hPm6ikruGhHV2rhM+LTKer72D",
+	"naB2W0fHZlQlqh8fHJQzAWIRcF/FBwdaqcuDVOYxO2Txk8ffv/7h+dOvJy+/++4/J18/ewUUWH754uXX",
+	"T5/Tt2Pl+GzKLafD4PSew+aaUkquYxkhEC3pTlph3AScarzlv3r66g1cSDRaU0bU9GH7XAkckI0LSjJe",
+	"8vwMZFiW6QuRj9UUdDu/vdDkAHecCI5kFwS1NNoDkGCy70GxYpmeO5KmSrtSzYGsKSCDiO2EVTEZJR4j",
+	"KKGYky/OhSrjU07oqohhgU4clvOTBbdPygPxZFFUtxG2RdU6FZnlRGt0OwbRNWOV6wzYV6iU5HA9cFip",
+	"VMAljh0YUL2d+EHRquXdThesD2SBxwqC6sTH+iSNxe4qiwfu0ncrMKEgHjOslQQmXL68EDRuJ0gNCIZn",
+	"rNwi/PT1y++evo2d2hW3FyiO3elxIbZu7vjAcKxAWkRIX7KNUo4W3lJTMeeKrjplmcO1q61+DXXYrftY",
+	"4cJ7vKDGOIkOHGy20srtrUjLe9jDvmMsl8c3JUxo/315zPEOKjeuLdTGZd/UqOS2En1qL/lE0RyNmWL5",
+	"j+ZBumlvtHdd9uMQ25BkO3Lil1YHwned+RBDvHLcESiJ/UvAxsexOf9BgNiattxmeRCUxmtW7AWV6m+z",
+	"YMNP3mFzJtbbw/m/hQdu8Zx+K9ZdEeRvqFCcCeDpFYJ74e2QfskebYn1dgURDOuTLZ+sv0YkubBwb4eB",
+	"3yG9wAJ10AvWKtiVOvqtWN9q2ui3Yv2pUkYpgg4m2E2jLggZ0TtR8MMF/9yZ+J85JbSsDTJkz8oNwaq1",
+	"Lt+olLF94bL9j0LAOw/fnYl1IzyuCVlwrs8oVh8JJUP1oMJHIpG0sygYwSY14z2AHfojd3uMuRvDltgx",
+	"rO6XWI+PTuK0/QGJR0zMZiLBYlGaNE8lLq238g3Zs1QsV9o6GLHr8PyuQI1PR3xfiO6TBfWB2uu56nVl",
+	"h235HW5b7xgmU9aPz8Qaqz0NysyKFUccR5dYcVbKGpUEEKYZrLiFafdOev8FXf30+OC/84NfRgd/efvu",
+	"KHp4/+qfW2pg+/CKjgp0W7CHQQ332jmhDLt7hUyvjJuNWnWRUwIxqqEUZ9kzLEovfSKTF/KFofIysrIt",
+	"VrVncpGJc46ZZuSjyOBSsawwIvdWwohJhf5YV79eOcuCd/cHdfGcJahWFc/lp5XvRENWUKzMuwy4qt1i",
+	"kSvntVHSsl6h65SGXc0IYfmnokyLK9FP7lwX0JdEAao9uGH4uF7Yznd+eAhEd2sIv18sJ18sJ38Uy8mf",
+	"Evm+wvBqFAL+6e1V9K4spfvT2zo63uMmi6+qkZo6e3WFwqQKK5OGlyk90HGduh+v6pdVVQQwsOTUT5eD",
+	"E0NVo2K1OMiFztJGEJEbJCZ8slwkOk9FOlYupBLjibjMilwMSiiviPzZFOdWY+hNECtCbi+MIMfgPNNT",
+	"ngWDksYFL8X0UyvoKcyHGPt31eRvkSeWb9lmq6qm/AXhrIHYebNjVeKhOYIMaCqALNiESnmvM3T4rvx7",
+	"q15PyVSmdMhCNxE7F4nVuRME6eD4w7IhvEVYoguDPnKuDHdBeRhc6lECq3NB51Rpu5Bq3nYmaECNU/FR",
+	"DoVL6Ws7Fz/6glTpl7S/P8ahK2GyKtLDw4Z0jsRH3u1rH7io/Wrai9w3iB1B7T8+pT9TM72T/X+h8c+d",
+	"xl8q0SRvCpq50U1yY2Wyntmx9SY6FJcrndtOAe9pcAttWgn6vqgzxqgUII0KuJm87QE0rCytqiBFFOHw",
+	"winqLryXI54J69eAUy4PVAqHKR4M2TdCpC4+bqywYK0TBuUSBh/g9+cC4W8xhaEK060GTGF5XI0V/QKd",
+	"td15T3FV3osT+AnUuUGJc7aNLbwoCcCZkzAgugsMy20OreLnziP+dEeeKKV2rXHDKpSez/PUO9GxW7H7",
+	"hieWBYoZqnSEh+PimICxkSXRUARVGXyL0UxTno4V1fe2EtQurEmR+5rGA4oDdJIsVoguDXkYkCBRvKuU",
+	"QzVHv1Xd03waPm9ENsNgKuAAICbPeZ5mwpjtit43filu8Z6vvWmbquf35csx/sjH+JUnxU1jBJVRfQ+r",
+	"ykc50XQVXh81oPmyLoC8V2hz0s37xgUYExMkz8QpJTyWCTYI+uYXZ1C5CQLTDKXQBdrqCeLnEsyZzhko",
+	"sy6SOC6bxbQvmUtJcHl9NKAVt4ugPK/l+VxYDOqFx8eKsvNimcbNgvnejV8zHJkzuVpB30Y7maMURzBc",
+	"EuFz7IWkpxc8XwLfGZwyruglyD6rN/jav+VLMNkAhBPFOJvlwiyYxJSDKYKwKREkFLhkAek8LE6VwVUm",
+	"1jdkbzC340yIVWnLCBwvqfDgflKrNub4bNkl/ezjmnhvwYfOIpybJb8k2FdERB2N2gSijwjkhcvSXYa3",
+	"tEkQiXz+Rok/UZzODdk+bWnlB8XQmPcQ3vZi1f5tncJXCaP5s8tFKxvfqXy2TbBVX0iVIzruWHnQRvZg",
+	"FJXp1cej0cDBKTqsYFderQ4ZjFEeKwpfp8B3GMmiVqun/9WL4wcUn0YImMplclA92ipzKhqrVCgjnA3T",
+	"RAwlQCy9JxK5ynXCM0w8jTwAqlkSeGSCZfimWhVmEI3VNJhurRK+rzJ/ypSGcUs1H7KnTjctNxeL1wZa",
+	"6ownlBReVplnhQLGzbg5g9913qZEjpXXIt0vmTR2q4wpxU7gaio17GBB2nEff+6CZ77v0aL9F0ebcQjR",
+	"u9Y+z6RK90a/Ju78LTTp7DC8aCYy7Rry0fGjG454C4b2gxDu8vi9ELSvA51NR+da2Nkdc/P5Kc6qcm1w",
+	"0W19VnR/vW7f3rpatE0f8mf3iz70KVxkOvfM3gZ78anVoS4N5TVZ/iq9A5EtK9Ml8DoWK21FXCIaDxz8",
+	"dmLjiHFDrF2dwDVSKYIRfKwLzeyZbeB/O0DvXfFCtxrM7sXnTxLP7o2W7QfZGWVoN77IxZ/78f8xl+ir",
+	"c6cnlblIbLZm/drBGNyufHz4jp7bAyU2OFxfcGL/bA5jzzRuwS/sw6ao3vKm7ad/sSAwFjRCWSZbrDiD",
+	"LV7k2zcqb5WcvkS0/yFcxjcm8PcSpHajBBKFVWIXt8li80A9QZBPMiOQCZNAllyw0gHl+JvgvCG4Ql0P",
+	"HyuHnzIVTKQY8Ne/P/qLD+oO1Jd4cMJ4moIIKi6quEdEXGiTvn5ADP1blb7CV3yi4OrtzMDXEfiTMoX/",
+	"P9esvCHboUNbXq4VXlbElsLylFsOdx6mEx4QVItcio8k7x2iAWT93s6s63O4okVg+CtCWV1yFIC1wnjL",
+	"mEw0ZsJtzPocF+eUqSLLWJIJnhO3o2kMyPAYW5uVJW1YH9dU6YsBmRhDWyXJI5hmbUQmEGxW6XysMmmQ",
+	"MTorZdywF3noUllGRXrwrJXIpU5lwsyFEKs2LvnaSyxPaelvh1G+Fpb6/yy5pFv80qgM9wtt4Rcx6nPn",
+	"Z68Fmqvw8IVcze/fDfkWwkPtyH7wkHX9CjwjWXAH3FSCRoXyTxCwRlB7BmGC1sRum4W5MS2N+uj0MtA4",
+	"b/PkwBu2WmppgDen+j8ISVb0F20S6Nsmcni59R7PMKd/TAQKJKEUIuBZvuS2rRZ/e/arqkiUIMe680hf",
+	"SMQhZUbOlUjreAAlBFvCs0yqeZX3TeCimDK54OcO+LKeYElpNtRRWEyPEm6DaLgytzJiiue5vhDpWFkd",
+	"RHKYmDRy0h766Nrz6ZrYvLrJcHT3R/cc8CDmaEbu+jQuMq1x03o/6L2Ho8AT+ujhffSFklPQ6pVhFzpH",
+	"QAUqVmcNppdimBrCEgzZ42DxjAd8XErMkoWvuo2/IaHcpgUY3xBcrrdp8A3n1MEUcFm+WHs/flY9nPpm",
+	"4nQJ59i8hPbMuV8GwlMXTwQGiGyuKx3flTlIPTfMtbZDFr+bciMmRZ5dYb5t/I5+xm8Oz4/iUxY75aDj",
+	"IXzCdd7Vz2YRkRimXuRZ76QXPtmLeogRPs3o1FQ/1VymvYW1q5PDw6PjfxmOhqPh0cmj0aMRLNDbckE3",
+	"w+hCGYH1A5gttCN6nzJiaW14qEl+paYgXWzkrwVdlFaiDXuNW4bIl+al0r1eWvEVxNGPHA7J16/Y7LEE",
+	"h0Loz5BJBu2RslqmhDdkxBaCZ5jsD7OyuUzCtu42vHp79f8FAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
