@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -47,8 +48,20 @@ func runBenchAgent(ctx context.Context, args []string, stdout, stderr io.Writer)
 	ortLib := fs.String("ort-lib", "", "libonnxruntime.so (env CAPSULED_ORT_LIB)")
 	maxTurns := fs.Int("max-turns", 8, "turn limit of the loop")
 	workers := fs.Int("ingest-workers", 1, "ingestion workers")
+	dataDir := fs.String("data-dir", "", "keep the bench's database in DIR and reuse it: a second run over the same set finds its items ready\n"+
+		"and skips the model (command line only; CAPSULED_DATA_DIR, the server's, is never used). Default: a temporary folder, removed")
+	split := fs.String("split", "all", "answer all questions, or only the odd- or even-numbered ones (1st, 3rd, … by sorted id): all, odd or even")
+	perQuestion := fs.String("per-question", "", "write one JSON line per question to FILE (gold ids, one-shot and agent rankings)")
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if *split != "all" && *split != "odd" && *split != "even" {
+		return fmt.Errorf("--split %q: want all, odd or even", *split)
+	}
+	explicit := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { explicit[f.Name] = true })
+	if !explicit["data-dir"] {
+		*dataDir = ""
 	}
 	if (*dataset == "") == (*locomo == "") {
 		return errors.New("give one of --dataset (HotpotQA) or --locomo")
@@ -65,11 +78,15 @@ func runBenchAgent(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 
-	dir, err := os.MkdirTemp("", "capsuled-bench-agent-")
-	if err != nil {
+	dir := *dataDir
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "capsuled-bench-agent-"); err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
 	db, err := sqlite.Open(ctx, filepath.Join(dir, "capsuled.db"))
 	if err != nil {
 		return err
@@ -107,6 +124,15 @@ func runBenchAgent(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return err
 	}
+	var pq io.Writer
+	if *perQuestion != "" {
+		f, err := os.Create(*perQuestion)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		pq = f
+	}
 	url, key, stop, err := serveBenchAPI(ctx, db, svc, chatSvc, log)
 	if err != nil {
 		return err
@@ -120,7 +146,9 @@ func runBenchAgent(ctx context.Context, args []string, stdout, stderr io.Writer)
 	model := sdkModel(url, key)
 
 	var st benchStats
+	splits := map[string]*benchStats{"odd": {}, "even": {}}
 	docs, chunks := 0, 0
+	qn := 0 // 1-based number of the question over all sets
 	var ingest time.Duration
 	for _, set := range sets {
 		t0 := time.Now()
@@ -138,8 +166,23 @@ func runBenchAgent(ctx context.Context, args []string, stdout, stderr io.Writer)
 			set.capsule, len(set.docs), c.ChunkCount, time.Since(t0).Round(time.Millisecond), len(set.questions))
 		backend := &capsuleBackend{c: client, capsule: set.capsule}
 		for i, q := range set.questions {
-			if err := st.ask(ctx, client, backend, model, set.capsule, q, uri, *maxTurns); err != nil {
+			qn++
+			half := "even"
+			if qn%2 == 1 {
+				half = "odd"
+			}
+			if *split != "all" && half != *split {
+				continue
+			}
+			ans, err := st.ask(ctx, client, backend, model, set.capsule, q, uri, *maxTurns)
+			if err != nil {
 				return fmt.Errorf("%s question %s: %w", set.capsule, q.id, err)
+			}
+			splits[half].add(q, ans)
+			if pq != nil {
+				b, _ := json.Marshal(map[string]any{"id": q.id, "split": half, "kind": q.kind, "question": q.text, "gold": q.rel,
+					"oneshot": ans.oneshot, "agent": ans.agent, "turns": ans.res.Turns, "tool_calls": ans.res.ToolCalls})
+				fmt.Fprintln(pq, string(b))
 			}
 			if (i+1)%100 == 0 {
 				fmt.Fprintf(stderr, "  %d/%d questions\n", i+1, len(set.questions))
@@ -151,6 +194,18 @@ func runBenchAgent(ctx context.Context, args []string, stdout, stderr io.Writer)
 	res["docs"], res["chunks"], res["model"], res["cpus"] = docs, chunks, modelID, runtime.NumCPU()
 	res["ingest_s"] = round4(ingest.Seconds())
 	res["engine_turn_p50_ms"] = pct(eng.turns(), 50)
+	res["split"] = *split
+	for half, hs := range splits {
+		if hs.n > 0 && *split == "all" {
+			sub := hs.summary()
+			for k := range sub { // latencies are the whole run's
+				if strings.Contains(k, "latency") {
+					delete(sub, k)
+				}
+			}
+			res[half] = sub
+		}
+	}
 	printAgentBench(stdout, res)
 	if *asJSON {
 		b, _ := json.Marshal(res)
@@ -274,7 +329,11 @@ func locomoSets(path string, limit int) ([]benchSet, error) {
 // and waits until all are ready. It returns item id → document id.
 func ingestSet(ctx context.Context, svc *capsule.Service, set benchSet) (map[string]string, error) {
 	if _, err := svc.CreateCapsule(ctx, set.capsule, "bench agent: "+set.name); err != nil {
-		return nil, err
+		// a kept --data-dir: the capsule is there, and adding a document
+		// again with the same URI and text leaves its item as it is
+		if e, ok := domain.AsError(err); !ok || e.Kind != domain.KindConflict {
+			return nil, err
+		}
 	}
 	uri := map[string]string{}
 	var ids []string
@@ -305,6 +364,11 @@ func serveBenchAPI(ctx context.Context, db *sqlite.DB, svc *capsule.Service, cha
 	key, _, err := au.EnsureAdminKey(ctx)
 	if err != nil {
 		return "", "", nil, err
+	}
+	if key == "" { // a kept --data-dir: its first run's key cannot be read back
+		if _, key, err = au.CreateKey(ctx, auth.NewKey{Name: "bench agent", Scopes: []domain.Scope{domain.ScopeAdmin}}); err != nil {
+			return "", "", nil, err
+		}
 	}
 	spec, err := api.LoadSpec(ctx)
 	if err != nil {
@@ -358,47 +422,62 @@ type benchStats struct {
 	oneLat, agentLat          []time.Duration
 }
 
+// An answer is one question's two rankings (corpus ids).
+type answer struct {
+	oneshot, agent []string
+	oneLat, agLat  time.Duration
+	res            *agent.Result
+}
+
 // ask answers q both ways and adds up the measures.
-func (s *benchStats) ask(ctx context.Context, c *gen.ClientWithResponses, b *capsuleBackend, m agent.Model, capsuleName string, q benchQuestion, uri map[string]string, maxTurns int) error {
-	if s.sum == nil {
-		s.sum, s.byKind, s.kindN = map[string]float64{}, map[string]*[2]float64{}, map[string]int{}
-	}
+func (s *benchStats) ask(ctx context.Context, c *gen.ClientWithResponses, b *capsuleBackend, m agent.Model, capsuleName string, q benchQuestion, uri map[string]string, maxTurns int) (answer, error) {
+	var a answer
 	// One-shot: hybrid search, one chunk per item, the top 10 items.
 	limit, one, mode := 10, 1, gen.Hybrid
 	t0 := time.Now()
 	resp, err := c.QueryCapsuleWithResponse(ctx, capsuleName, gen.QueryCapsuleJSONRequestBody{Query: q.text, Limit: &limit,
 		Wishlist: &gen.Wishlist{Mode: &mode, MaxChunksPerItem: &one}})
 	if err != nil {
-		return err
+		return a, err
 	}
 	if resp.JSON200 == nil {
-		return errorOf(resp.StatusCode(), resp.Body)
+		return a, errorOf(resp.StatusCode(), resp.Body)
 	}
-	s.oneLat = append(s.oneLat, time.Since(t0))
-	var oneshot []string
+	a.oneLat = time.Since(t0)
 	for _, r := range *resp.JSON200 {
-		oneshot = append(oneshot, uri[r.ItemId])
+		a.oneshot = append(a.oneshot, uri[r.ItemId])
 	}
 	// The loop over HTTP.
 	t0 = time.Now()
 	res, err := agent.Run(ctx, m, b, q.text, agent.Config{MaxTurns: maxTurns})
 	if err != nil {
-		return err
+		return a, err
 	}
-	s.agentLat = append(s.agentLat, time.Since(t0))
-	var ranked []string
+	a.agLat = time.Since(t0)
+	a.res = res
 	for _, id := range res.IDs {
 		if u, ok := uri[id]; ok {
-			ranked = append(ranked, u)
+			a.agent = append(a.agent, u)
 		}
 	}
+	s.add(q, a)
+	return a, nil
+}
+
+// add adds up one answer's measures.
+func (s *benchStats) add(q benchQuestion, a answer) {
+	if s.sum == nil {
+		s.sum, s.byKind, s.kindN = map[string]float64{}, map[string]*[2]float64{}, map[string]int{}
+	}
+	s.oneLat = append(s.oneLat, a.oneLat)
+	s.agentLat = append(s.agentLat, a.agLat)
 	s.n++
-	s.turns += res.Turns
-	s.calls += res.ToolCalls
-	if res.Reported {
+	s.turns += a.res.Turns
+	s.calls += a.res.ToolCalls
+	if a.res.Reported {
 		s.reported++
 	}
-	for run, list := range map[string][]string{"oneshot": oneshot, "agent": ranked} {
+	for run, list := range map[string][]string{"oneshot": a.oneshot, "agent": a.agent} {
 		for _, k := range []int{2, 5, 10} {
 			r := recallAt(list, q.rel, k)
 			s.sum[fmt.Sprintf("%s_recall_at_%d", run, k)] += r
@@ -411,13 +490,12 @@ func (s *benchStats) ask(ctx context.Context, c *gen.ClientWithResponses, b *cap
 		s.byKind[q.kind] = &[2]float64{}
 	}
 	s.kindN[q.kind]++
-	if recallAt(oneshot, q.rel, 10) == 1 {
+	if recallAt(a.oneshot, q.rel, 10) == 1 {
 		s.byKind[q.kind][0]++
 	}
-	if recallAt(ranked, q.rel, 10) == 1 {
+	if recallAt(a.agent, q.rel, 10) == 1 {
 		s.byKind[q.kind][1]++
 	}
-	return nil
 }
 
 func (s *benchStats) summary() map[string]any {

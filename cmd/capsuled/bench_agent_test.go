@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -58,5 +60,58 @@ func TestBenchAgent(t *testing.T) {
 	}
 	if code, _, _ := runCLI(t, "bench", "agent", "--embedder", "off"); code == 0 {
 		t.Error("no dataset: exit 0")
+	}
+}
+
+// TestBenchAgentDataDir runs the benchmark twice over one kept --data-dir:
+// the second run finds the capsule and its items, reports the same figures,
+// and the split and per-question outputs cover the questions asked.
+func TestBenchAgentDataDir(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	run := func(extra ...string) map[string]any {
+		t.Helper()
+		args := append([]string{"bench", "agent", "--embedder", "off", "--json", "--dataset", "testdata/bench/hotpot", "--data-dir", data}, extra...)
+		code, out, stderr := runCLI(t, args...)
+		if code != 0 {
+			t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out, stderr)
+		}
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		var res map[string]any
+		if err := json.Unmarshal([]byte(lines[len(lines)-1]), &res); err != nil {
+			t.Fatalf("last line is not JSON: %v\n%s", err, out)
+		}
+		return res
+	}
+	first := run()
+	if _, err := os.Stat(filepath.Join(data, "capsuled.db")); err != nil {
+		t.Fatalf("the data dir was not kept: %v", err)
+	}
+	pq := filepath.Join(dir, "pq.jsonl")
+	second := run("--per-question", pq)
+	for _, k := range []string{"questions", "docs", "chunks", "oneshot_both_at_10", "agent_both_at_10", "agent_recall_at_5"} {
+		if first[k] != second[k] {
+			t.Errorf("%s: first run %v, second run %v", k, first[k], second[k])
+		}
+	}
+	odd, _ := second["odd"].(map[string]any)
+	even, _ := second["even"].(map[string]any)
+	if odd["questions"] != 2.0 || even["questions"] != 1.0 {
+		t.Errorf("splits: odd %v, even %v; want 2 and 1 questions", odd["questions"], even["questions"])
+	}
+	raw, err := os.ReadFile(pq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(strings.Split(strings.TrimSpace(string(raw)), "\n")); n != 3 {
+		t.Errorf("per-question lines = %d, want 3", n)
+	}
+	evenOnly := run("--split", "even")
+	if evenOnly["questions"] != 1.0 {
+		t.Errorf("--split even: %v questions, want 1", evenOnly["questions"])
+	}
+	if code, _, _ := runCLI(t, "bench", "agent", "--embedder", "off", "--dataset", "testdata/bench/hotpot", "--split", "third"); code == 0 {
+		t.Error("--split third: exit 0")
 	}
 }
