@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -52,6 +53,8 @@ func runBenchRetrieval(ctx context.Context, args []string, stdout, stderr io.Wri
 	bareSample := fs.Int("bare-sample", 1000, "chunks embedded by the bare embedder to measure its speed")
 	storeURL := fs.String("store", "", "postgres://… to run on PostgreSQL (an empty database or schema) instead of a temporary SQLite")
 	fullText := fs.String("fulltext", "", "PostgreSQL keyword ranking: bm25 (pg_textsearch) or tsvector (default: bm25 when present)")
+	dataDir := fs.String("data-dir", "", "keep the SQLite database in this folder (default: a temporary one); a capsule already ingested there from the same documents is reused (ingestion is then not measured)")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the query phases to this file")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -99,11 +102,17 @@ func runBenchRetrieval(ctx context.Context, args []string, stdout, stderr io.Wri
 	}
 	defer emb.Close()
 
-	dir, err := os.MkdirTemp("", "capsuled-bench-")
-	if err != nil {
+	dir := *dataDir
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", "capsuled-bench-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
+		dir = tmp
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
 	var st capsule.Store
 	var keys auth.Store
 	if *storeURL != "" {
@@ -137,33 +146,47 @@ func runBenchRetrieval(ctx context.Context, args []string, stdout, stderr io.Wri
 		return err
 	}
 	defer svc.Close()
-	if _, err := svc.CreateCapsule(ctx, "bench", "BEIR "+filepath.Base(*dataset)); err != nil {
+	desc := fmt.Sprintf("BEIR %s, %d documents", filepath.Base(*dataset), len(corpus))
+	c, err := st.GetCapsule(ctx, "bench")
+	reused := err == nil && c.Description == desc && c.ItemCount == len(corpus) && c.ChunkCount > 0
+	if err == nil && !reused {
+		if err := svc.DeleteCapsule(ctx, "bench"); err != nil {
+			return err
+		}
+	} else if err != nil && !errors.Is(err, domain.ErrNotFound) {
 		return err
 	}
 
 	// Ingestion.
-	fmt.Fprintf(stderr, "ingesting %d documents with %s...\n", len(corpus), emb.ModelID())
-	start := time.Now()
-	var ids []string
-	for _, d := range corpus {
-		it, _, err := svc.AddItem(ctx, "bench", capsule.NewItem{Kind: domain.ItemText, Text: d.text, URI: d.id})
-		if err != nil {
+	var chunksPerS float64
+	if reused {
+		fmt.Fprintf(stderr, "reusing capsule bench in %s (%d items, %d chunks): ingestion not measured\n", dir, c.ItemCount, c.ChunkCount)
+	} else {
+		if _, err := svc.CreateCapsule(ctx, "bench", desc); err != nil {
 			return err
 		}
-		ids = append(ids, it.ID)
-	}
-	for _, id := range ids {
-		if _, err := svc.WaitItem(ctx, "bench", id, time.Hour); err != nil {
+		fmt.Fprintf(stderr, "ingesting %d documents with %s...\n", len(corpus), emb.ModelID())
+		start := time.Now()
+		var ids []string
+		for _, d := range corpus {
+			it, _, err := svc.AddItem(ctx, "bench", capsule.NewItem{Kind: domain.ItemText, Text: d.text, URI: d.id})
+			if err != nil {
+				return err
+			}
+			ids = append(ids, it.ID)
+		}
+		for _, id := range ids {
+			if _, err := svc.WaitItem(ctx, "bench", id, time.Hour); err != nil {
+				return err
+			}
+		}
+		ingest := time.Since(start)
+		if c, err = svc.GetCapsule(ctx, "bench"); err != nil {
 			return err
 		}
+		chunksPerS = float64(c.ChunkCount) / ingest.Seconds()
+		fmt.Fprintf(stderr, "ingested %d chunks in %s: %.1f chunks/s\n", c.ChunkCount, ingest.Round(time.Millisecond), chunksPerS)
 	}
-	ingest := time.Since(start)
-	c, err := svc.GetCapsule(ctx, "bench")
-	if err != nil {
-		return err
-	}
-	chunksPerS := float64(c.ChunkCount) / ingest.Seconds()
-	fmt.Fprintf(stderr, "ingested %d chunks in %s: %.1f chunks/s\n", c.ChunkCount, ingest.Round(time.Millisecond), chunksPerS)
 
 	// The bare embedder on a sample of the same chunks.
 	var sample []string
@@ -180,13 +203,25 @@ func runBenchRetrieval(ctx context.Context, args []string, stdout, stderr io.Wri
 	if err != nil {
 		return err
 	}
-	start = time.Now()
+	start := time.Now()
 	for i := 0; i < len(sample); i += 64 {
 		if _, err := emb.Embed(ctx, sample[i:min(i+64, len(sample))]); err != nil {
 			return err
 		}
 	}
 	bareChunksPerS := float64(len(sample)) / time.Since(start).Seconds()
+
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 
 	// Quality, in process, through the service's query path.
 	var qids []string
@@ -311,6 +346,7 @@ func runBenchRetrieval(ctx context.Context, args []string, stdout, stderr io.Wri
 		}
 		httpLat = append(httpLat, time.Since(t0))
 	}
+	res["reused_capsule"] = reused
 	res["ingest_chunks_per_s"] = round4(chunksPerS)
 	res["bare_embed_chunks_per_s"] = round4(bareChunksPerS)
 	res["ingest_vs_bare"] = round4(chunksPerS / bareChunksPerS)
