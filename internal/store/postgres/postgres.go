@@ -48,6 +48,10 @@ type Options struct {
 	// dead); it must exceed the ingestion of one claimed batch. Default
 	// DefaultClaimLease; negative: none (one process owns the database).
 	ClaimLease time.Duration
+	// RetryFor is how long a statement that could not reach the database
+	// is retried (a restart or failover; see pool). Default
+	// DefaultRetryFor; negative: no retries.
+	RetryFor time.Duration
 }
 
 // DefaultClaimLease is the default Options.ClaimLease.
@@ -55,7 +59,7 @@ const DefaultClaimLease = 5 * time.Minute
 
 // DB is an open capsuled database on PostgreSQL.
 type DB struct {
-	pool     *pgxpool.Pool
+	pool     *pool
 	fullText FullText // resolved: bm25 or tsvector
 	now      func() time.Time
 	// claimLease is the capsule store's claim lease.
@@ -78,16 +82,20 @@ func Open(ctx context.Context, url string, opts Options) (*DB, error) {
 	cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
 		return pgxvec.RegisterTypes(ctx, conn)
 	}
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	pp, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: pool: %w", err)
 	}
-	db := &DB{pool: pool, now: time.Now, claimLease: opts.ClaimLease}
+	retryFor := opts.RetryFor
+	if retryFor == 0 {
+		retryFor = DefaultRetryFor
+	}
+	db := &DB{pool: &pool{Pool: pp, retryFor: max(retryFor, 0)}, now: time.Now, claimLease: opts.ClaimLease}
 	if db.claimLease == 0 {
 		db.claimLease = DefaultClaimLease
 	}
 	if db.fullText, err = db.resolveFullText(ctx, opts.FullText); err != nil {
-		pool.Close()
+		pp.Close()
 		return nil, err
 	}
 	return db, nil
@@ -140,7 +148,7 @@ func (db *DB) Ping(ctx context.Context) error {
 }
 
 // Pool is the connection pool, for packages of this backend.
-func (db *DB) Pool() *pgxpool.Pool { return db.pool }
+func (db *DB) Pool() *pgxpool.Pool { return db.pool.Pool }
 
 // FullText says which keyword search method the store uses.
 func (db *DB) FullText() FullText { return db.fullText }
@@ -214,6 +222,9 @@ func interpret(err error) error {
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		return domain.ErrNotFound
+	}
+	if u := unavailable(err); u != err {
+		return u
 	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
