@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -49,9 +50,15 @@ func TestHotpotQAPolicy(t *testing.T) {
 		}
 		qrels[f[0]] = append(qrels[f[0]], f[1])
 	}
+	// CAPSULED_HOTPOT_SHAPE=bench gives the hits the shape the bench's
+	// capsule gives them: no title, the text "title text".
+	benchShape := os.Getenv("CAPSULED_HOTPOT_SHAPE") == "bench"
 	mem := make([]memDoc, len(docs))
 	for i, d := range docs {
 		mem[i] = memDoc{id: d.ID, title: d.Title, text: d.Text}
+		if benchShape {
+			mem[i] = memDoc{id: d.ID, text: d.Title + " " + d.Text}
+		}
 	}
 	backend := newBM25MemoryBackend(mem)
 	if k, err := strconv.Atoi(n); err == nil && k < len(qs) {
@@ -64,29 +71,39 @@ func TestHotpotQAPolicy(t *testing.T) {
 	var timed timedModel
 	timed.m = agent.InProcess(svc)
 	var one, ag metrics
+	var half [2][2]metrics // odd, even: one-shot, agent
 	turns, calls := 0, 0
 	ctx := context.Background()
+	sort.Slice(qs, func(i, j int) bool { return qs[i][0] < qs[j][0] })
+	num := 0
 	for _, q := range qs {
 		gold := qrels[q[0]]
 		if len(gold) == 0 {
 			continue
 		}
+		num++
+		h := &half[(num+1)%2]
 		hits := backend.rank(q[1], 10)
 		ids := make([]string, len(hits))
 		for i, h := range hits {
 			ids[i] = h.ID
 		}
 		one.add(ids, gold)
+		h[0].add(ids, gold)
 		res, err := agent.Run(ctx, &timed, backend, q[1], agent.Config{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		ag.add(res.IDs, gold)
+		h[1].add(res.IDs, gold)
 		turns += res.Turns
 		calls += res.ToolCalls
 	}
 	fmt.Printf("questions %d (in-memory BM25 backend, title+text)\n", one.n)
 	fmt.Printf("oneshot: %s\nagent:   %s\n", one, ag)
+	for i, name := range []string{"odd", "even"} {
+		fmt.Printf("%s (%d): oneshot: %s\n%s agent:   %s\n", name, half[i][0].n, half[i][0], strings.Repeat(" ", len(name)), half[i][1])
+	}
 	fmt.Printf("agent turns/question %.2f, tool calls/question %.2f, engine time per turn p50 %v\n",
 		float64(turns)/float64(ag.n), float64(calls)/float64(ag.n), timed.p50())
 }

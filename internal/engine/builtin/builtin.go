@@ -277,6 +277,11 @@ func readState(msgs []domain.Message) *state {
 			}
 		}
 	}
+	for _, d := range st.docs {
+		if d.title == "" {
+			d.title = leadTitle(d.text)
+		}
+	}
 	return st
 }
 

@@ -155,3 +155,24 @@ func BenchmarkTurn(b *testing.B) {
 		gen(b, msgs)
 	}
 }
+
+func TestLeadTitle(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ text, want string }{
+		{"Ed Wood (film) Ed Wood is a 1994 American biographical film.", "Ed Wood (film)"},
+		{"Irish Home Rule movement The Irish Home Rule movement was a movement.", "Irish Home Rule movement"},
+		{"Adrian Conan Doyle Adrian Malcolm Conan Doyle (19 November 1910) was the youngest son.", "Adrian Conan Doyle"},
+		{"The Beatles The Beatles were an English rock band.", "The Beatles"},
+		{"Paris Paris is the capital of France.", "Paris"},
+		{"Caroline: Hey Mel! Good to see you.", ""},
+		{"the river flows the river", ""},
+		{"Single", ""},
+		{"", ""},
+		{"Melanie: I went to the park. Melanie likes parks.", ""},
+	}
+	for _, tt := range tests {
+		if got := leadTitle(tt.text); got != tt.want {
+			t.Errorf("leadTitle(%q) = %q, want %q", tt.text, got, tt.want)
+		}
+	}
+}

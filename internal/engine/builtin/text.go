@@ -1,6 +1,7 @@
 package builtin
 
 import (
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -174,4 +175,87 @@ func isWordByte(b byte) bool {
 // normQuery is the key a query is remembered by.
 func normQuery(q string) string {
 	return strings.Join(strings.Fields(strings.ToLower(q)), " ")
+}
+
+// leadTitle finds a title that a hit's text starts with when the backend gave
+// none: encyclopedic passages stored as "title text" repeat the title's words
+// at the start of their first sentence ("Ed Wood (film) Ed Wood is a 1994
+// film", "Irish Home Rule movement The Irish Home Rule movement was"). It
+// takes the longest lead of at most 12 words whose words (bar a bracketed
+// disambiguation or what follows a comma) all come back within the next few words, the first of them
+// within three; it returns "" when the text does not have that shape.
+func leadTitle(text string) string {
+	if len(text) > 400 {
+		text = text[:400]
+	}
+	f := strings.Fields(text)
+	if len(f) < 2 {
+		return ""
+	}
+	if r, _ := utf8.DecodeRuneInString(f[0]); !unicode.IsUpper(r) && !unicode.IsDigit(r) {
+		return ""
+	}
+	bare := make([]string, len(f))
+	for i, w := range f {
+		bare[i] = bareWord(w)
+	}
+	best := 0
+	for n := 1; n <= 12 && n < len(f); n++ {
+		if endsSentence(f[n-1]) {
+			break
+		}
+		if last := bare[n-1]; n > 1 && (last == bare[0] || connectors[last] || last == "a" || last == "an") {
+			continue // "Impresario An", "Circus Circus Las Vegas Circus"
+		}
+		if restarts(bare[:n]) {
+			continue // "Kam Heskin Kam Heskin"
+		}
+		rest := bare[n:min(len(f), 2*n+4)]
+		if !slices.Contains(rest[:min(3, len(rest))], bare[0]) {
+			continue
+		}
+		ok, inParen := true, false
+		for _, w := range f[:n] {
+			if strings.HasPrefix(w, "(") {
+				inParen = true
+			}
+			if !inParen && !slices.Contains(rest, bareWord(w)) {
+				ok = false
+				break
+			}
+			if strings.HasSuffix(w, ")") {
+				inParen = false
+			}
+			if strings.HasSuffix(w, ",") { // "Kaiyuan, Liaoning": the place may stay unsaid
+				inParen = true
+			}
+		}
+		if ok {
+			best = n
+		}
+	}
+	return strings.Join(f[:best], " ")
+}
+
+// restarts says whether the words begin again inside: two words that start
+// them come back.
+func restarts(words []string) bool {
+	for i := 1; i+1 < len(words); i++ {
+		if words[i] == words[0] && words[i+1] == words[1] {
+			return true
+		}
+	}
+	return false
+}
+
+// endsSentence says whether w ends a sentence or a speaker's label.
+func endsSentence(w string) bool {
+	return strings.HasSuffix(w, ":") || strings.HasSuffix(w, "!") || strings.HasSuffix(w, "?") || strings.HasSuffix(w, ".") && len(w) > 4
+}
+
+// bareWord is w lower-cased, without surrounding quotes and punctuation or a
+// possessive "'s".
+func bareWord(w string) string {
+	w = strings.ToLower(strings.Trim(w, "\"“”'‘’,.;:!?()"))
+	return strings.TrimSuffix(strings.TrimSuffix(w, "'s"), "’s")
 }
