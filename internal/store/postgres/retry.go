@@ -84,13 +84,48 @@ func (p *pool) Exec(ctx context.Context, sql string, args ...any) (pgconn.Comman
 
 // Begin starts a transaction; see pool for its retries.
 func (p *pool) Begin(ctx context.Context) (pgx.Tx, error) {
-	var tx pgx.Tx
+	var t pgx.Tx
 	err := p.retry(ctx, true, func() (err error) {
-		tx, err = p.Pool.Begin(ctx)
+		t, err = p.Pool.Begin(ctx)
 		return err
 	})
-	return tx, err
+	if err != nil {
+		return nil, err
+	}
+	return tx{t}, nil
 }
+
+// tx is a transaction whose failures from losing the database are the
+// domain's 503, wherever the code that runs it returns them from. Nothing
+// in it is retried: the transaction is lost with its session.
+type tx struct{ pgx.Tx }
+
+func (t tx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	tag, err := t.Tx.Exec(ctx, sql, args...)
+	return tag, unavailable(err)
+}
+
+func (t tx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	rows, err := t.Tx.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	return mappedRows{rows}, nil
+}
+
+func (t tx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	return mappedRow{t.Tx.QueryRow(ctx, sql, args...)}
+}
+
+func (t tx) Commit(ctx context.Context) error { return unavailable(t.Tx.Commit(ctx)) }
+
+type mappedRow struct{ pgx.Row }
+
+func (r mappedRow) Scan(dest ...any) error { return unavailable(r.Row.Scan(dest...)) }
+
+type mappedRows struct{ pgx.Rows }
+
+func (r mappedRows) Err() error { return unavailable(r.Rows.Err()) }
 
 // Query runs a query. pgx reports most failures of a query when its first
 // row is read, not from Query itself, so the rows retry there: until a row
