@@ -2,7 +2,9 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -52,38 +54,151 @@ func (s *CapsuleStore) ChunkVectors(ctx context.Context, capsule string, fn func
 
 // Keyword calls fn with the capsule's chunks that match any of the terms, in
 // BM25 order (best first), with the positive BM25 score, until fn returns
-// false.
+// false. Terms are data, never FTS5 syntax: each is quoted.
+//
+// FTS5 scores every matching row, so what costs is how many rows match and
+// what each costs to score. Two things keep that down:
+//
+//   - When no other capsule has chunks between the capsule's first and last
+//     chunk rowid (one capsule, or capsules ingested one after another), the
+//     capsule is the rowid range alone, a constraint FTS5 applies in its
+//     index. Otherwise the MATCH also requires the capsule's token in the cap
+//     column, which costs a scan of that token's whole doclist per query
+//     (its IDF) and a second phrase in every row. Either way the cap column
+//     has BM25 weight 0, so the scores are the same.
+//   - Rows come from FTS5's own rank sorter in pages (ORDER BY rank LIMIT n:
+//     only the top n rows are kept and sorted, and only they are looked up
+//     in chunks); a consumer that wants more than a page gets the next,
+//     larger one.
+//
+// Within a page, equal scores are ordered by item id, then idx.
 func (s *CapsuleStore) Keyword(ctx context.Context, capsule string, terms []string, fn func(itemID string, idx int, score float64) bool) error {
 	if len(terms) == 0 {
 		return nil
 	}
-	var capID int64
-	if err := s.db.read.QueryRowContext(ctx, "SELECT id FROM capsules WHERE name = ?", capsule).Scan(&capID); err != nil {
-		return interpret(err)
-	}
-	quoted := make([]string, len(terms))
-	for i, t := range terms {
-		quoted[i] = `"` + strings.ReplaceAll(t, `"`, `""`) + `"`
-	}
-	match := "cap : " + capToken(capID) + " AND body : (" + strings.Join(quoted, " OR ") + ")"
-	rows, err := s.db.read.QueryContext(ctx, `SELECT k.item_id, k.idx, -bm25(chunks_fts, 1.0, 0.0) AS s
-		FROM chunks_fts JOIN chunks k ON k.id = chunks_fts.rowid WHERE chunks_fts MATCH ? ORDER BY s DESC, k.item_id, k.idx`, match)
+	sc, err := s.keywordScope(ctx, capsule)
 	if err != nil {
-		return fmt.Errorf("keyword search: %w", err)
+		return err
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var id string
-		var idx int
-		var score float64
-		if err := rows.Scan(&id, &idx, &score); err != nil {
+	if sc.lo == 0 {
+		return nil // no chunks
+	}
+	match := "body : (" + quoteTerms(terms) + ")"
+	if !sc.exclusive {
+		match = "cap : " + capToken(sc.capID) + " AND " + match
+	}
+	sent := map[int64]bool{}
+	for limit := firstKeywordPage; ; limit *= 4 {
+		page, err := s.keywordPage(ctx, match, sc, limit)
+		if err != nil {
 			return err
 		}
-		if !fn(id, idx, score) {
-			return nil
+		for _, h := range page {
+			if sent[h.rowid] {
+				continue
+			}
+			sent[h.rowid] = true
+			if !fn(h.itemID, h.idx, h.score) {
+				return nil
+			}
+		}
+		if len(page) < limit {
+			return nil // that was every match
 		}
 	}
-	return rows.Err()
+}
+
+// firstKeywordPage is the first page of Keyword: a hybrid query's depth (100)
+// fits in it.
+const firstKeywordPage = 128
+
+// keywordScope is where a capsule's chunks lie among the full-text rows.
+type keywordScope struct {
+	capID     int64
+	lo, hi    int64 // the capsule's first and last chunk rowid; 0 when it has none
+	exclusive bool  // no other capsule's chunk lies in [lo, hi]
+}
+
+// keywordScope reads the capsule's rowid range through chunks_by_capsule
+// (two seeks, and one more per other capsule for exclusivity).
+func (s *CapsuleStore) keywordScope(ctx context.Context, capsule string) (keywordScope, error) {
+	var sc keywordScope
+	var lo, hi sql.NullInt64
+	err := s.db.read.QueryRowContext(ctx, `SELECT c.id,
+		(SELECT id FROM chunks WHERE capsule_id = c.id ORDER BY id LIMIT 1),
+		(SELECT id FROM chunks WHERE capsule_id = c.id ORDER BY id DESC LIMIT 1)
+		FROM capsules c WHERE c.name = ?`, capsule).Scan(&sc.capID, &lo, &hi)
+	if err != nil {
+		return sc, interpret(err)
+	}
+	if !lo.Valid {
+		return sc, nil
+	}
+	sc.lo, sc.hi = lo.Int64, hi.Int64
+	var foreign bool
+	err = s.db.read.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM capsules c WHERE c.id != ?1 AND EXISTS (
+		SELECT 1 FROM chunks INDEXED BY chunks_by_capsule WHERE capsule_id = c.id AND id BETWEEN ?2 AND ?3))`,
+		sc.capID, sc.lo, sc.hi).Scan(&foreign)
+	if err != nil {
+		return sc, fmt.Errorf("keyword scope: %w", interpret(err))
+	}
+	sc.exclusive = !foreign
+	return sc, nil
+}
+
+// keywordHit is one row of a keyword page.
+type keywordHit struct {
+	rowid  int64
+	itemID string
+	idx    int
+	score  float64
+}
+
+// keywordPage returns the best limit rows of the MATCH within the scope's
+// rowid range, best first (ties by item id, then idx).
+func (s *CapsuleStore) keywordPage(ctx context.Context, match string, sc keywordScope, limit int) ([]keywordHit, error) {
+	rows, err := s.db.read.QueryContext(ctx, `SELECT f.rowid, -f.rank, k.item_id, k.idx FROM (
+			SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ?1 AND rank MATCH 'bm25(1.0, 0.0)'
+			AND rowid BETWEEN ?2 AND ?3 ORDER BY rank LIMIT ?4) f
+		JOIN chunks k ON k.id = f.rowid`, match, sc.lo, sc.hi, limit)
+	if err != nil {
+		return nil, fmt.Errorf("keyword search: %w", interpret(err))
+	}
+	defer rows.Close()
+	var page []keywordHit
+	for rows.Next() {
+		var h keywordHit
+		if err := rows.Scan(&h.rowid, &h.score, &h.itemID, &h.idx); err != nil {
+			return nil, fmt.Errorf("keyword search: %w", err)
+		}
+		page = append(page, h)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("keyword search: %w", interpret(err))
+	}
+	sort.Slice(page, func(i, j int) bool {
+		a, b := page[i], page[j]
+		if a.score != b.score {
+			return a.score > b.score
+		}
+		if a.itemID != b.itemID {
+			return a.itemID < b.itemID
+		}
+		return a.idx < b.idx
+	})
+	return page, nil
+}
+
+// quoteTerms ORs the terms, each an FTS5 string (so never syntax).
+func quoteTerms(terms []string) string {
+	var b strings.Builder
+	for i, t := range terms {
+		if i > 0 {
+			b.WriteString(" OR ")
+		}
+		b.WriteString(`"` + strings.ReplaceAll(t, `"`, `""`) + `"`)
+	}
+	return b.String()
 }
 
 // ChunkText returns the text of one chunk.
