@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/gob"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -49,8 +50,11 @@ func runBenchAgent(ctx context.Context, args []string, stdout, stderr io.Writer)
 	maxTurns := fs.Int("max-turns", 8, "turn limit of the loop")
 	workers := fs.Int("ingest-workers", 1, "ingestion workers")
 	dataDir := fs.String("data-dir", "", "keep the bench's database in DIR and reuse it: a second run over the same set finds its items ready\n"+
-		"and skips the model (command line only; CAPSULED_DATA_DIR, the server's, is never used). Default: a temporary folder, removed")
+		"and skips ingestion (command line only; CAPSULED_DATA_DIR, the server's, is never used; one folder per set and --limit).\n"+
+		"Default: a temporary folder, removed")
 	split := fs.String("split", "all", "answer all questions, or only the odd- or even-numbered ones (1st, 3rd, … by sorted id): all, odd or even")
+	cacheFile := fs.String("search-cache", "", "remember every search's result in FILE and answer it from there on the next run (for iterating on the\n"+
+		"policy over one --data-dir; latencies then leave the searches out, so never report them from such a run)")
 	perQuestion := fs.String("per-question", "", "write one JSON line per question to FILE (gold ids, one-shot and agent rankings)")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -124,6 +128,10 @@ func runBenchAgent(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return err
 	}
+	cache, err := loadSearchCache(*cacheFile)
+	if err != nil {
+		return err
+	}
 	var pq io.Writer
 	if *perQuestion != "" {
 		f, err := os.Create(*perQuestion)
@@ -164,7 +172,10 @@ func runBenchAgent(ctx context.Context, args []string, stdout, stderr io.Writer)
 		docs, chunks = docs+len(set.docs), chunks+c.ChunkCount
 		fmt.Fprintf(stderr, "%s: ingested %d documents (%d chunks) in %s; asking %d questions\n",
 			set.capsule, len(set.docs), c.ChunkCount, time.Since(t0).Round(time.Millisecond), len(set.questions))
-		backend := &capsuleBackend{c: client, capsule: set.capsule}
+		var backend agent.Backend = &capsuleBackend{c: client, capsule: set.capsule}
+		if cache != nil {
+			backend = &cachedBackend{b: backend, c: cache, capsule: set.capsule}
+		}
 		for i, q := range set.questions {
 			qn++
 			half := "even"
@@ -174,7 +185,7 @@ func runBenchAgent(ctx context.Context, args []string, stdout, stderr io.Writer)
 			if *split != "all" && half != *split {
 				continue
 			}
-			ans, err := st.ask(ctx, client, backend, model, set.capsule, q, uri, *maxTurns)
+			ans, err := st.ask(ctx, client, backend, cache, model, set.capsule, q, uri, *maxTurns)
 			if err != nil {
 				return fmt.Errorf("%s question %s: %w", set.capsule, q.id, err)
 			}
@@ -189,7 +200,13 @@ func runBenchAgent(ctx context.Context, args []string, stdout, stderr io.Writer)
 			}
 		}
 	}
+	if err := cache.save(); err != nil {
+		return err
+	}
 	res := st.summary()
+	if cache != nil {
+		res["search_cache"] = cache.path
+	}
 	res["dataset"] = sets[0].name
 	res["docs"], res["chunks"], res["model"], res["cpus"] = docs, chunks, modelID, runtime.NumCPU()
 	res["ingest_s"] = round4(ingest.Seconds())
@@ -334,6 +351,9 @@ func ingestSet(ctx context.Context, svc *capsule.Service, set benchSet) (map[str
 		if e, ok := domain.AsError(err); !ok || e.Kind != domain.KindConflict {
 			return nil, err
 		}
+		if uri, err := readySet(ctx, svc, set); err != nil || uri != nil {
+			return uri, err
+		}
 	}
 	uri := map[string]string{}
 	var ids []string
@@ -353,6 +373,39 @@ func ingestSet(ctx context.Context, svc *capsule.Service, set benchSet) (map[str
 		if it.Status != domain.StatusReady {
 			return nil, fmt.Errorf("item %s (%s): %s %s", id, uri[id], it.Status, it.Error)
 		}
+	}
+	return uri, nil
+}
+
+// readySet returns item id → document id when the capsule (of a kept
+// --data-dir) already holds every document of the set as a ready item, and
+// nil when it does not.
+func readySet(ctx context.Context, svc *capsule.Service, set benchSet) (map[string]string, error) {
+	byURI := map[string]string{}
+	after := ""
+	for {
+		items, next, err := svc.ListItems(ctx, set.capsule, domain.StatusReady, after, 1000)
+		if err != nil {
+			return nil, err
+		}
+		for _, it := range items {
+			byURI[it.URI] = it.ID
+		}
+		if next == "" {
+			break
+		}
+		after = next
+	}
+	if len(byURI) != len(set.docs) {
+		return nil, nil
+	}
+	uri := make(map[string]string, len(set.docs))
+	for _, d := range set.docs {
+		id, ok := byURI[d.id]
+		if !ok {
+			return nil, nil
+		}
+		uri[id] = d.id
 	}
 	return uri, nil
 }
@@ -430,22 +483,30 @@ type answer struct {
 }
 
 // ask answers q both ways and adds up the measures.
-func (s *benchStats) ask(ctx context.Context, c *gen.ClientWithResponses, b *capsuleBackend, m agent.Model, capsuleName string, q benchQuestion, uri map[string]string, maxTurns int) (answer, error) {
+func (s *benchStats) ask(ctx context.Context, c *gen.ClientWithResponses, b agent.Backend, cache *searchCache, m agent.Model, capsuleName string, q benchQuestion, uri map[string]string, maxTurns int) (answer, error) {
 	var a answer
 	// One-shot: hybrid search, one chunk per item, the top 10 items.
-	limit, one, mode := 10, 1, gen.Hybrid
 	t0 := time.Now()
-	resp, err := c.QueryCapsuleWithResponse(ctx, capsuleName, gen.QueryCapsuleJSONRequestBody{Query: q.text, Limit: &limit,
-		Wishlist: &gen.Wishlist{Mode: &mode, MaxChunksPerItem: &one}})
-	if err != nil {
-		return a, err
-	}
-	if resp.JSON200 == nil {
-		return a, errorOf(resp.StatusCode(), resp.Body)
+	key := cacheKey("oneshot", capsuleName, q.text, 10)
+	hits, ok := cache.get(key)
+	if !ok {
+		limit, one, mode := 10, 1, gen.Hybrid
+		resp, err := c.QueryCapsuleWithResponse(ctx, capsuleName, gen.QueryCapsuleJSONRequestBody{Query: q.text, Limit: &limit,
+			Wishlist: &gen.Wishlist{Mode: &mode, MaxChunksPerItem: &one}})
+		if err != nil {
+			return a, err
+		}
+		if resp.JSON200 == nil {
+			return a, errorOf(resp.StatusCode(), resp.Body)
+		}
+		for _, r := range *resp.JSON200 {
+			hits = append(hits, agent.Hit{ID: r.ItemId})
+		}
+		cache.put(key, hits)
 	}
 	a.oneLat = time.Since(t0)
-	for _, r := range *resp.JSON200 {
-		a.oneshot = append(a.oneshot, uri[r.ItemId])
+	for _, h := range hits {
+		a.oneshot = append(a.oneshot, uri[h.ID])
 	}
 	// The loop over HTTP.
 	t0 = time.Now()
@@ -540,4 +601,114 @@ func printAgentBench(w io.Writer, r map[string]any) {
 			fmt.Fprintf(w, "  %s: both@10 one-shot %v, agent %v\n", kind, r["oneshot_both_at_10_"+kind], v)
 		}
 	}
+}
+
+// searchCache remembers search results across runs (--search-cache). A nil
+// cache remembers nothing.
+type searchCache struct {
+	path  string
+	mu    sync.Mutex
+	m     map[string][]agent.Hit
+	dirty bool
+}
+
+func loadSearchCache(path string) (*searchCache, error) {
+	if path == "" {
+		return nil, nil
+	}
+	c := &searchCache{path: path, m: map[string][]agent.Hit{}}
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return c, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if err := gob.NewDecoder(f).Decode(&c.m); err != nil {
+		return nil, fmt.Errorf("search cache %s: %w", path, err)
+	}
+	return c, nil
+}
+
+func cacheKey(kind, capsule, query string, limit int) string {
+	return fmt.Sprintf("%s\x00%s\x00%d\x00%s", kind, capsule, limit, query)
+}
+
+func (c *searchCache) get(key string) ([]agent.Hit, bool) {
+	if c == nil {
+		return nil, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h, ok := c.m[key]
+	return h, ok
+}
+
+func (c *searchCache) put(key string, hits []agent.Hit) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.m[key], c.dirty = hits, true
+}
+
+// save writes the cache when it learnt something (to a temporary file, then
+// renamed over the old one).
+func (c *searchCache) save() error {
+	if c == nil || !c.dirty {
+		return nil
+	}
+	tmp := c.path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	if err := gob.NewEncoder(f).Encode(c.m); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, c.path)
+}
+
+// cachedBackend answers searches from the cache, and asks b on a miss.
+type cachedBackend struct {
+	b       agent.Backend
+	c       *searchCache
+	capsule string
+}
+
+func (cb *cachedBackend) cached(kind, q string, limit int, f func() ([]agent.Hit, error)) ([]agent.Hit, error) {
+	key := cacheKey(kind, cb.capsule, q, limit)
+	if h, ok := cb.c.get(key); ok {
+		return h, nil
+	}
+	h, err := f()
+	if err == nil {
+		cb.c.put(key, h)
+	}
+	return h, err
+}
+
+func (cb *cachedBackend) Search(ctx context.Context, q string, limit int) ([]agent.Hit, error) {
+	return cb.cached("search", q, limit, func() ([]agent.Hit, error) { return cb.b.Search(ctx, q, limit) })
+}
+
+func (cb *cachedBackend) TextSearch(ctx context.Context, q string, limit int) ([]agent.Hit, error) {
+	return cb.cached("text_search", q, limit, func() ([]agent.Hit, error) { return cb.b.TextSearch(ctx, q, limit) })
+}
+
+func (cb *cachedBackend) Read(ctx context.Context, id string) (string, error) {
+	h, err := cb.cached("read", id, 0, func() ([]agent.Hit, error) {
+		text, err := cb.b.Read(ctx, id)
+		return []agent.Hit{{ID: id, Text: text}}, err
+	})
+	if err != nil || len(h) == 0 {
+		return "", err
+	}
+	return h[0].Text, nil
 }

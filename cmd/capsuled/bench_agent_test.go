@@ -89,7 +89,17 @@ func TestBenchAgentDataDir(t *testing.T) {
 		t.Fatalf("the data dir was not kept: %v", err)
 	}
 	pq := filepath.Join(dir, "pq.jsonl")
-	second := run("--per-question", pq)
+	cacheFile := filepath.Join(dir, "searches.gob")
+	second := run("--per-question", pq, "--search-cache", cacheFile)
+	if _, err := os.Stat(cacheFile); err != nil {
+		t.Fatalf("no search cache written: %v", err)
+	}
+	third := run("--search-cache", cacheFile) // every search from the cache
+	for _, k := range []string{"oneshot_both_at_10", "agent_both_at_10", "agent_recall_at_2", "tool_calls_per_question"} {
+		if third[k] != second[k] {
+			t.Errorf("%s: from the search cache %v, searched %v", k, third[k], second[k])
+		}
+	}
 	for _, k := range []string{"questions", "docs", "chunks", "oneshot_both_at_10", "agent_both_at_10", "agent_recall_at_5"} {
 		if first[k] != second[k] {
 			t.Errorf("%s: first run %v, second run %v", k, first[k], second[k])
