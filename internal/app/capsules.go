@@ -52,7 +52,9 @@ type CapsulesConfig struct {
 	// ORTLib is libonnxruntime.so. Default: $CAPSULED_ORT_LIB or well-known
 	// places.
 	ORTLib string
-	// Workers is the number of ingestion workers. Default 1.
+	// Workers is the most ingestion jobs (one item each) this process
+	// works at once: river's MaxWorkers for the ingest queue. Their embedder
+	// calls are joined into batches. Default capsule.DefaultWorkers.
 	Workers int
 	// Fusion is the hybrid fusion: convex (default) or rrf.
 	Fusion string
@@ -67,9 +69,10 @@ type CapsulesConfig struct {
 	// ModelURL is where ModelFetch downloads from (default: the model's
 	// public home).
 	ModelURL string
-	// IngestLease is how long an item claimed for indexing stays claimed
-	// before another replica may take it over, on a shared (PostgreSQL)
-	// store. Default postgres.DefaultClaimLease.
+	// IngestLease is how long an ingestion job may run before it is
+	// presumed dead and run again by another replica, on a shared
+	// (PostgreSQL) store: river's RescueStuckJobsAfter (and its job
+	// time-out). Default postgres.DefaultClaimLease.
 	IngestLease time.Duration
 }
 
@@ -85,10 +88,10 @@ func (c *CapsulesConfig) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.ORTLib, "ort-lib", "", "path of libonnxruntime.so (default: well-known places)")
 	fs.BoolVar(&c.ModelFetch, "model-fetch", true, "with --embedder auto or onnx and no model on disk, download the ONNX model into <data>/models on first use")
 	fs.StringVar(&c.ModelURL, "model-url", "", "where --model-fetch downloads from (default: the model's public home)")
-	fs.IntVar(&c.Workers, "ingest-workers", 1, "ingestion workers")
+	fs.IntVar(&c.Workers, "ingest-workers", capsule.DefaultWorkers, "ingestion jobs worked at once by this process (river MaxWorkers; one item each, embedded together in batches)")
 	fs.StringVar(&c.Fusion, "fusion", "convex", "hybrid fusion: convex or rrf")
 	fs.Float64Var(&c.Alpha, "fusion-alpha", 0, "dense weight of the convex fusion (0: default 0.5)")
-	fs.DurationVar(&c.IngestLease, "ingest-lease", 0, "PostgreSQL store: how long a replica's claim on an item being indexed lasts before another replica may take it over (0: 5m)")
+	fs.DurationVar(&c.IngestLease, "ingest-lease", 0, "PostgreSQL store: how long an ingestion job may run before it is presumed dead and run again by another replica (river RescueStuckJobsAfter; 0: 5m)")
 }
 
 // newCapsules builds the capsule service (nil: the operations answer 501).

@@ -86,7 +86,6 @@ func TestKillDuringIngestion(t *testing.T) {
 	if len(items) != n {
 		t.Fatalf("%d items after restart, want %d", len(items), n)
 	}
-	sum := 0
 	for _, it := range items {
 		if want, ok := ready[it.ID]; ok && (it.Status != "ready" || it.ChunkCount != want) {
 			t.Errorf("ready item %s lost: %s with %d chunks", it.ID, it.Status, it.ChunkCount)
@@ -94,6 +93,18 @@ func TestKillDuringIngestion(t *testing.T) {
 		if it.Status == "ready" && it.ChunkCount == 0 || it.Status != "ready" && it.ChunkCount != 0 {
 			t.Errorf("half-indexed item %s: %s with %d chunks", it.ID, it.Status, it.ChunkCount)
 		}
+	}
+	sum := 0
+	deadline = time.Now().Add(120 * time.Second)
+	for len(readyItems(t, srv, key)) < n {
+		if time.Now().After(deadline) {
+			t.Fatal("items did not finish after the restart")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// Once every item is ready (the restarted server ingests meanwhile, so
+	// not before), the capsule holds exactly its items' chunks.
+	for _, it := range listItems(t, srv, key) {
 		sum += it.ChunkCount
 	}
 	var c struct {
@@ -102,13 +113,6 @@ func TestKillDuringIngestion(t *testing.T) {
 	call(t, srv, key, "GET", "/v1/capsules/k", nil, &c)
 	if c.ChunkCount != sum {
 		t.Errorf("capsule holds %d chunks, its items %d: orphaned chunks", c.ChunkCount, sum)
-	}
-	deadline = time.Now().Add(120 * time.Second)
-	for len(readyItems(t, srv, key)) < n {
-		if time.Now().After(deadline) {
-			t.Fatal("items did not finish after the restart")
-		}
-		time.Sleep(100 * time.Millisecond)
 	}
 	var hits []struct {
 		URI string `json:"uri"`

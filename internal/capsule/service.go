@@ -31,8 +31,13 @@ type Config struct {
 	Tokens ingest.TokenCounter
 	// DataDir holds the original bytes of items (DataDir/blobs). Required.
 	DataDir string
-	// Workers is the number of ingestion workers. Default 1.
+	// Workers is the most ingestion jobs this process works at once (one
+	// item each; their embedder calls are joined into batches of up to
+	// EmbedBatch chunks). Default DefaultWorkers.
 	Workers int
+	// StopTimeout is how long Close lets running ingestion jobs finish
+	// before it cancels them (they run again later). Default 10s.
+	StopTimeout time.Duration
 	// EmbedBatch is the most chunks embedded in one call. Default 64.
 	EmbedBatch int
 	// Chunking tunes the chunker (default: ingest's defaults with heading
@@ -59,16 +64,19 @@ type Service struct {
 	blobs  blobs
 	engine *retrieval.Engine
 	log    *slog.Logger
+	// batcher joins the embedder calls of concurrent jobs (nil: no
+	// embedder).
+	batcher *batcher
 
 	blobMu sync.Mutex // orders blob placement and removal with item rows
 
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced whenever an item finishes
-	wake    chan struct{} // pokes idle workers
-
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	started bool
 }
+
+// DefaultWorkers is the default Config.Workers.
+const DefaultWorkers = 16
 
 // New returns a Service; Start starts its workers.
 func New(cfg Config) (*Service, error) {
@@ -79,7 +87,10 @@ func New(cfg Config) (*Service, error) {
 		return nil, errors.New("capsule: a data directory is required")
 	}
 	if cfg.Workers <= 0 {
-		cfg.Workers = 1
+		cfg.Workers = DefaultWorkers
+	}
+	if cfg.StopTimeout <= 0 {
+		cfg.StopTimeout = 10 * time.Second
 	}
 	if cfg.EmbedBatch <= 0 {
 		cfg.EmbedBatch = 64
@@ -97,7 +108,9 @@ func New(cfg Config) (*Service, error) {
 		cfg: cfg, st: cfg.Store, emb: cfg.Embedder, tokens: cfg.Tokens, log: cfg.Log,
 		blobs:   blobs{dir: filepath.Join(cfg.DataDir, "blobs")},
 		changed: make(chan struct{}),
-		wake:    make(chan struct{}, 1),
+	}
+	if s.emb != nil {
+		s.batcher = newBatcher(s.emb, cfg.EmbedBatch)
 	}
 	if s.tokens == nil {
 		s.tokens = approxTokens{}
@@ -126,39 +139,44 @@ func (s *Service) Semantic() bool { return s.emb != nil }
 // Engine is the retrieval engine (for benchmarks).
 func (s *Service) Engine() *retrieval.Engine { return s.engine }
 
-// Start requeues items a previous process left indexing, removes orphaned
-// blobs and starts the ingestion workers, which run until Close.
+// Start removes orphaned blobs and starts working the store's ingestion
+// jobs (jobs a stopped process left are run again: see Jobs), until Close.
 func (s *Service) Start(ctx context.Context) error {
-	n, err := s.st.ResetIndexing(ctx)
-	if err != nil {
-		return err
-	}
-	if n > 0 {
-		s.log.Warn("requeued items left indexing by a stopped process", "items", n)
-	}
 	if err := s.collectBlobs(ctx); err != nil {
 		s.log.Warn("blob clean-up failed", "err", err)
 	}
-	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	s.cancel = cancel
-	for range s.cfg.Workers {
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			s.work(wctx)
-		}()
+	if s.batcher != nil {
+		s.batcher.start()
 	}
+	if err := s.st.StartIngest(ctx, s.cfg.Workers, s.ingestItem); err != nil {
+		if s.batcher != nil {
+			s.batcher.stop()
+		}
+		return fmt.Errorf("start ingestion: %w", err)
+	}
+	s.mu.Lock()
+	s.started = true
+	s.mu.Unlock()
 	return nil
 }
 
-// Close stops the workers; an item being indexed is left indexing and is
-// requeued by the next Start.
+// Close stops working jobs: running ones get Config.StopTimeout to finish,
+// then are cancelled, their items left indexing until their jobs run again.
 func (s *Service) Close() error {
-	if s.cancel != nil {
-		s.cancel()
+	s.mu.Lock()
+	started := s.started
+	s.started = false
+	s.mu.Unlock()
+	if !started {
+		return nil
 	}
-	s.wg.Wait()
-	return nil
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.StopTimeout)
+	defer cancel()
+	err := s.st.StopIngest(ctx)
+	if s.batcher != nil {
+		s.batcher.stop()
+	}
+	return err
 }
 
 func (s *Service) collectBlobs(ctx context.Context) error {
@@ -316,10 +334,7 @@ func (s *Service) AddItem(ctx context.Context, capsule string, in NewItem) (doma
 		}
 		return domain.Item{}, false, notFound(err, "capsule", capsule)
 	}
-	switch {
-	case stored.Status == domain.StatusQueued:
-		s.poke()
-	case stored.Status == domain.StatusReady:
+	if stored.Status == domain.StatusReady {
 		s.engine.ItemUpdated(stored)
 	}
 	return stored, created, nil
@@ -341,13 +356,6 @@ func (s *Service) fileType(hash, name, given string) (string, error) {
 	head := make([]byte, 8192)
 	n, _ := io.ReadFull(f, head)
 	return ingest.ResolveType(name, given, head[:n]), nil
-}
-
-func (s *Service) poke() {
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
 }
 
 // GetItem returns an item of a capsule.
@@ -403,7 +411,6 @@ func (s *Service) ReindexItem(ctx context.Context, capsule, id string) (domain.I
 	if err != nil {
 		return domain.Item{}, s.itemErr(ctx, err, capsule, id)
 	}
-	s.poke()
 	return it, nil
 }
 
@@ -425,11 +432,17 @@ func (s *Service) ItemText(ctx context.Context, capsule, id string) (domain.Item
 	return it, text, nil
 }
 
+// waitPoll is how often WaitItem looks at the item when this process hears
+// of no change: another process sharing the store may be ingesting it.
+const waitPoll = 250 * time.Millisecond
+
 // WaitItem waits until an item is ready or failed, the timeout passes or ctx
 // ends, and returns the item as it then is.
 func (s *Service) WaitItem(ctx context.Context, capsule, id string, timeout time.Duration) (domain.Item, error) {
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
+	poll := time.NewTicker(waitPoll)
+	defer poll.Stop()
 	for {
 		s.mu.Lock()
 		ch := s.changed
@@ -440,6 +453,7 @@ func (s *Service) WaitItem(ctx context.Context, capsule, id string, timeout time
 		}
 		select {
 		case <-ch:
+		case <-poll.C:
 		case <-deadline.C:
 			return it, nil
 		case <-ctx.Done():

@@ -28,18 +28,35 @@ type Store interface {
 	RequeueItem(ctx context.Context, capsule, id string, at time.Time) (domain.Item, error)
 	ItemText(ctx context.Context, capsule, id string) (string, error)
 
-	// ClaimItem moves the longest-queued item to indexing (ErrNotFound: none).
-	ClaimItem(ctx context.Context, at time.Time) (domain.Item, error)
+	Jobs
+	// StartItem moves an item to indexing for the job of the content hash
+	// (the item must be queued, or indexing by a job run again);
+	// ErrNotFound when it is gone, ErrConflict when it no longer needs the
+	// job.
+	StartItem(ctx context.Context, id, hash string, at time.Time) (domain.Item, error)
 	// CompleteItem and FailItem finish an indexing item atomically;
 	// ErrConflict when it changed meanwhile.
 	CompleteItem(ctx context.Context, id, hash, text string, chunks []domain.Chunk, at time.Time) (domain.Item, error)
 	FailItem(ctx context.Context, id, hash, reason string, at time.Time) (domain.Item, error)
-	// ResetIndexing requeues items a stopped process left indexing.
-	ResetIndexing(ctx context.Context) (int, error)
 	HashInUse(ctx context.Context, hash string) (bool, error)
 
 	CachedVectors(ctx context.Context, model string, hashes [][32]byte) (map[[32]byte][]float32, error)
 	CacheVectors(ctx context.Context, model string, vecs map[[32]byte][]float32) error
+}
+
+// Jobs is the store's durable queue of ingestion jobs: one job per item
+// write that queued an item, enqueued by the store in the write's
+// transaction, so that a job exists exactly when its item is queued.
+type Jobs interface {
+	// StartIngest works the jobs with step, at most workers at once in
+	// this process, until StopIngest. A job whose step fails is retried;
+	// one whose process stopped is run again, by any process sharing the
+	// store; two processes never run one job at once (unless it outlives
+	// the store's lease and is presumed dead).
+	StartIngest(ctx context.Context, workers int, step func(ctx context.Context, itemID, contentHash string) error) error
+	// StopIngest stops working jobs, letting running ones finish until ctx
+	// ends.
+	StopIngest(ctx context.Context) error
 }
 
 // Embedder embeds texts into unit vectors.

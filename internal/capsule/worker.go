@@ -6,48 +6,41 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"capsuled/internal/domain"
 	"capsuled/internal/ingest"
 )
 
-// idlePoll is how often an idle worker looks for queued items without being
-// poked (items queued by another process or left by a failed claim).
-const idlePoll = 2 * time.Second
-
-// claimBatch is the most items a worker takes at once: their chunks are
-// embedded together, so that small items still fill the embedder's batches.
-const claimBatch = 32
-
-// work claims and ingests queued items until ctx ends.
-func (s *Service) work(ctx context.Context) {
-	for ctx.Err() == nil {
-		var batch []domain.Item
-		for len(batch) < claimBatch {
-			it, err := s.st.ClaimItem(ctx, s.cfg.Now().UTC())
-			if err != nil {
-				if !errors.Is(err, domain.ErrNotFound) && ctx.Err() == nil {
-					s.log.Error("claim item", "err", err)
-				}
-				break
-			}
-			batch = append(batch, it)
-		}
-		if len(batch) == 0 {
-			select {
-			case <-ctx.Done():
-				return
-			case <-s.wake:
-			case <-time.After(idlePoll):
-			}
-			continue
-		}
-		s.ingest(ctx, batch)
+// ingestItem is one ingestion job's work, the per-item step: it moves the
+// item to indexing, extracts, chunks and embeds its content and completes
+// or fails it. The store's guards settle races: a job for content the item
+// no longer holds, or for an item gone or done, finds nothing to do, and an
+// item updated, requeued or deleted while the job worked keeps its newer
+// state. A nil error finishes the job; an error (the database, or the
+// process stopping) has it run again.
+func (s *Service) ingestItem(ctx context.Context, itemID, hash string) error {
+	it, err := s.st.StartItem(ctx, itemID, hash, s.cfg.Now().UTC())
+	if errors.Is(err, domain.ErrNotFound) || errors.Is(err, domain.ErrConflict) {
+		return nil // deleted, or new content with its own job, or done
 	}
+	if err != nil {
+		return fmt.Errorf("start item %s: %w", itemID, err)
+	}
+	p := prepared{it: it}
+	p.text, p.chunks, p.err = s.prepare(ctx, it)
+	if p.err == nil && s.emb != nil && len(p.chunks) > 0 {
+		p.err = s.embedChunks(ctx, p.chunks)
+	}
+	if ctx.Err() != nil {
+		// Stopping: the item stays indexing and the job runs again.
+		return ctx.Err()
+	}
+	err = s.finish(ctx, p)
+	s.notify()
+	return err
 }
 
-// prepared is one claimed item after extraction and chunking.
+// prepared is one item after extraction, chunking and embedding.
 type prepared struct {
 	it     domain.Item
 	text   string
@@ -55,69 +48,35 @@ type prepared struct {
 	err    error
 }
 
-// ingest extracts and chunks a batch of claimed items, embeds all their
-// chunks together and indexes each item in its own transaction.
-func (s *Service) ingest(ctx context.Context, items []domain.Item) {
-	ps := make([]prepared, len(items))
-	var all []domain.Chunk
-	for i, it := range items {
-		ps[i].it = it
-		ps[i].text, ps[i].chunks, ps[i].err = s.prepare(ctx, it)
-		if ps[i].err == nil {
-			all = append(all, ps[i].chunks...)
-		}
-	}
-	if s.emb != nil && len(all) > 0 {
-		err := s.embedChunks(ctx, all)
-		off := 0
-		for i := range ps {
-			if ps[i].err != nil {
-				continue
-			}
-			if err != nil {
-				ps[i].err = err
-				continue
-			}
-			for j := range ps[i].chunks {
-				ps[i].chunks[j].Vector = all[off+j].Vector
-			}
-			off += len(ps[i].chunks)
-		}
-	}
-	if ctx.Err() != nil {
-		return // shutting down: the items stay indexing and are requeued at start
-	}
-	for _, p := range ps {
-		s.finish(ctx, p)
-	}
-	s.notify()
-}
-
-// finish writes one item's outcome.
-func (s *Service) finish(ctx context.Context, p prepared) {
+// finish writes one item's outcome; it returns only the errors that
+// deserve another try (the store's), not the item's own.
+func (s *Service) finish(ctx context.Context, p prepared) error {
 	now := s.cfg.Now().UTC()
 	it := p.it
 	if p.err != nil {
 		reason := failureReason(p.err)
 		failed, ferr := s.st.FailItem(ctx, it.ID, it.ContentHash, reason, now)
-		if ferr == nil {
+		switch {
+		case ferr == nil:
 			s.engine.ItemRemoved(failed.Capsule, failed.ID)
 			s.log.Info("item failed", "capsule", it.Capsule, "item", it.ID, "reason", reason)
-		} else if !errors.Is(ferr, domain.ErrConflict) {
-			s.log.Error("mark item failed", "item", it.ID, "err", ferr)
+		case errors.Is(ferr, domain.ErrConflict):
+		default:
+			return fmt.Errorf("mark item %s failed: %w", it.ID, ferr)
 		}
-		return
+		return nil
 	}
 	done, err := s.st.CompleteItem(ctx, it.ID, it.ContentHash, p.text, p.chunks, now)
 	switch {
 	case errors.Is(err, domain.ErrConflict):
 		// Updated, requeued or deleted while we worked: the newer state wins.
 	case err != nil:
-		s.log.Error("index item", "item", it.ID, "err", err)
+		return fmt.Errorf("index item %s: %w", it.ID, err)
 	default:
 		s.engine.ItemIndexed(done, p.chunks)
 		s.log.Debug("item ready", "capsule", it.Capsule, "item", it.ID, "chunks", len(p.chunks))
 	}
+	return nil
 }
 
 // failureReason is the readable reason shown on a failed item.
@@ -155,6 +114,8 @@ func (s *Service) prepare(ctx context.Context, it domain.Item) (string, []domain
 }
 
 // embedChunks sets the chunks' vectors, from the cache where it has them.
+// Its embedder calls go through the batcher, which joins the calls of
+// concurrent jobs into full batches.
 func (s *Service) embedChunks(ctx context.Context, chunks []domain.Chunk) error {
 	model := s.emb.ModelID()
 	hashes := make([][32]byte, len(chunks))
@@ -180,7 +141,7 @@ func (s *Service) embedChunks(ctx context.Context, chunks []domain.Chunk) error 
 		for j, i := range batch {
 			texts[j] = chunks[i].Text
 		}
-		vecs, err := s.emb.Embed(ctx, texts)
+		vecs, err := s.batcher.Embed(ctx, texts)
 		if err != nil {
 			return fmt.Errorf("embedding failed: %w", err)
 		}

@@ -37,10 +37,11 @@ func CapsuleStore(t *testing.T, newStore func(t *testing.T) capsule.Store) {
 		}
 		return out
 	}
-	// index claims the queued item and completes it with chunks.
+	// index starts the longest-queued item, as its job does, and completes
+	// it with chunks.
 	index := func(t *testing.T, st capsule.Store, texts ...string) domain.Item {
 		t.Helper()
-		it, err := st.ClaimItem(ctx, t0)
+		it, err := startQueued(ctx, st, t0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -125,12 +126,12 @@ func CapsuleStore(t *testing.T, newStore func(t *testing.T) capsule.Store) {
 		if _, _, err := st.PutItem(ctx, item("docs", "itm_1", "u1", "h1")); err != nil {
 			t.Fatal(err)
 		}
-		claimed, err := st.ClaimItem(ctx, t0)
+		claimed, err := startQueued(ctx, st, t0)
 		if err != nil || claimed.Status != domain.StatusIndexing {
-			t.Fatalf("claim: %+v %v", claimed, err)
+			t.Fatalf("start: %+v %v", claimed, err)
 		}
-		if _, err := st.ClaimItem(ctx, t0); !errors.Is(err, domain.ErrNotFound) {
-			t.Fatalf("second claim: %v", err)
+		if _, err := startQueued(ctx, st, t0); !errors.Is(err, domain.ErrNotFound) {
+			t.Fatalf("still queued: %v", err)
 		}
 		if got := keyword(t, st, "docs", "alpha"); len(got) != 0 {
 			t.Fatalf("searchable before ready: %v", got)
@@ -171,7 +172,7 @@ func CapsuleStore(t *testing.T, newStore func(t *testing.T) capsule.Store) {
 		if _, _, err := st.PutItem(ctx, item("docs", "x", "u1", "h2")); err != nil {
 			t.Fatal(err)
 		}
-		it, _ := st.ClaimItem(ctx, t0)
+		it, _ := startQueued(ctx, st, t0)
 		failed, err := st.FailItem(ctx, it.ID, "h2", "corrupt PDF", t0)
 		if err != nil || failed.Status != domain.StatusFailed || failed.Error != "corrupt PDF" || failed.ChunkCount != 0 {
 			t.Fatalf("fail: %+v %v", failed, err)
@@ -184,22 +185,43 @@ func CapsuleStore(t *testing.T, newStore func(t *testing.T) capsule.Store) {
 		}
 	})
 
-	t.Run("ResetIndexing", func(t *testing.T) {
+	t.Run("StartItemGuards", func(t *testing.T) {
 		t.Parallel()
 		st := setup(t, "docs")
-		for i := range 3 {
-			if _, _, err := st.PutItem(ctx, item("docs", fmt.Sprintf("itm_%d", i), fmt.Sprint(i), "h")); err != nil {
-				t.Fatal(err)
-			}
+		if _, _, err := st.PutItem(ctx, item("docs", "itm_1", "u1", "h1")); err != nil {
+			t.Fatal(err)
 		}
-		st.ClaimItem(ctx, t0)
-		st.ClaimItem(ctx, t0)
-		if n, err := st.ResetIndexing(ctx); err != nil || n != 2 {
-			t.Fatalf("reset: %d %v", n, err)
+		if _, err := st.StartItem(ctx, "itm_1", "h0", t0); !errors.Is(err, domain.ErrConflict) {
+			t.Fatalf("job of other content: %v", err)
 		}
-		items, _ := st.ListItems(ctx, "docs", domain.StatusQueued, "", 10)
-		if len(items) != 3 {
-			t.Fatalf("queued after reset: %d", len(items))
+		if _, err := st.StartItem(ctx, "itm_none", "h1", t0); !errors.Is(err, domain.ErrNotFound) {
+			t.Fatalf("job of a deleted item: %v", err)
+		}
+		it, err := st.StartItem(ctx, "itm_1", "h1", t0)
+		if err != nil || it.Status != domain.StatusIndexing || it.Capsule != "docs" || it.URI != "u1" {
+			t.Fatalf("start: %+v %v", it, err)
+		}
+		// The job's process died; the job runs again and starts the item
+		// again.
+		if it, err = st.StartItem(ctx, "itm_1", "h1", t0); err != nil || it.Status != domain.StatusIndexing {
+			t.Fatalf("start again: %+v %v", it, err)
+		}
+		if _, err := st.CompleteItem(ctx, "itm_1", "h1", "t", chunks("alpha"), t0); err != nil {
+			t.Fatal(err)
+		}
+		// A duplicate job of done content has nothing to do.
+		if _, err := st.StartItem(ctx, "itm_1", "h1", t0); !errors.Is(err, domain.ErrConflict) {
+			t.Fatalf("job of done content: %v", err)
+		}
+		// Reindexing queues it again.
+		if it, err = st.RequeueItem(ctx, "docs", "itm_1", t0); err != nil || it.Status != domain.StatusQueued {
+			t.Fatalf("requeue: %+v %v", it, err)
+		}
+		if it, err = st.StartItem(ctx, "itm_1", "h1", t0); err != nil || it.Status != domain.StatusIndexing {
+			t.Fatalf("start after requeue: %+v %v", it, err)
+		}
+		if _, err := st.RequeueItem(ctx, "docs", "itm_none", t0); !errors.Is(err, domain.ErrNotFound) {
+			t.Fatalf("requeue of a missing item: %v", err)
 		}
 	})
 
@@ -293,4 +315,31 @@ func CapsuleStore(t *testing.T, newStore func(t *testing.T) capsule.Store) {
 			t.Fatalf("other model: %v", got)
 		}
 	})
+}
+
+// startQueued starts the longest-queued item of any capsule, as its
+// ingestion job does (ErrNotFound: none is queued).
+func startQueued(ctx context.Context, st capsule.Store, at time.Time) (domain.Item, error) {
+	caps, err := st.ListCapsules(ctx)
+	if err != nil {
+		return domain.Item{}, err
+	}
+	var oldest *domain.Item
+	for _, c := range caps {
+		items, err := st.ListItems(ctx, c.Name, domain.StatusQueued, "", 1000)
+		if err != nil {
+			return domain.Item{}, err
+		}
+		for i := range items {
+			it := items[i]
+			if oldest == nil || it.TimeUpdated.Before(oldest.TimeUpdated) ||
+				it.TimeUpdated.Equal(oldest.TimeUpdated) && it.ID < oldest.ID {
+				oldest = &it
+			}
+		}
+	}
+	if oldest == nil {
+		return domain.Item{}, domain.ErrNotFound
+	}
+	return st.StartItem(ctx, oldest.ID, oldest.ContentHash, at)
 }

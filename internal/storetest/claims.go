@@ -3,6 +3,8 @@ package storetest
 import (
 	"context"
 	"errors"
+	"fmt"
+	"maps"
 	"sync"
 	"testing"
 	"time"
@@ -12,121 +14,171 @@ import (
 	"capsuled/internal/retrieval"
 )
 
-// ClaimLease runs the suite of claim leases, for stores shared by several
-// processes: newStore returns a fresh store whose claims last lease
-// (0: no lease, the store belongs to one process).
-func ClaimLease(t *testing.T, newStore func(t *testing.T, lease time.Duration) capsule.Store) {
+// Jobs runs the suite of durable ingestion jobs. newDB makes a fresh
+// database and returns its opener: each call opens one more store on that
+// database, as one more process would, whose jobs presumed dead after lease
+// are run again by any process (negative: the store's process owns the
+// database, and rescues at once, when ingestion starts, the jobs a stopped
+// process left running).
+func Jobs(t *testing.T, newDB func(t *testing.T) func(t *testing.T, lease time.Duration) capsule.Store) {
 	t.Helper()
 	ctx := context.Background()
 	t0 := time.Now().UTC().Truncate(time.Millisecond)
-	setup := func(t *testing.T, lease time.Duration, items int) capsule.Store {
-		st := newStore(t, lease)
-		if err := st.CreateCapsule(ctx, domain.Capsule{Name: "docs", CreatedAt: t0}); err != nil {
+	put := func(t *testing.T, st capsule.Store, id, hash string) {
+		t.Helper()
+		if _, _, err := st.PutItem(ctx, domain.Item{ID: id, Capsule: "docs", Kind: domain.ItemText, URI: id, Size: 1,
+			ContentHash: hash, TimeAdded: t0, TimeUpdated: t0, Status: domain.StatusQueued}); err != nil {
 			t.Fatal(err)
 		}
-		for i := range items {
-			id := "itm_" + string(rune('a'+i))
-			if _, _, err := st.PutItem(ctx, domain.Item{ID: id, Capsule: "docs", Kind: domain.ItemText, URI: id, Size: 1,
-				ContentHash: "h" + id, TimeAdded: t0, TimeUpdated: t0, Status: domain.StatusQueued}); err != nil {
-				t.Fatal(err)
+	}
+	setup := func(t *testing.T) func(t *testing.T, lease time.Duration) capsule.Store {
+		open := newDB(t)
+		if err := open(t, time.Minute).CreateCapsule(ctx, domain.Capsule{Name: "docs", CreatedAt: t0}); err != nil {
+			t.Fatal(err)
+		}
+		return open
+	}
+	// runs records every run of a job; its step does what the capsule
+	// service's does, with one chunk.
+	type runs struct {
+		mu   sync.Mutex
+		seen map[string]int // item id/content hash → runs
+	}
+	stepOf := func(st capsule.Store, r *runs) func(ctx context.Context, id, hash string) error {
+		return func(ctx context.Context, id, hash string) error {
+			r.mu.Lock()
+			r.seen[id+"/"+hash]++
+			r.mu.Unlock()
+			it, err := st.StartItem(ctx, id, hash, time.Now().UTC())
+			if errors.Is(err, domain.ErrNotFound) || errors.Is(err, domain.ErrConflict) {
+				return nil
+			} else if err != nil {
+				return err
+			}
+			_, err = st.CompleteItem(ctx, it.ID, hash, "text", []domain.Chunk{{Idx: 0, Text: "job " + id, End: 4, Tokens: 1}}, time.Now().UTC())
+			if errors.Is(err, domain.ErrConflict) {
+				return nil
+			}
+			return err
+		}
+	}
+	start := func(t *testing.T, st capsule.Store, workers int, step func(ctx context.Context, id, hash string) error) {
+		t.Helper()
+		if err := st.StartIngest(ctx, workers, step); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			stop, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			st.StopIngest(stop)
+		})
+	}
+	waitReady := func(t *testing.T, st capsule.Store, within time.Duration, ids ...string) {
+		t.Helper()
+		deadline := time.Now().Add(within)
+		for _, id := range ids {
+			for {
+				it, err := st.GetItem(ctx, "docs", id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if it.Status == domain.StatusReady {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("item %s still %s after %s", id, it.Status, within)
+				}
+				time.Sleep(20 * time.Millisecond)
 			}
 		}
-		return st
 	}
 
-	t.Run("ExpiredClaimIsTakenOver", func(t *testing.T) {
+	t.Run("RacingProcessesRunEachJobOnce", func(t *testing.T) {
 		t.Parallel()
-		st := setup(t, time.Minute, 1)
-		first, err := st.ClaimItem(ctx, t0)
-		if err != nil {
-			t.Fatal(err)
+		open := setup(t)
+		a, b := open(t, time.Minute), open(t, time.Minute)
+		const n = 24
+		var ids []string
+		for i := range n {
+			id := fmt.Sprintf("itm_%02d", i)
+			ids = append(ids, id)
+			put(t, a, id, "h"+id)
 		}
-		// Within the lease the claim holds.
-		if _, err := st.ClaimItem(ctx, t0.Add(59*time.Second)); !errors.Is(err, domain.ErrNotFound) {
-			t.Fatalf("claimed again within the lease: %v", err)
+		r := &runs{seen: map[string]int{}}
+		start(t, a, 4, stepOf(a, r))
+		start(t, b, 4, stepOf(b, r))
+		waitReady(t, b, time.Minute, ids...)
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if len(r.seen) != n {
+			t.Fatalf("%d jobs ran, want %d: %v", len(r.seen), n, r.seen)
 		}
-		// After it, another worker takes the item over and completes it.
-		again, err := st.ClaimItem(ctx, t0.Add(61*time.Second))
-		if err != nil || again.ID != first.ID || again.Status != domain.StatusIndexing {
-			t.Fatalf("take-over: %+v %v", again, err)
-		}
-		if _, err := st.ClaimItem(ctx, t0.Add(62*time.Second)); !errors.Is(err, domain.ErrNotFound) {
-			t.Fatalf("the take-over renewed the claim, yet: %v", err)
-		}
-		done, err := st.CompleteItem(ctx, again.ID, again.ContentHash, "text", []domain.Chunk{{Idx: 0, Text: "lease", End: 5, Tokens: 1}}, t0.Add(70*time.Second))
-		if err != nil || done.Status != domain.StatusReady {
-			t.Fatalf("complete: %+v %v", done, err)
-		}
-		if _, err := st.ClaimItem(ctx, t0.Add(time.Hour)); !errors.Is(err, domain.ErrNotFound) {
-			t.Fatalf("a ready item was claimed: %v", err)
-		}
-	})
-
-	t.Run("NoLeaseNoTakeOver", func(t *testing.T) {
-		t.Parallel()
-		st := setup(t, 0, 1)
-		if _, err := st.ClaimItem(ctx, t0); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := st.ClaimItem(ctx, t0.Add(24*time.Hour)); !errors.Is(err, domain.ErrNotFound) {
-			t.Fatalf("claimed again without a lease: %v", err)
-		}
-		// The only process restarts: every claim is reset.
-		if n, err := st.ResetIndexing(ctx); err != nil || n != 1 {
-			t.Fatalf("reset: %d %v", n, err)
-		}
-	})
-
-	t.Run("ResetKeepsLiveClaims", func(t *testing.T) {
-		t.Parallel()
-		st := setup(t, time.Minute, 2)
-		live, err := st.ClaimItem(ctx, time.Now().UTC()) // a running replica's claim
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := st.ClaimItem(ctx, t0.Add(-time.Hour)); err != nil { // a dead replica's claim
-			t.Fatal(err)
-		}
-		if n, err := st.ResetIndexing(ctx); err != nil || n != 1 {
-			t.Fatalf("reset: %d %v, want only the expired claim", n, err)
-		}
-		if it, err := st.GetItem(ctx, "docs", live.ID); err != nil || it.Status != domain.StatusIndexing {
-			t.Fatalf("live claim: %+v %v", it, err)
-		}
-	})
-
-	t.Run("RacingClaimsTakeEachItemOnce", func(t *testing.T) {
-		t.Parallel()
-		const n = 8
-		st := setup(t, time.Minute, n)
-		var mu sync.Mutex
-		seen := map[string]int{}
-		var wg sync.WaitGroup
-		for range 4 {
-			wg.Go(func() {
-				for {
-					it, err := st.ClaimItem(ctx, t0)
-					if errors.Is(err, domain.ErrNotFound) {
-						return
-					} else if err != nil {
-						t.Error(err)
-						return
-					}
-					mu.Lock()
-					seen[it.ID]++
-					mu.Unlock()
-				}
-			})
-		}
-		wg.Wait()
-		if len(seen) != n {
-			t.Fatalf("%d items claimed, want %d", len(seen), n)
-		}
-		for id, c := range seen {
+		for job, c := range r.seen {
 			if c != 1 {
-				t.Fatalf("%s claimed %d times", id, c)
+				t.Fatalf("job %s ran %d times", job, c)
 			}
 		}
+	})
+
+	t.Run("OneJobPerChange", func(t *testing.T) {
+		t.Parallel()
+		open := setup(t)
+		st := open(t, time.Minute)
+		r := &runs{seen: map[string]int{}}
+		start(t, st, 2, stepOf(st, r))
+		put(t, st, "itm_1", "h1")
+		waitReady(t, st, time.Minute, "itm_1")
+		put(t, st, "itm_1", "h1") // the same bytes again: nothing to do
+		put(t, st, "itm_1", "h2") // new content: one job
+		time.Sleep(300 * time.Millisecond)
+		waitReady(t, st, time.Minute, "itm_1")
+		if _, err := st.RequeueItem(ctx, "docs", "itm_1", time.Now().UTC()); err != nil { // reindex: one job
+			t.Fatal(err)
+		}
+		time.Sleep(300 * time.Millisecond)
+		waitReady(t, st, time.Minute, "itm_1")
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if want := map[string]int{"itm_1/h1": 1, "itm_1/h2": 2}; !maps.Equal(r.seen, want) {
+			t.Fatalf("runs %v, want %v", r.seen, want)
+		}
+	})
+
+	// rescued runs a job on a process whose worker hangs (as if killed:
+	// its job stays running), then on a second process opened with lease,
+	// which must finish it.
+	rescued := func(t *testing.T, lease time.Duration, within time.Duration) {
+		open := setup(t)
+		a := open(t, lease)
+		put(t, a, "itm_1", "h1")
+		started, release := make(chan struct{}), make(chan struct{})
+		start(t, a, 1, func(ctx context.Context, id, hash string) error {
+			if _, err := a.StartItem(ctx, id, hash, time.Now().UTC()); err != nil {
+				return err
+			}
+			close(started)
+			<-release // killed: never finishes, and ignores ctx
+			return nil
+		})
+		t.Cleanup(func() { close(release) })
+		select {
+		case <-started:
+		case <-time.After(time.Minute):
+			t.Fatal("the job did not start")
+		}
+		b := open(t, lease)
+		r := &runs{seen: map[string]int{}}
+		start(t, b, 2, stepOf(b, r))
+		waitReady(t, b, within, "itm_1")
+	}
+	t.Run("RestartRescuesAtOnce", func(t *testing.T) {
+		t.Parallel()
+		rescued(t, -1, 20*time.Second)
+	})
+	t.Run("ReplicaRescuesAfterLease", func(t *testing.T) {
+		t.Parallel()
+		// River's rescuer looks every 30s on the elected leader.
+		rescued(t, time.Second, 2*time.Minute)
 	})
 }
 
@@ -171,7 +223,7 @@ func Generations(t *testing.T, newStore func(t *testing.T) capsule.Store) {
 		return it
 	}
 	put("h1", nil)
-	claimed, err := st.ClaimItem(ctx, t0)
+	claimed, err := startQueued(ctx, st, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +234,7 @@ func Generations(t *testing.T, newStore func(t *testing.T) capsule.Store) {
 	put("h1", map[string]any{"k": "v"})
 	moved("metadata update")
 	put("h2", nil)
-	claimed, _ = st.ClaimItem(ctx, t0)
+	claimed, _ = startQueued(ctx, st, t0)
 	if _, err := st.FailItem(ctx, claimed.ID, "h2", "bad", t0); err != nil {
 		t.Fatal(err)
 	}

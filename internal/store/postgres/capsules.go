@@ -17,15 +17,15 @@ import (
 // source on the database.
 type CapsuleStore struct {
 	db    *DB
-	lease time.Duration // 0: the store belongs to one process
+	lease time.Duration // job rescue; negative: the store belongs to one process
 }
 
-// WithLease returns the store with a claim lease: an item claimed for
-// indexing longer ago than the lease may be claimed again, by any process,
-// as its worker is presumed dead. Set it when several processes share the
-// database, longer than the ingestion of one claimed batch may take (a live
-// worker whose claim expires only costs duplicate work: completion is
-// guarded by the item's status and content hash).
+// WithLease returns the store with another job lease: an ingestion job that
+// has run longer than the lease is presumed dead (its replica stopped) and
+// run again by any replica (river's RescueStuckJobsAfter). Set it longer
+// than the ingestion of one item may take (a live job run twice only costs
+// duplicate work: completion is guarded by the item's status and content
+// hash). Negative: one process owns the database.
 func (s *CapsuleStore) WithLease(lease time.Duration) *CapsuleStore {
 	c := *s
 	c.lease = lease
@@ -33,7 +33,7 @@ func (s *CapsuleStore) WithLease(lease time.Duration) *CapsuleStore {
 }
 
 // Capsules returns the capsule, item and chunk store.
-// Its claim lease is Options.ClaimLease.
+// Its job lease is Options.ClaimLease.
 func (db *DB) Capsules() *CapsuleStore { return &CapsuleStore{db: db, lease: db.claimLease} }
 
 // CreateCapsule stores a new capsule (ErrConflict when the name is taken).
@@ -159,7 +159,8 @@ func marshalMeta(m map[string]any) (string, error) {
 // content queues the item again (its old chunks stay searchable until the new
 // ones replace them). The item's ID, TimeAdded and Status are used only when
 // it is created. Concurrent puts of one URI (from any replica) serialize on
-// the row.
+// the row. A new or changed item gets its ingestion job in the same
+// transaction; an unchanged one none.
 func (s *CapsuleStore) PutItem(ctx context.Context, it domain.Item) (domain.Item, bool, error) {
 	meta, err := marshalMeta(it.Metadata)
 	if err != nil {
@@ -182,6 +183,7 @@ func (s *CapsuleStore) PutItem(ctx context.Context, it domain.Item) (domain.Item
 		it.ID, capID, string(it.Kind), it.URI, it.FileName, it.FileType, it.Size, it.ContentHash, meta,
 		it.TimeAdded, it.TimeAuthored, it.TimeUpdated, string(domain.StatusQueued)).Scan(&id)
 	created := err == nil
+	queued := created
 	if errors.Is(err, pgx.ErrNoRows) {
 		var hash string
 		if err = tx.QueryRow(ctx, "SELECT id, content_hash FROM items WHERE capsule_id = $1 AND uri = $2 FOR UPDATE",
@@ -191,6 +193,7 @@ func (s *CapsuleStore) PutItem(ctx context.Context, it domain.Item) (domain.Item
 				time_updated = CASE WHEN metadata = $1::jsonb AND time_authored IS NOT DISTINCT FROM $2 THEN time_updated ELSE $3 END
 				WHERE id = $4`, meta, it.TimeAuthored, it.TimeUpdated, id)
 			} else {
+				queued = true
 				_, err = tx.Exec(ctx, `UPDATE items SET kind = $1, file_name = $2, file_type = $3, size = $4, content_hash = $5,
 				metadata = $6, time_authored = $7, time_updated = $8, status = $9, error = NULL WHERE id = $10`,
 					string(it.Kind), it.FileName, it.FileType, it.Size, it.ContentHash, meta, it.TimeAuthored,
@@ -203,6 +206,11 @@ func (s *CapsuleStore) PutItem(ctx context.Context, it domain.Item) (domain.Item
 	}
 	if err != nil {
 		return domain.Item{}, false, fmt.Errorf("put item: %w", interpret(err))
+	}
+	if queued {
+		if err := s.db.jobs.EnqueueTx(ctx, tx, id, it.ContentHash); err != nil {
+			return domain.Item{}, false, err
+		}
 	}
 	out, err := scanItem(tx.QueryRow(ctx, "SELECT "+itemColumns+itemFrom+" WHERE i.id = $1", id))
 	if err != nil {
@@ -267,56 +275,29 @@ func deleteChunks(ctx context.Context, tx pgx.Tx, itemID string) error {
 	return nil
 }
 
-// RequeueItem queues an item for ingestion again.
+// RequeueItem queues an item for ingestion again, with a new job in the
+// same transaction.
 func (s *CapsuleStore) RequeueItem(ctx context.Context, capsule, id string, at time.Time) (domain.Item, error) {
-	var got string
-	err := s.db.pool.QueryRow(ctx, `UPDATE items SET status = $1, error = NULL, time_updated = $2
-		WHERE id = $3 AND capsule_id = (SELECT id FROM capsules WHERE name = $4) RETURNING id`,
-		string(domain.StatusQueued), at, id, capsule).Scan(&got)
+	tx, err := s.db.pool.Begin(ctx)
+	if err != nil {
+		return domain.Item{}, err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after Commit
+	var hash string
+	err = tx.QueryRow(ctx, `UPDATE items SET status = $1, error = NULL, time_updated = $2
+		WHERE id = $3 AND capsule_id = (SELECT id FROM capsules WHERE name = $4) RETURNING content_hash`,
+		string(domain.StatusQueued), at, id, capsule).Scan(&hash)
 	if err != nil {
 		return domain.Item{}, fmt.Errorf("requeue item: %w", interpret(err))
 	}
-	return scanItem(s.db.pool.QueryRow(ctx, "SELECT "+itemColumns+itemFrom+" WHERE i.id = $1", id))
-}
-
-// ClaimItem marks the longest-waiting item indexing and returns it
-// (ErrNotFound when there is none): a queued item, or, when the store has a
-// lease (WithLease), an
-// indexing item whose claim is older than the lease (its replica stopped).
-// Replicas claiming at once get different items (SKIP LOCKED).
-func (s *CapsuleStore) ClaimItem(ctx context.Context, at time.Time) (domain.Item, error) {
-	lease := s.lease
-	expired := time.Time{} // nothing is older
-	if lease > 0 {
-		expired = at.Add(-lease)
+	if err := s.db.jobs.EnqueueTx(ctx, tx, id, hash); err != nil {
+		return domain.Item{}, err
 	}
-	var id string
-	err := s.db.pool.QueryRow(ctx, `UPDATE items SET status = $1, time_updated = $2, claimed_at = $2 WHERE id = (
-		SELECT id FROM items WHERE status = $3 OR (status = $1 AND coalesce(claimed_at, '-infinity') < $4)
-		ORDER BY time_updated, id LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING id`,
-		string(domain.StatusIndexing), at, string(domain.StatusQueued), expired).Scan(&id)
+	it, err := scanItem(tx.QueryRow(ctx, "SELECT "+itemColumns+itemFrom+" WHERE i.id = $1", id))
 	if err != nil {
-		return domain.Item{}, interpret(err)
+		return domain.Item{}, err
 	}
-	return scanItem(s.db.pool.QueryRow(ctx, "SELECT "+itemColumns+itemFrom+" WHERE i.id = $1", id))
-}
-
-// ResetIndexing puts items left indexing by a stopped process back in the
-// queue, and returns how many there were. Without a lease the store belongs
-// to one process and every claim is reset; with one, only claims older than
-// the lease, so that the claims of running replicas stay.
-func (s *CapsuleStore) ResetIndexing(ctx context.Context) (int, error) {
-	before := time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC) // no lease: every claim
-	if s.lease > 0 {
-		before = s.db.now().Add(-s.lease)
-	}
-	tag, err := s.db.pool.Exec(ctx, `UPDATE items SET status = $1, claimed_at = NULL
-		WHERE status = $2 AND coalesce(claimed_at, '-infinity') < $3`,
-		string(domain.StatusQueued), string(domain.StatusIndexing), before)
-	if err != nil {
-		return 0, fmt.Errorf("reset indexing items: %w", interpret(err))
-	}
-	return int(tag.RowsAffected()), nil
+	return it, tx.Commit(ctx)
 }
 
 // Generation returns the capsule's generation, which changes whenever its

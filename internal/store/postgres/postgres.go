@@ -17,6 +17,7 @@ import (
 	pgxvec "github.com/pgvector/pgvector-go/pgx"
 
 	"capsuled/internal/domain"
+	"capsuled/internal/jobs"
 )
 
 //go:embed migrations/*.sql
@@ -43,10 +44,12 @@ type Options struct {
 	MaxConns int32
 	// FullText picks the keyword search method. Default FullTextAuto.
 	FullText FullText
-	// ClaimLease is how long an item claimed for indexing stays claimed
-	// before another replica may take it over (its replica is presumed
-	// dead); it must exceed the ingestion of one claimed batch. Default
-	// DefaultClaimLease; negative: none (one process owns the database).
+	// ClaimLease is how long an ingestion job may run before it is presumed
+	// dead (its replica stopped) and run again by any replica (river's
+	// RescueStuckJobsAfter); it must exceed the ingestion of one item (a live
+	// job run twice only costs duplicate work). Default DefaultClaimLease;
+	// negative: one process owns the database, and the jobs a stopped
+	// process left running are run again when ingestion starts.
 	ClaimLease time.Duration
 	// RetryFor is how long a statement that could not reach the database
 	// is retried (a restart or failover; see pool). Default
@@ -62,8 +65,10 @@ type DB struct {
 	pool     *pool
 	fullText FullText // resolved: bm25 or tsvector
 	now      func() time.Time
-	// claimLease is the capsule store's claim lease.
+	// claimLease is how long an ingestion job may run before another
+	// replica runs it again (river's RescueStuckJobsAfter).
 	claimLease time.Duration
+	jobs       *jobs.Queue[pgx.Tx]
 }
 
 // Open connects to the PostgreSQL database at url (postgres://…), applies
@@ -93,6 +98,10 @@ func Open(ctx context.Context, url string, opts Options) (*DB, error) {
 	db := &DB{pool: &pool{Pool: pp, retryFor: max(retryFor, 0)}, now: time.Now, claimLease: opts.ClaimLease}
 	if db.claimLease == 0 {
 		db.claimLease = DefaultClaimLease
+	}
+	if db.jobs, err = jobs.NewPostgres(pp); err != nil {
+		pp.Close()
+		return nil, err
 	}
 	if db.fullText, err = db.resolveFullText(ctx, opts.FullText); err != nil {
 		pp.Close()
@@ -153,8 +162,9 @@ func (db *DB) Pool() *pgxpool.Pool { return db.pool.Pool }
 // FullText says which keyword search method the store uses.
 func (db *DB) FullText() FullText { return db.fullText }
 
-// migrate applies the embedded migrations that are not yet recorded, on one
-// connection that holds the advisory lock throughout.
+// migrate applies river's pending migrations (its job tables), then the
+// embedded migrations that are not yet recorded, on one connection that
+// holds the advisory lock throughout.
 func migrate(ctx context.Context, cc *pgx.ConnConfig) error {
 	conn, err := pgx.ConnectConfig(ctx, cc)
 	if err != nil {
@@ -168,6 +178,9 @@ func migrate(ctx context.Context, cc *pgx.ConnConfig) error {
 	if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 		version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
 		return fmt.Errorf("postgres: create schema_migrations: %w", err)
+	}
+	if err := migrateJobs(ctx, conn); err != nil {
+		return err
 	}
 	names, err := fs.Glob(migrations, "migrations/*.sql")
 	if err != nil {
@@ -207,6 +220,11 @@ func apply(ctx context.Context, conn *pgx.Conn, version int, base, name string) 
 	// Simple protocol: a migration is several statements.
 	if _, err := tx.Exec(ctx, string(body), pgx.QueryExecModeSimpleProtocol); err != nil {
 		return fmt.Errorf("postgres: migration %s: %w", base, err)
+	}
+	if after := afterMigration[version]; after != nil {
+		if err := after(ctx, tx); err != nil {
+			return fmt.Errorf("postgres: migration %s: %w", base, err)
+		}
 	}
 	if _, err := tx.Exec(ctx, "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)",
 		version, strings.TrimSuffix(base, ".sql")); err != nil {

@@ -185,13 +185,18 @@ func TestMemoryStore(t *testing.T) {
 	storetest.MemoryStore(t, func(t *testing.T) memory.Store { return openFresh(t, postgres.Options{}).Memory() })
 }
 
-func TestClaimLease(t *testing.T) {
+func TestJobs(t *testing.T) {
 	t.Parallel()
-	storetest.ClaimLease(t, func(t *testing.T, lease time.Duration) capsule.Store {
-		if lease == 0 {
-			lease = -1 // Options: negative is none
+	storetest.Jobs(t, func(t *testing.T) func(t *testing.T, lease time.Duration) capsule.Store {
+		u := freshSchema(t)
+		return func(t *testing.T, lease time.Duration) capsule.Store {
+			db, err := postgres.Open(context.Background(), u, postgres.Options{ClaimLease: lease, MaxConns: 8})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { db.Close() })
+			return db.Capsules()
 		}
-		return openFresh(t, postgres.Options{ClaimLease: lease}).Capsules()
 	})
 }
 

@@ -60,7 +60,7 @@ func TestNearest(t *testing.T) {
 					TimeAdded: t0, TimeUpdated: t0}); err != nil {
 					t.Fatal(err)
 				}
-				it, err := st.ClaimItem(ctx, t0)
+				it, err := st.StartItem(ctx, "itm_"+c, "h"+c, t0)
 				if err != nil {
 					t.Fatal(err)
 				}

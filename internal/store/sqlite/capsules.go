@@ -18,15 +18,17 @@ import (
 // source on the database.
 type CapsuleStore struct {
 	db    *DB
-	lease time.Duration // 0: the store belongs to one process
+	lease time.Duration // job rescue; 0: the store belongs to one process
 }
 
-// WithLease returns the store with a claim lease: an item claimed for
-// indexing longer ago than the lease may be claimed again, by any process,
-// as its worker is presumed dead. Set it when several processes share the
-// database, longer than the ingestion of one claimed batch may take (a live
-// worker whose claim expires only costs duplicate work: completion is
-// guarded by the item's status and content hash).
+// WithLease returns the store for a database that several processes share:
+// an ingestion job that has run longer than the lease is presumed dead (its
+// process stopped) and run again by any process (river's
+// RescueStuckJobsAfter). Set it longer than the ingestion of one item may
+// take (a live job run twice only costs duplicate work: completion is
+// guarded by the item's status and content hash). Without a lease the
+// database belongs to one process, and the jobs a stopped process left
+// running are run again when ingestion starts.
 func (s *CapsuleStore) WithLease(lease time.Duration) *CapsuleStore {
 	c := *s
 	c.lease = lease
@@ -171,7 +173,8 @@ func marshalMeta(m map[string]any) (string, error) {
 // only the metadata and authored time and keeps the item's status; new
 // content queues the item again (its old chunks stay searchable until the new
 // ones replace them). The item's ID, TimeAdded and Status are used only when
-// it is created.
+// it is created. A new or changed item gets its ingestion job in the same
+// transaction; an unchanged one none.
 func (s *CapsuleStore) PutItem(ctx context.Context, it domain.Item) (domain.Item, bool, error) {
 	meta, err := marshalMeta(it.Metadata)
 	if err != nil {
@@ -210,6 +213,11 @@ func (s *CapsuleStore) PutItem(ctx context.Context, it domain.Item) (domain.Item
 	}
 	if err != nil {
 		return domain.Item{}, false, fmt.Errorf("put item: %w", interpret(err))
+	}
+	if created || hash != it.ContentHash {
+		if err := s.db.jobs.EnqueueTx(ctx, tx, id, it.ContentHash); err != nil {
+			return domain.Item{}, false, err
+		}
 	}
 	out, err := scanItem(tx.QueryRowContext(ctx, "SELECT "+itemColumns+itemFrom+" WHERE i.id = ?", id))
 	if err != nil {
@@ -293,67 +301,29 @@ func deleteChunks(ctx context.Context, tx *sql.Tx, itemID string) error {
 	return nil
 }
 
-// RequeueItem queues an item for ingestion again.
+// RequeueItem queues an item for ingestion again, with a new job in the
+// same transaction.
 func (s *CapsuleStore) RequeueItem(ctx context.Context, capsule, id string, at time.Time) (domain.Item, error) {
-	res, err := s.db.write.ExecContext(ctx, `UPDATE items SET status = ?, error = NULL, time_updated = ?
-		WHERE id = ? AND capsule_id = (SELECT id FROM capsules WHERE name = ?)`, string(domain.StatusQueued), millis(at), id, capsule)
-	if err != nil {
-		return domain.Item{}, fmt.Errorf("requeue item: %w", interpret(err))
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return domain.Item{}, domain.ErrNotFound
-	}
-	return scanItem(s.db.write.QueryRowContext(ctx, "SELECT "+itemColumns+itemFrom+" WHERE i.id = ?", id))
-}
-
-// ClaimItem marks the longest-waiting item indexing and returns it
-// (ErrNotFound when there is none): a queued item, or, when the store has a
-// lease (WithLease), an
-// indexing item whose claim is older than the lease (its worker stopped).
-func (s *CapsuleStore) ClaimItem(ctx context.Context, at time.Time) (domain.Item, error) {
-	lease := s.lease
 	tx, err := s.db.write.BeginTx(ctx, nil)
 	if err != nil {
 		return domain.Item{}, err
 	}
 	defer tx.Rollback()
-	var id string
-	expired := int64(math.MinInt64)
-	if lease > 0 {
-		expired = millis(at.Add(-lease))
+	var hash string
+	err = tx.QueryRowContext(ctx, `UPDATE items SET status = ?, error = NULL, time_updated = ?
+		WHERE id = ? AND capsule_id = (SELECT id FROM capsules WHERE name = ?) RETURNING content_hash`,
+		string(domain.StatusQueued), millis(at), id, capsule).Scan(&hash)
+	if err != nil {
+		return domain.Item{}, fmt.Errorf("requeue item: %w", interpret(err))
 	}
-	if err := tx.QueryRowContext(ctx, `SELECT id FROM items WHERE status = ?
-		OR (status = ? AND coalesce(claimed_at, 0) < ?) ORDER BY time_updated, id LIMIT 1`,
-		string(domain.StatusQueued), string(domain.StatusIndexing), expired).Scan(&id); err != nil {
-		return domain.Item{}, interpret(err)
-	}
-	if _, err := tx.ExecContext(ctx, "UPDATE items SET status = ?, time_updated = ?, claimed_at = ? WHERE id = ?",
-		string(domain.StatusIndexing), millis(at), millis(at), id); err != nil {
-		return domain.Item{}, interpret(err)
+	if err := s.db.jobs.EnqueueTx(ctx, tx, id, hash); err != nil {
+		return domain.Item{}, err
 	}
 	it, err := scanItem(tx.QueryRowContext(ctx, "SELECT "+itemColumns+itemFrom+" WHERE i.id = ?", id))
 	if err != nil {
 		return domain.Item{}, err
 	}
 	return it, tx.Commit()
-}
-
-// ResetIndexing puts items left indexing by a stopped process back in the
-// queue, and returns how many there were. Without a lease the store belongs
-// to one process and every claim is reset; with one, only claims older than
-// the lease.
-func (s *CapsuleStore) ResetIndexing(ctx context.Context) (int, error) {
-	before := time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC) // no lease: every claim
-	if s.lease > 0 {
-		before = time.Now().Add(-s.lease)
-	}
-	res, err := s.db.write.ExecContext(ctx, "UPDATE items SET status = ?, claimed_at = NULL WHERE status = ? AND coalesce(claimed_at, 0) < ?",
-		string(domain.StatusQueued), string(domain.StatusIndexing), millis(before))
-	if err != nil {
-		return 0, fmt.Errorf("reset indexing items: %w", interpret(err))
-	}
-	n, _ := res.RowsAffected()
-	return int(n), nil
 }
 
 // CompleteItem makes an item searchable all at once: in one transaction it

@@ -18,6 +18,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"capsuled/internal/domain"
+	"capsuled/internal/jobs"
 )
 
 //go:embed migrations/*.sql
@@ -29,6 +30,7 @@ type DB struct {
 	write *sql.DB // one connection: the only writer in this process
 	read  *sql.DB
 	now   func() time.Time
+	jobs  *jobs.Queue[*sql.Tx] // river's jobs, on the writer pool
 }
 
 // Open opens (creating if needed) the database file at path and applies any
@@ -57,6 +59,10 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	}
 	read.SetMaxOpenConns(8)
 	db := &DB{path: path, write: write, read: read, now: time.Now}
+	if db.jobs, err = jobs.NewSQLite(write); err != nil {
+		db.Close()
+		return nil, err
+	}
 	if err := db.migrate(ctx); err != nil {
 		db.Close()
 		return nil, err
@@ -101,8 +107,12 @@ func (db *DB) Write() *sql.DB { return db.write }
 // Read is the reader connection pool.
 func (db *DB) Read() *sql.DB { return db.read }
 
-// migrate applies the embedded migrations that are not yet recorded.
+// migrate applies river's pending migrations (its job tables), then the
+// embedded migrations that are not yet recorded.
 func (db *DB) migrate(ctx context.Context) error {
+	if err := db.migrateJobs(ctx); err != nil {
+		return err
+	}
 	if _, err := db.write.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 		version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`); err != nil {
 		return fmt.Errorf("create schema_migrations: %w", err)
@@ -144,6 +154,11 @@ func (db *DB) apply(ctx context.Context, version int, base, name string) error {
 	}
 	if _, err := tx.ExecContext(ctx, string(body)); err != nil {
 		return fmt.Errorf("migration %s: %w", base, err)
+	}
+	if after := afterMigration[version]; after != nil {
+		if err := after(ctx, db, tx); err != nil {
+			return fmt.Errorf("migration %s: %w", base, err)
+		}
 	}
 	if _, err := tx.ExecContext(ctx, "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
 		version, strings.TrimSuffix(base, ".sql"), db.now().UnixMilli()); err != nil {

@@ -50,10 +50,18 @@ func TestCapsuleStore(t *testing.T) {
 	storetest.CapsuleStore(t, func(t *testing.T) capsule.Store { return openFresh(t).Capsules() })
 }
 
-func TestClaimLease(t *testing.T) {
+func TestJobs(t *testing.T) {
 	t.Parallel()
-	storetest.ClaimLease(t, func(t *testing.T, lease time.Duration) capsule.Store {
-		return openFresh(t).Capsules().WithLease(lease)
+	storetest.Jobs(t, func(t *testing.T) func(t *testing.T, lease time.Duration) capsule.Store {
+		path := filepath.Join(t.TempDir(), "capsuled.db")
+		return func(t *testing.T, lease time.Duration) capsule.Store {
+			db, err := sqlite.Open(context.Background(), path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { db.Close() })
+			return db.Capsules().WithLease(max(lease, 0))
+		}
 	})
 }
 
