@@ -1,18 +1,23 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/gob"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -36,11 +41,18 @@ func runBenchMemory(ctx context.Context, args []string, stdout, stderr io.Writer
 	denseW := fs.Float64("dense-weight", 0, "weight of the dense ranking in the fusion (0: the service default)")
 	recency := fs.Float64("recency-weight", 0, "recency bonus weight (0: the service default; negative: off)")
 	alone := fs.Bool("index-alone", false, "index each turn without its neighbours (ablation)")
+	embedAlone := fs.Bool("embed-alone", false, "embed each turn by its own text, BM25 still indexing it with its neighbours")
 	window := fs.Int("index-window", 0, "turns on each side indexed with a turn (0: the service default)")
 	ownRepeat := fs.Int("own-repeat", 0, "times a turn's own text is in its index text (0: the service default)")
 	fusion := fs.String("fusion", "", "fusion of the retrievers: rrf or convex (empty: the service default)")
 	speaker := fs.Float64("speaker-weight", 0, "bonus of a turn whose speaker the question names (0: the service default; negative: off)")
 	penalty := fs.Float64("neighbour-penalty", 0, "score share a turn loses per higher-ranked turn of its index window (0: off, the service default)")
+	tuneN := fs.Int("tune-conversations", 4, "the first N conversations are the tuning split, the rest the held-out split (figures are reported for both)")
+	only := fs.String("split", "all", "run only one split: all, tune or held-out")
+	var variants variantFlag
+	fs.Var(&variants, "variant", "an extra hybrid system on the same stored memories, NAME:key=value,... with selection settings (repeatable; keys: "+strings.Join(variantKeys(), ", ")+")")
+	embedCache := fs.String("embed-cache", "", "file that keeps the vectors of texts embedded before (read at the start, written at the end), to rerun faster")
+	dump := fs.String("dump", "", "write one JSON line per question with the rank of each evidence turn in every system's ranking to this file")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -54,6 +66,24 @@ func runBenchMemory(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 	if *maxConv > 0 && *maxConv < len(convs) {
 		convs = convs[:*maxConv]
+	}
+	for i := range convs {
+		convs[i].Split = splitTune
+		if i >= *tuneN {
+			convs[i].Split = splitHeldOut
+		}
+	}
+	switch *only {
+	case "all":
+	case splitTune, splitHeldOut:
+		convs = slices.DeleteFunc(convs, func(c locomoConv) bool { return c.Split != *only })
+	default:
+		fmt.Fprintf(stderr, "capsuled bench memory: --split %q: want all, %s or %s\n", *only, splitTune, splitHeldOut)
+		return errUsage
+	}
+	if len(convs) == 0 {
+		fmt.Fprintln(stderr, "capsuled bench memory: no conversation left to run")
+		return errUsage
 	}
 	dir, err := os.MkdirTemp("", "capsuled-bench-memory-")
 	if err != nil {
@@ -78,22 +108,56 @@ func runBenchMemory(ctx context.Context, args []string, stdout, stderr io.Writer
 			} else {
 				defer e.Close()
 				deps.Embedder, deps.Tokens, embedderID = e, e.Tokenizer(), e.ModelID()
+				if *embedCache != "" {
+					c, err := openEmbedCache(*embedCache, e)
+					if err != nil {
+						return err
+					}
+					defer func() {
+						if err := c.save(); err != nil {
+							fmt.Fprintf(stderr, "warning: embedding cache not saved: %v\n", err)
+						}
+					}()
+					deps.Embedder = c
+				}
 			}
 		} else {
 			fmt.Fprintf(stderr, "warning: no model in %s: keyword only, no dense baseline\n", *onnxDir)
 		}
 	}
-	svc, err := memory.New(memory.Config{BudgetTokens: *budget, IndexAlone: *alone, IndexWindow: *window, NeighbourPenalty: *penalty, OwnRepeat: *ownRepeat, SpeakerWeight: *speaker, Fusion: memory.Fusion(*fusion), RecencyWeight: *recency, DenseWeight: *denseW, Now: func() time.Time { return clock }}, deps)
+	cfg := memory.Config{BudgetTokens: *budget, IndexAlone: *alone, EmbedAlone: *embedAlone, IndexWindow: *window, NeighbourPenalty: *penalty, OwnRepeat: *ownRepeat, SpeakerWeight: *speaker, Fusion: memory.Fusion(*fusion), RecencyWeight: *recency, DenseWeight: *denseW, Now: func() time.Time { return clock }}
+	svc, err := memory.New(cfg, deps)
 	if err != nil {
 		return err
 	}
 
 	res := memoryBenchResult{Dataset: *dataset, Embedder: embedderID, BudgetTokens: *budget}
-	systems := []*benchSystem{{Name: "capsuled selection (hybrid)", mode: memory.Hybrid}, {Name: "baseline: last N turns", recent: true}}
+	systems := []*benchSystem{{Name: "capsuled selection (hybrid)", mode: memory.Hybrid, svc: svc}, {Name: "baseline: last N turns", recent: true, svc: svc}}
 	if deps.Embedder != nil {
-		systems = append(systems, &benchSystem{Name: "baseline: dense only", mode: memory.DenseOnly})
+		systems = append(systems, &benchSystem{Name: "baseline: dense only", mode: memory.DenseOnly, svc: svc})
 	}
-	systems = append(systems, &benchSystem{Name: "ablation: BM25 only", mode: memory.Keyword})
+	systems = append(systems, &benchSystem{Name: "ablation: BM25 only", mode: memory.Keyword, svc: svc})
+	for _, v := range variants {
+		vc := cfg
+		if err := applyVariant(&vc, v.settings); err != nil {
+			fmt.Fprintf(stderr, "capsuled bench memory: --variant %s: %v\n", v.name, err)
+			return errUsage
+		}
+		vs, err := memory.New(vc, deps)
+		if err != nil {
+			return fmt.Errorf("variant %s: %w", v.name, err)
+		}
+		systems = append(systems, &benchSystem{Name: "variant: " + v.name, mode: memory.Hybrid, svc: vs})
+	}
+	var dumpEnc *json.Encoder
+	if *dump != "" {
+		f, err := os.Create(*dump)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		dumpEnc = json.NewEncoder(f)
+	}
 	ingestStart := time.Now()
 	for _, c := range convs {
 		ns := c.ID
@@ -138,8 +202,16 @@ func runBenchMemory(ctx context.Context, args []string, stdout, stderr io.Writer
 				continue
 			}
 			res.Questions++
+			line := dumpLine{Conversation: c.ID, Split: c.Split, Category: q.Category, Question: q.Question, Evidence: slices.Sorted(maps.Keys(evidence)), Ranks: map[string][]int{}}
 			for _, sys := range systems {
-				if err := sys.run(ctx, svc, db.Memory(), ns, q.Question, evidence, dia, clock); err != nil {
+				ranks, err := sys.run(ctx, db.Memory(), ns, c.Split, q, evidence, dia, clock)
+				if err != nil {
+					return err
+				}
+				line.Ranks[sys.Name] = ranks
+			}
+			if dumpEnc != nil {
+				if err := dumpEnc.Encode(line); err != nil {
 					return err
 				}
 			}
@@ -163,7 +235,220 @@ func runBenchMemory(ctx context.Context, args []string, stdout, stderr io.Writer
 		fmt.Fprintf(tw, "%s\t%.3f\t%.3f\t%.3f\t%.0f\t%.1f\t%.2f\t%.2f\n", s.Name, s.EvidenceRecall, s.EvidenceRecallAt5, s.EvidenceRecallAt10,
 			s.MeanInjectedTokens, s.MeanMemories, s.SelectionP50Ms, s.SelectionP95Ms)
 	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, "\nevidence_recall_at_10 by split (questions) and by category (1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop):")
+	tw = tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
+	var heads []string
+	for _, k := range groupKeys(res.Systems) {
+		heads = append(heads, fmt.Sprintf("%s (%d)", k, groupOf(res.Systems[0], k).Questions))
+	}
+	fmt.Fprintln(tw, "system\t"+strings.Join(heads, "\t"))
+	for _, s := range res.Systems {
+		var cells []string
+		for _, k := range groupKeys(res.Systems) {
+			cells = append(cells, fmt.Sprintf("%.3f", groupOf(s, k).EvidenceRecallAt10))
+		}
+		fmt.Fprintln(tw, s.Name+"\t"+strings.Join(cells, "\t"))
+	}
 	return tw.Flush()
+}
+
+// embedCache is an Embedder that remembers the vectors of the batches it
+// embedded (stored turns), in a file, for --embed-cache.
+type embedCache struct {
+	memory.Embedder
+	path  string
+	mu    sync.Mutex
+	vecs  map[string][]float32
+	dirty bool
+}
+
+func openEmbedCache(path string, e memory.Embedder) (*embedCache, error) {
+	c := &embedCache{Embedder: e, path: path, vecs: map[string][]float32{}}
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return c, nil
+	} else if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var stored struct {
+		Model string
+		Vecs  map[string][]float32
+	}
+	if err := gob.NewDecoder(f).Decode(&stored); err != nil {
+		return nil, fmt.Errorf("embedding cache %s: %w", path, err)
+	}
+	if stored.Model == e.ModelID() {
+		c.vecs = stored.Vecs
+	}
+	return c, nil
+}
+
+// Embed returns the remembered vectors and embeds the rest. A single text
+// (a query) is always embedded, so selection latencies stay true.
+func (c *embedCache) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	if len(texts) == 1 {
+		return c.Embedder.Embed(ctx, texts)
+	}
+	out := make([][]float32, len(texts))
+	var miss []string
+	var at []int
+	c.mu.Lock()
+	for i, t := range texts {
+		if v, ok := c.vecs[t]; ok {
+			out[i] = v
+		} else {
+			miss, at = append(miss, t), append(at, i)
+		}
+	}
+	c.mu.Unlock()
+	if len(miss) == 0 {
+		return out, nil
+	}
+	vecs, err := c.Embedder.Embed(ctx, miss)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for j, v := range vecs {
+		out[at[j]] = v
+		c.vecs[miss[j]] = v
+		c.dirty = true
+	}
+	return out, nil
+}
+
+func (c *embedCache) save() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.dirty {
+		return nil
+	}
+	var buf bytes.Buffer
+	if err := gob.NewEncoder(&buf).Encode(struct {
+		Model string
+		Vecs  map[string][]float32
+	}{c.Embedder.ModelID(), c.vecs}); err != nil {
+		return err
+	}
+	return os.WriteFile(c.path, buf.Bytes(), 0o644)
+}
+
+// The splits of the conversations: the first --tune-conversations are for
+// tuning settings, the rest are held out to check them.
+const (
+	splitTune    = "tune"
+	splitHeldOut = "held-out"
+)
+
+// groupKeys are the split and category columns of the text output.
+func groupKeys(systems []benchSystemSummary) []string {
+	var keys []string
+	for _, k := range []string{splitTune, splitHeldOut} {
+		if len(systems) > 0 && systems[0].Splits[k].Questions > 0 {
+			keys = append(keys, k)
+		}
+	}
+	for _, k := range []string{"1", "2", "3", "4"} {
+		if len(systems) > 0 && systems[0].Categories[k].Questions > 0 {
+			keys = append(keys, "cat "+k)
+		}
+	}
+	return keys
+}
+
+func groupOf(s benchSystemSummary, key string) recallSet {
+	if c, ok := strings.CutPrefix(key, "cat "); ok {
+		return s.Categories[c]
+	}
+	return s.Splits[key]
+}
+
+// dumpLine is one question of --dump: the 1-based rank of each evidence
+// turn in each system's ranking (0: not ranked).
+type dumpLine struct {
+	Conversation string           `json:"conversation"`
+	Split        string           `json:"split"`
+	Category     int              `json:"category"`
+	Question     string           `json:"question"`
+	Evidence     []string         `json:"evidence"`
+	Ranks        map[string][]int `json:"ranks"`
+}
+
+// A variant is an extra hybrid system: a name and selection settings.
+type variant struct{ name, settings string }
+
+type variantFlag []variant
+
+func (v *variantFlag) String() string {
+	var out []string
+	for _, x := range *v {
+		out = append(out, x.name+":"+x.settings)
+	}
+	return strings.Join(out, " ")
+}
+
+func (v *variantFlag) Set(s string) error {
+	name, settings, ok := strings.Cut(s, ":")
+	if !ok || strings.TrimSpace(name) == "" {
+		return fmt.Errorf("want NAME:key=value,..., got %q", s)
+	}
+	if err := applyVariant(&memory.Config{}, settings); err != nil {
+		return err
+	}
+	*v = append(*v, variant{strings.TrimSpace(name), settings})
+	return nil
+}
+
+// variantSetters are the selection settings a --variant can change (the
+// ones read at selection time: the stored index text is the run's).
+var variantSetters = map[string]func(c *memory.Config, v string) error{
+	"dense-weight":      floatSetter(func(c *memory.Config) *float64 { return &c.DenseWeight }),
+	"recency-weight":    floatSetter(func(c *memory.Config) *float64 { return &c.RecencyWeight }),
+	"speaker-weight":    floatSetter(func(c *memory.Config) *float64 { return &c.SpeakerWeight }),
+	"neighbour-penalty": floatSetter(func(c *memory.Config) *float64 { return &c.NeighbourPenalty }),
+	"date-weight":       floatSetter(func(c *memory.Config) *float64 { return &c.DateWeight }),
+	"candidates": func(c *memory.Config, v string) error {
+		n, err := strconv.Atoi(v)
+		c.Candidates = n
+		return err
+	},
+	"fusion": func(c *memory.Config, v string) error {
+		c.Fusion = memory.Fusion(v)
+		return nil
+	},
+}
+
+func floatSetter(field func(*memory.Config) *float64) func(*memory.Config, string) error {
+	return func(c *memory.Config, v string) error {
+		f, err := strconv.ParseFloat(v, 64)
+		*field(c) = f
+		return err
+	}
+}
+
+func variantKeys() []string { return slices.Sorted(maps.Keys(variantSetters)) }
+
+// applyVariant sets the key=value pairs of settings (comma-separated) on c.
+func applyVariant(c *memory.Config, settings string) error {
+	for _, kv := range strings.Split(settings, ",") {
+		if kv = strings.TrimSpace(kv); kv == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(kv, "=")
+		set := variantSetters[strings.TrimSpace(k)]
+		if !ok || set == nil {
+			return fmt.Errorf("setting %q: want key=value with a key of %s", kv, strings.Join(variantKeys(), ", "))
+		}
+		if err := set(c, strings.TrimSpace(v)); err != nil {
+			return fmt.Errorf("setting %q: %w", kv, err)
+		}
+	}
+	return nil
 }
 
 type memoryBenchResult struct {
@@ -186,6 +471,31 @@ type benchSystemSummary struct {
 	MeanMemories       float64 `json:"mean_memories"`
 	SelectionP50Ms     float64 `json:"selection_p50_ms"`
 	SelectionP95Ms     float64 `json:"selection_p95_ms"`
+	// Splits and Categories are the recall figures of the tuning and
+	// held-out conversations and of each question category.
+	Splits     map[string]recallSet `json:"splits"`
+	Categories map[string]recallSet `json:"categories"`
+}
+
+// recallSet is the recall of one group of questions.
+type recallSet struct {
+	Questions          int     `json:"questions"`
+	EvidenceRecall     float64 `json:"evidence_recall"`
+	EvidenceRecallAt5  float64 `json:"evidence_recall_at_5"`
+	EvidenceRecallAt10 float64 `json:"evidence_recall_at_10"`
+}
+
+// add counts one question's figures (sums; mean divides them).
+func (r *recallSet) add(recall, at5, at10 float64) {
+	r.Questions++
+	r.EvidenceRecall += recall
+	r.EvidenceRecallAt5 += at5
+	r.EvidenceRecallAt10 += at10
+}
+
+func (r recallSet) mean() recallSet {
+	n := float64(max(r.Questions, 1))
+	return recallSet{Questions: r.Questions, EvidenceRecall: r.EvidenceRecall / n, EvidenceRecallAt5: r.EvidenceRecallAt5 / n, EvidenceRecallAt10: r.EvidenceRecallAt10 / n}
 }
 
 // benchSystem accumulates one system's figures.
@@ -193,23 +503,28 @@ type benchSystem struct {
 	Name   string
 	mode   memory.Mode
 	recent bool // the last-N-turns baseline
+	svc    *memory.Service
 
 	recall, at5, at10, tokens, mems float64
 	n                               int
 	lat                             []time.Duration
+	splits, cats                    map[string]*recallSet
 }
 
-func (b *benchSystem) run(ctx context.Context, svc *memory.Service, st memory.Store, ns, question string, evidence map[string]bool, dia map[string][]string, now time.Time) error {
+// run selects for one question, counts its figures and returns the 1-based
+// rank of each evidence turn (in the order of the sorted evidence ids; 0
+// when not ranked).
+func (b *benchSystem) run(ctx context.Context, st memory.Store, ns, split string, q locomoQA, evidence map[string]bool, dia map[string][]string, now time.Time) ([]int, error) {
 	start := time.Now()
 	var sel memory.Selection
 	var err error
 	if b.recent {
-		sel, err = recentSelection(ctx, svc, st, ns, now)
+		sel, err = recentSelection(ctx, b.svc, st, ns, now)
 	} else {
-		sel, err = svc.Select(ctx, memory.Query{Namespace: ns, Text: question, Mode: b.mode})
+		sel, err = b.svc.Select(ctx, memory.Query{Namespace: ns, Text: q.Question, Mode: b.mode})
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	b.lat = append(b.lat, time.Since(start))
 	cover := func(list []memory.Selected) float64 {
@@ -223,13 +538,35 @@ func (b *benchSystem) run(ctx context.Context, svc *memory.Service, st memory.St
 		}
 		return float64(len(hit)) / float64(len(evidence))
 	}
-	b.recall += cover(sel.Packed)
-	b.at5 += cover(sel.Ranked[:min(5, len(sel.Ranked))])
-	b.at10 += cover(sel.Ranked[:min(10, len(sel.Ranked))])
+	recall, at5, at10 := cover(sel.Packed), cover(sel.Ranked[:min(5, len(sel.Ranked))]), cover(sel.Ranked[:min(10, len(sel.Ranked))])
+	b.recall += recall
+	b.at5 += at5
+	b.at10 += at10
 	b.tokens += float64(sel.Tokens)
 	b.mems += float64(len(sel.Packed))
 	b.n++
-	return nil
+	if b.splits == nil {
+		b.splits, b.cats = map[string]*recallSet{}, map[string]*recallSet{}
+	}
+	group(b.splits, split).add(recall, at5, at10)
+	group(b.cats, strconv.Itoa(q.Category)).add(recall, at5, at10)
+	ids := slices.Sorted(maps.Keys(evidence))
+	ranks := make([]int, len(ids))
+	for r, m := range sel.Ranked {
+		for _, d := range dia[m.Memory.ID] {
+			if i := slices.Index(ids, d); i >= 0 && ranks[i] == 0 {
+				ranks[i] = r + 1
+			}
+		}
+	}
+	return ranks, nil
+}
+
+func group(m map[string]*recallSet, key string) *recallSet {
+	if m[key] == nil {
+		m[key] = &recallSet{}
+	}
+	return m[key]
 }
 
 // recentSelection is the baseline that injects the newest turns, newest
@@ -251,14 +588,23 @@ func (b *benchSystem) summary() benchSystemSummary {
 		}
 		return float64(b.lat[int(p*float64(len(b.lat)-1))].Microseconds()) / 1000
 	}
+	means := func(m map[string]*recallSet) map[string]recallSet {
+		out := map[string]recallSet{}
+		for k, r := range m {
+			out[k] = r.mean()
+		}
+		return out
+	}
 	return benchSystemSummary{Name: b.Name, EvidenceRecall: b.recall / n, EvidenceRecallAt5: b.at5 / n, EvidenceRecallAt10: b.at10 / n,
-		MeanInjectedTokens: b.tokens / n, MeanMemories: b.mems / n, SelectionP50Ms: pct(0.5), SelectionP95Ms: pct(0.95)}
+		MeanInjectedTokens: b.tokens / n, MeanMemories: b.mems / n, SelectionP50Ms: pct(0.5), SelectionP95Ms: pct(0.95),
+		Splits: means(b.splits), Categories: means(b.cats)}
 }
 
 // --- LoCoMo
 
 type locomoConv struct {
 	ID       string
+	Split    string // splitTune or splitHeldOut
 	SpeakerA string
 	Sessions []locomoSession
 	QA       []locomoQA

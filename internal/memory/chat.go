@@ -223,6 +223,12 @@ func (s *Service) embedRecords(ctx context.Context, recs []Record) error {
 	texts := make([]string, len(recs))
 	for i, r := range recs {
 		texts[i] = r.SearchText
+		if s.cfg.EmbedAlone && r.Memory.Kind == domain.MemoryTurn {
+			texts[i] = r.Memory.Content
+			if name, _ := r.Memory.Metadata["name"].(string); name != "" {
+				texts[i] = name + ": " + texts[i]
+			}
+		}
 		if texts[i] == "" {
 			texts[i] = r.Memory.Content
 		}

@@ -2,12 +2,15 @@ package memory
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"strings"
+	"sync"
 	"time"
 
 	"capsuled/internal/domain"
+	"capsuled/internal/retrieval"
 )
 
 // Mode says which retrievers a selection fuses.
@@ -24,15 +27,24 @@ const (
 // Fusion names how Select combines its retrievers' rankings.
 type Fusion string
 
-// The fusions: reciprocal rank (ranks only), or a convex mix of each
-// retriever's scores normalised over its candidate list.
+// The fusions: reciprocal rank (ranks only), a convex mix of each
+// retriever's scores min-max normalised over its candidate list, or the
+// convex mix of the capsule retrieval core (internal/retrieval): the dense
+// cosine (clamped at 0) of every candidate and the BM25 score divided by
+// the most the query can score in the namespace (the sum of each term's
+// best single-term score).
 const (
 	FusionRRF    Fusion = "rrf"
 	FusionConvex Fusion = "convex"
+	FusionCore   Fusion = "core"
 )
 
 // rrfK is the rank offset of reciprocal-rank fusion.
 const rrfK = 60
+
+// dateSlack widens the span of a date the query names on each side: what
+// happened "yesterday" or "last week" is said a little after its date.
+const dateSlack = 24 * time.Hour
 
 // A Query asks for the memories that matter for one turn.
 type Query struct {
@@ -94,7 +106,7 @@ func (s *Service) selectWith(ctx context.Context, q Query, live LiveFilter) (Sel
 	// scores min-max normalised over its list, in units of a first rank.
 	add := func(ids []string, raw []float64, weight float64) {
 		lo, hi := 0.0, 0.0
-		if s.cfg.Fusion == FusionConvex && len(raw) > 0 {
+		if s.cfg.Fusion != FusionRRF && len(raw) > 0 {
 			lo, hi = raw[len(raw)-1], raw[0]
 		}
 		for rank, id := range ids {
@@ -109,30 +121,77 @@ func (s *Service) selectWith(ctx context.Context, q Query, live LiveFilter) (Sel
 		}
 	}
 	text := strings.TrimSpace(q.Text)
+	// A day or month the query names (Config.DateWeight): the turns of that
+	// time gain a bonus, and the date leaves the retrieval text, where its
+	// words only match turns that happen to name the month.
+	var cue dateCue
+	hasCue := false
+	if q.Mode == Hybrid && s.cfg.DateWeight > 0 {
+		if cue, hasCue = findDateCue(text); hasCue && strings.TrimSpace(strings.Trim(cue.Rest, "?.!")) != "" {
+			text = cue.Rest
+		}
+	}
 	ctxText := ""
 	if k := len(q.Context); k > 0 {
 		ctxText = strings.Join(q.Context[max(0, k-s.cfg.ContextTurns):], "\n")
 	}
+	core := s.cfg.Fusion == FusionCore && q.Mode == Hybrid
+	// The query embedding and dense scan, and the keyword bound of the
+	// core fusion, run beside the keyword search.
+	var (
+		wg             sync.WaitGroup
+		denseIDs       []string
+		denseSims      []float64
+		denseAll       map[string]float64
+		kwMax          float64
+		denseErr, kErr error
+	)
+	defer wg.Wait()
+	if q.Mode != Keyword && s.emb != nil && text != "" {
+		wg.Go(func() { denseIDs, denseSims, denseAll, denseErr = s.dense(ctx, q.Namespace, text, n, live) })
+	}
+	if core && text != "" {
+		wg.Go(func() { kwMax, kErr = s.queryMaxBM25(ctx, q.Namespace, text, live) })
+	}
+	var hits, ctxHits []Hit
 	if q.Mode != DenseOnly && text != "" {
-		hits, err := s.store.SearchText(ctx, q.Namespace, text, n, live)
-		if err != nil {
+		var err error
+		if hits, err = s.store.SearchText(ctx, q.Namespace, text, n, live); err != nil {
 			return Selection{}, err
 		}
-		add(hitIDs(hits), hitScores(hits), 1)
 		if ctxText != "" {
-			hits, err := s.store.SearchText(ctx, q.Namespace, ctxText+"\n"+text, n, live)
-			if err != nil {
+			if ctxHits, err = s.store.SearchText(ctx, q.Namespace, ctxText+"\n"+text, n, live); err != nil {
 				return Selection{}, err
 			}
-			add(hitIDs(hits), hitScores(hits), 0.3)
 		}
 	}
-	if q.Mode != Keyword && s.emb != nil && text != "" {
-		ids, sims, err := s.dense(ctx, q.Namespace, text, n, live)
-		if err != nil {
-			return Selection{}, err
+	wg.Wait()
+	if err := errors.Join(denseErr, kErr); err != nil {
+		return Selection{}, err
+	}
+	if core {
+		for _, h := range hits {
+			if !q.Exclude[h.ID] && kwMax > 0 {
+				score[h.ID] += min(h.Score/kwMax, 1) / float64(rrfK+1)
+			}
 		}
-		add(ids, sims, s.cfg.DenseWeight)
+	} else {
+		add(hitIDs(hits), hitScores(hits), 1)
+	}
+	add(hitIDs(ctxHits), hitScores(ctxHits), 0.3)
+	if core && denseAll != nil {
+		// The dense top n join the candidates, and every candidate gets its
+		// cosine, whichever retriever found it.
+		for _, id := range denseIDs {
+			if _, ok := score[id]; !ok && !q.Exclude[id] {
+				score[id] = 0
+			}
+		}
+		for id := range score {
+			score[id] += s.cfg.DenseWeight * max(denseAll[id], 0) / float64(rrfK+1)
+		}
+	} else {
+		add(denseIDs, denseSims, s.cfg.DenseWeight)
 	}
 	ids := make([]string, 0, len(score))
 	for id := range score {
@@ -163,6 +222,9 @@ func (s *Service) selectWith(ctx context.Context, q Query, live LiveFilter) (Sel
 			if ws := words(name); len(ws) > 0 && named[ws[0]] {
 				score[m.ID] += s.cfg.SpeakerWeight / float64(rrfK+1)
 			}
+		}
+		if hasCue && !m.ValidFrom.Before(cue.From.Add(-dateSlack)) && m.ValidFrom.Before(cue.To.Add(dateSlack)) {
+			score[m.ID] += s.cfg.DateWeight / float64(rrfK+1)
 		}
 		if q.Mode == Hybrid && s.cfg.RecencyWeight > 0 {
 			age := now.Sub(m.ValidFrom)
@@ -245,16 +307,38 @@ func (s *Service) diversify(ids []string, score map[string]float64, byID map[str
 	return out
 }
 
+// queryMaxBM25 is the most a query can score in the namespace
+// (FusionCore): the sum of each term's best score alone, a term that
+// matches nothing counting as the mean of those that match.
+func (s *Service) queryMaxBM25(ctx context.Context, ns, text string, live LiveFilter) (float64, error) {
+	terms := retrieval.Terms(text)
+	sum, found := 0.0, 0
+	for _, t := range terms {
+		hits, err := s.store.SearchText(ctx, ns, t, 1, live)
+		if err != nil {
+			return 0, fmt.Errorf("keyword bound of %q: %w", t, err)
+		}
+		if len(hits) > 0 && hits[0].Score > 0 {
+			sum += hits[0].Score
+			found++
+		}
+	}
+	if found == 0 {
+		return 0, nil
+	}
+	return sum * float64(len(terms)) / float64(found), nil
+}
+
 // dense ranks the namespace's vectors by cosine similarity to text; it
-// returns the best n ids and their similarities.
-func (s *Service) dense(ctx context.Context, ns, text string, n int, live LiveFilter) ([]string, []float64, error) {
+// returns the best n ids and their similarities, and every id's.
+func (s *Service) dense(ctx context.Context, ns, text string, n int, live LiveFilter) ([]string, []float64, map[string]float64, error) {
 	vecs, err := s.emb.Embed(ctx, []string{text})
 	if err != nil {
-		return nil, nil, fmt.Errorf("embed the memory query: %w", err)
+		return nil, nil, nil, fmt.Errorf("embed the memory query: %w", err)
 	}
 	stored, err := s.vectors.get(ctx, s.store, ns, s.emb.ModelID(), live.Now)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	qv := vecs[0]
 	score := make(map[string]float64, len(stored))
@@ -271,7 +355,7 @@ func (s *Service) dense(ctx context.Context, ns, text string, n int, live LiveFi
 	for i, id := range ids {
 		sims[i] = score[id]
 	}
-	return ids, sims, nil
+	return ids, sims, score, nil
 }
 
 func cosine(a, b []float32) float64 {

@@ -2,6 +2,7 @@ package memory_test
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -56,6 +57,8 @@ func TestSelectionRanksTheTurnThatSaidIt(t *testing.T) {
 	}{
 		{"convex, hybrid", memory.FusionConvex, fakeEmbedder{}},
 		{"rrf, hybrid", memory.FusionRRF, fakeEmbedder{}},
+		{"core, hybrid", memory.FusionCore, fakeEmbedder{}},
+		{"core, keyword only", memory.FusionCore, nil},
 		{"default, keyword only", "", nil},
 	}
 	for _, tt := range tests {
@@ -121,7 +124,7 @@ func TestUnknownFusionIsRefused(t *testing.T) {
 	}
 	t.Cleanup(func() { db.Close() })
 	d := memory.Deps{Store: db.Memory(), Generators: []memory.Generator{memory.Extractive{}}}
-	for _, f := range []memory.Fusion{"", memory.FusionRRF, memory.FusionConvex} {
+	for _, f := range []memory.Fusion{"", memory.FusionRRF, memory.FusionConvex, memory.FusionCore} {
 		if _, err := memory.New(memory.Config{Fusion: f}, d); err != nil {
 			t.Fatalf("fusion %q: %v", f, err)
 		}
@@ -158,6 +161,55 @@ func TestSpeakerBonus(t *testing.T) {
 			}
 			if got := said[sel.Ranked[0].Memory.ID]; got != who {
 				t.Fatalf("first said by %s, want %s", got, who)
+			}
+		})
+	}
+}
+
+// TestDateCue checks that a question naming a day or a month prefers the
+// turn said then over an equally matching turn of another time, and that
+// the cue is off by default.
+func TestDateCue(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		weight   float64
+		question string
+		want     int // index of the session whose turn ranks first; -1: either
+	}{
+		{"day", 1, "What did Ana bake on 3 March, 2023?", 0},
+		{"other day", 1, "What did Ana bake on July 9, 2023?", 1},
+		{"month", 1, "What did Ana bake in July 2023?", 1},
+		{"no date", 1, "What did Ana bake?", -1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, memory.Deps{Embedder: fakeEmbedder{}}, memory.Config{DateWeight: tt.weight, RecencyWeight: -1})
+			var first []string
+			for i, at := range []time.Time{time.Date(2023, 3, 3, 14, 0, 0, 0, time.UTC), time.Date(2023, 7, 9, 10, 0, 0, 0, time.UTC)} {
+				m := domain.TextMessage(domain.RoleUser, "I baked a lemon cake for the neighbours.")
+				m.Name = "Ana"
+				stored, _, err := b.svc.Persist(context.Background(), memory.PersistInput{Namespace: "ns", Conversation: fmt.Sprint("s", i), Messages: []domain.Message{m}, At: at})
+				if err != nil {
+					t.Fatal(err)
+				}
+				first = append(first, stored[0].ID)
+			}
+			sel, err := b.svc.Select(context.Background(), memory.Query{Namespace: "ns", Text: tt.question})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(sel.Ranked) != 2 {
+				t.Fatalf("ranked %d, want 2", len(sel.Ranked))
+			}
+			if tt.want >= 0 && sel.Ranked[0].Memory.ID != first[tt.want] {
+				t.Fatalf("first is the turn of %s, want session %d", sel.Ranked[0].Memory.ValidFrom, tt.want)
+			}
+			// Without a date neither turn gets the bonus (1/61 at weight 1):
+			// the equal turns differ by the fusion's tie-break only.
+			if gap := sel.Ranked[0].Score - sel.Ranked[1].Score; tt.want < 0 && gap > 0.5/61 {
+				t.Fatalf("without a date the equal turns score %v and %v", sel.Ranked[0].Score, sel.Ranked[1].Score)
 			}
 		})
 	}

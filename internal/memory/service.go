@@ -46,6 +46,9 @@ type Config struct {
 	// and after it in its batch, so an answer is found by the words of its
 	// question; what is stored and injected is the turn's own text.
 	IndexAlone bool
+	// EmbedAlone embeds each turn by its own text (with its speaker's
+	// name) while BM25 still indexes it with its neighbours.
+	EmbedAlone bool
 	// IndexWindow is how many turns on each side join a turn's index text.
 	// Default 1.
 	IndexWindow int
@@ -65,6 +68,10 @@ type Config struct {
 	// Default 0 (off: it lowered evidence recall on LoCoMo, where evidence
 	// turns are often neighbours).
 	NeighbourPenalty float64
+	// DateWeight is the bonus, in units of a first-rank score, of a memory
+	// valid on the day or in the month the query names ("on 7 July, 2023",
+	// "in May 2023"; a day either side). Default 0 (off).
+	DateWeight float64
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
 }
@@ -151,8 +158,8 @@ func New(cfg Config, d Deps) (*Service, error) {
 	if d.Store == nil {
 		return nil, errors.New("memory: a Store is required")
 	}
-	if f := cfg.Fusion; f != "" && f != FusionRRF && f != FusionConvex {
-		return nil, fmt.Errorf("memory: fusion %q: want %s or %s", f, FusionRRF, FusionConvex)
+	if f := cfg.Fusion; f != "" && f != FusionRRF && f != FusionConvex && f != FusionCore {
+		return nil, fmt.Errorf("memory: fusion %q: want %s, %s or %s", f, FusionRRF, FusionConvex, FusionCore)
 	}
 	if len(d.Generators) == 0 {
 		return nil, errors.New("memory: at least one generator is required")
