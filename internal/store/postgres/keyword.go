@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -69,6 +70,17 @@ func (s *CapsuleStore) Nearest(ctx context.Context, capsule string, q []float32,
 // ranking order (best first), with a positive score, until fn returns false:
 // pg_textsearch's BM25 where the store uses it, else ts_rank_cd. Terms are
 // data, never query syntax.
+//
+// With pg_textsearch the rows come from the BM25 index in score order
+// (ORDER BY text <@> query LIMIT n: its top-k scan, which does not score
+// every matching chunk), in pages: a consumer that wants more than a page
+// gets the next, larger one. Rows of other capsules are filtered out as the
+// scan goes. Equal scores are ordered by item id, then idx (a group of them
+// that a page cuts short waits for the next page).
+// If the index gives nothing, the chunks are scored one by one instead, so an
+// index that lost its state (pg_textsearch 0.6.1 can come back from a
+// restart with empty corpus statistics, and its scan then returns no row)
+// still answers.
 func (s *CapsuleStore) Keyword(ctx context.Context, capsule string, terms []string, fn func(itemID string, idx int, score float64) bool) error {
 	if len(terms) == 0 {
 		return nil
@@ -77,27 +89,111 @@ func (s *CapsuleStore) Keyword(ctx context.Context, capsule string, terms []stri
 	if err := s.db.pool.QueryRow(ctx, "SELECT id FROM capsules WHERE name = $1", capsule).Scan(&capID); err != nil {
 		return interpret(err)
 	}
-	var rows pgx.Rows
-	var err error
 	if s.db.fullText == FullTextBM25 {
-		// The BM25 query is the terms as text: the index's analyzer splits
-		// and stems it, so nothing in it is syntax.
-		rows, err = s.db.pool.Query(ctx, `SELECT item_id, idx, s FROM (
-			SELECT item_id, idx, -(text <@> to_bm25query($2, 'chunks_bm25')) AS s FROM chunks WHERE capsule_id = $1) m
-			WHERE s > 0 ORDER BY s DESC, item_id, idx`, capID, strings.Join(terms, " "))
-	} else {
-		// Each term becomes its own plainto_tsquery, ORed: its lexemes come
-		// out quoted, so no term is read as tsquery syntax.
-		rows, err = s.db.pool.Query(ctx, `WITH q AS (
-			SELECT string_agg(p::text, ' | ')::tsquery AS q FROM (
-				SELECT plainto_tsquery('english', t) AS p FROM unnest($2::text[]) t) x WHERE numnode(p) > 0)
-			SELECT k.item_id, k.idx, ts_rank_cd(k.tsv, q.q) AS s FROM chunks k, q
-			WHERE k.capsule_id = $1 AND k.tsv @@ q.q ORDER BY s DESC, k.item_id, k.idx`, capID, terms)
+		return s.keywordBM25(ctx, capID, strings.Join(terms, " "), fn)
 	}
+	// Each term becomes its own plainto_tsquery, ORed: its lexemes come
+	// out quoted, so no term is read as tsquery syntax.
+	rows, err := s.db.pool.Query(ctx, `WITH q AS (
+		SELECT string_agg(p::text, ' | ')::tsquery AS q FROM (
+			SELECT plainto_tsquery('english', t) AS p FROM unnest($2::text[]) t) x WHERE numnode(p) > 0)
+		SELECT k.item_id, k.idx, ts_rank_cd(k.tsv, q.q) AS s FROM chunks k, q
+		WHERE k.capsule_id = $1 AND k.tsv @@ q.q ORDER BY s DESC, k.item_id, k.idx`, capID, terms)
 	if err != nil {
 		return fmt.Errorf("keyword search: %w", err)
 	}
 	return streamScored(rows, fn)
+}
+
+// firstKeywordPage is the first page of a BM25 keyword search: a hybrid
+// query's depth (100) fits in it.
+const firstKeywordPage = 128
+
+// keywordBM25 is Keyword through pg_textsearch. The query is the terms as
+// text: the index's analyzer splits and stems it, so nothing in it is syntax.
+func (s *CapsuleStore) keywordBM25(ctx context.Context, capID int64, query string, fn func(itemID string, idx int, score float64) bool) error {
+	type key struct {
+		item string
+		idx  int
+	}
+	sent := map[key]bool{}
+	for limit := firstKeywordPage; ; limit *= 4 {
+		// The bound scan order is the index's; a Sort by anything else
+		// would score every chunk again.
+		rows, err := s.db.pool.Query(ctx, `SELECT item_id, idx, -(text <@> to_bm25query($2, 'chunks_bm25')) AS s FROM chunks
+			WHERE capsule_id = $1 ORDER BY text <@> to_bm25query($2, 'chunks_bm25') LIMIT $3`, capID, query, limit)
+		if err != nil {
+			return fmt.Errorf("keyword search: %w", err)
+		}
+		page, err := collectScored(rows)
+		if err != nil {
+			return fmt.Errorf("keyword search: %w", err)
+		}
+		if len(page) == 0 && limit == firstKeywordPage {
+			rows, err := s.db.pool.Query(ctx, `SELECT item_id, idx, s FROM (
+				SELECT item_id, idx, -(text <@> to_bm25query($2, 'chunks_bm25')) AS s FROM chunks WHERE capsule_id = $1) m
+				WHERE s > 0 ORDER BY s DESC, item_id, idx`, capID, query)
+			if err != nil {
+				return fmt.Errorf("keyword search: %w", err)
+			}
+			return streamScored(rows, fn)
+		}
+		// A full page may have cut a group of equal scores short: those wait
+		// for the next page, which holds the whole group, in order.
+		full, cut := len(page) == limit, len(page)
+		for full && cut > 0 && page[cut-1].score == page[len(page)-1].score {
+			cut--
+		}
+		for _, h := range page[:cut] {
+			if h.score <= 0 {
+				return nil // a plan that sorts every chunk also gives the non-matching ones, last
+			}
+			if k := (key{h.itemID, h.idx}); !sent[k] {
+				sent[k] = true
+				if !fn(h.itemID, h.idx, h.score) {
+					return nil
+				}
+			}
+		}
+		if !full {
+			return nil
+		}
+	}
+}
+
+// scoredRow is one (item_id, idx, score) row.
+type scoredRow struct {
+	itemID string
+	idx    int
+	score  float64
+}
+
+// collectScored reads (item_id, idx, score) rows, closes them and orders
+// them best first, ties by item id, then idx.
+func collectScored(rows pgx.Rows) ([]scoredRow, error) {
+	defer rows.Close()
+	var out []scoredRow
+	for rows.Next() {
+		var r scoredRow
+		if err := rows.Scan(&r.itemID, &r.idx, &r.score); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.score != b.score {
+			return a.score > b.score
+		}
+		if a.itemID != b.itemID {
+			return a.itemID < b.itemID
+		}
+		return a.idx < b.idx
+	})
+	return out, nil
 }
 
 // ChunkText returns the text of one chunk.

@@ -1,0 +1,135 @@
+package postgres_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"capsuled/internal/domain"
+	"capsuled/internal/store/postgres"
+)
+
+// startItem moves a queued item to indexing through whichever lifecycle
+// call the store has (StartItem, by a job, or ClaimItem, by polling).
+func startItem(ctx context.Context, st any, id, hash string, at time.Time) (domain.Item, error) {
+	switch s := st.(type) {
+	case interface {
+		StartItem(ctx context.Context, id, hash string, at time.Time) (domain.Item, error)
+	}:
+		return s.StartItem(ctx, id, hash, at)
+	case interface {
+		ClaimItem(ctx context.Context, at time.Time) (domain.Item, error)
+	}:
+		return s.ClaimItem(ctx, at)
+	}
+	return domain.Item{}, fmt.Errorf("%T can start no item", st)
+}
+
+// TestKeywordTopK checks that the BM25 keyword search, which reads the
+// index's top-k in pages, gives exactly the capsule's matches with the
+// scores and order of scoring every chunk, for capsules interleaved with
+// another one and across pages; and that it stops when told.
+func TestKeywordTopK(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := openFresh(t, postgres.Options{})
+	if db.FullText() != postgres.FullTextBM25 {
+		t.Skip("the test server has no pg_textsearch")
+	}
+	st := db.Capsules()
+	t0 := time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)
+	for _, c := range []string{"a", "b"} {
+		if err := st.CreateCapsule(ctx, domain.Capsule{Name: c, CreatedAt: t0}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	words := []string{"alpha", "beta", "gamma", "delta", "epsilon", "zeta"}
+	text := func(i int) string {
+		var b strings.Builder
+		for j := 0; j <= i%7; j++ {
+			b.WriteString(words[(i+j*j)%len(words)] + " filler" + strings.Repeat(" word", i%5) + " ")
+		}
+		return b.String()
+	}
+	add := func(capsule, id string, texts ...string) {
+		hash := "h_" + id
+		if _, _, err := st.PutItem(ctx, domain.Item{ID: id, Capsule: capsule, Kind: domain.ItemText, URI: id, ContentHash: hash,
+			TimeAdded: t0, TimeUpdated: t0}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := startItem(ctx, st, id, hash, t0); err != nil {
+			t.Fatal(err)
+		}
+		cs := make([]domain.Chunk, len(texts))
+		for i, tx := range texts {
+			cs[i] = domain.Chunk{Idx: i, Text: tx, End: len(tx)}
+		}
+		if _, err := st.CompleteItem(ctx, id, hash, strings.Join(texts, "\n"), cs, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 150 {
+		add("a", fmt.Sprintf("itm_a%03d", i), text(i), text(i+2))
+		add("b", fmt.Sprintf("itm_b%03d", i), text(i+3))
+	}
+	reference := func(capsule, query string) []string {
+		rows, err := db.Pool().Query(ctx, `SELECT item_id, idx, s FROM (
+			SELECT k.item_id, k.idx, -(k.text <@> to_bm25query($2, 'chunks_bm25')) AS s FROM chunks k
+			JOIN capsules c ON c.id = k.capsule_id WHERE c.name = $1) m
+			WHERE s > 0 ORDER BY s DESC, item_id, idx`, capsule, query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		var out []string
+		for rows.Next() {
+			var id string
+			var idx int
+			var s float64
+			if err := rows.Scan(&id, &idx, &s); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, fmt.Sprintf("%s/%d %.6f", id, idx, s))
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		capsule string
+		terms   []string
+	}{
+		{"a", []string{"alpha"}},
+		{"a", []string{"beta", "gamma", "nothing"}},
+		{"a", []string{"filler"}}, // all 300 chunks: three pages
+		{"b", []string{"delta", "word"}},
+		{"b", []string{"nothing"}},
+	} {
+		t.Run(tc.capsule+"/"+strings.Join(tc.terms, "+"), func(t *testing.T) {
+			var got []string
+			err := st.Keyword(ctx, tc.capsule, tc.terms, func(id string, idx int, s float64) bool {
+				got = append(got, fmt.Sprintf("%s/%d %.6f", id, idx, s))
+				return true
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := reference(tc.capsule, strings.Join(tc.terms, " "))
+			if strings.Join(got, "\n") != strings.Join(want, "\n") {
+				i := 0
+				for i < min(len(got), len(want)) && got[i] == want[i] {
+					i++
+				}
+				t.Fatalf("Keyword gave %d hits, scoring every chunk %d; first difference at %d:\n got %q\nwant %q",
+					len(got), len(want), i, got[i:min(i+3, len(got))], want[i:min(i+3, len(want))])
+			}
+		})
+	}
+	for _, stop := range []int{1, 128, 129} {
+		n := 0
+		err := st.Keyword(ctx, "a", []string{"filler"}, func(string, int, float64) bool { n++; return n < stop })
+		if err != nil || n != stop {
+			t.Fatalf("stop at %d: called %d times, %v", stop, n, err)
+		}
+	}
+}
