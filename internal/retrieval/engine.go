@@ -25,6 +25,14 @@ type Source interface {
 	ChunkText(ctx context.Context, itemID string, idx int) (string, error)
 }
 
+// KeywordBounder is a Source that can give the query-relative keyword
+// bound of several terms at once: for each term, the best BM25 score the term
+// alone reaches in the capsule (0 where it matches nothing). Without it the
+// Engine asks Keyword once per term.
+type KeywordBounder interface {
+	KeywordBounds(ctx context.Context, capsule string, terms []string) ([]float64, error)
+}
+
 // Versioned is a Source shared by several processes: a capsule's generation
 // changes, in the same transaction, whenever any process changes its
 // searchable items. An Engine over a Versioned source checks the generation
@@ -161,32 +169,62 @@ func (e *Engine) changed() {
 	e.boundsMu.Unlock()
 }
 
-// termBound returns the best score of term alone in the capsule, cached.
-func (e *Engine) termBound(ctx context.Context, capsule, term string) (float64, error) {
-	k := boundKey{capsule, term}
+// termBounds returns each term's best score alone in the capsule, cached per
+// (capsule, term) until the index changes. The terms not cached are asked
+// for at once where the source can (KeywordBounder), else one by one.
+func (e *Engine) termBounds(ctx context.Context, capsule string, terms []string) ([]float64, error) {
+	out := make([]float64, len(terms))
+	var missing []int
 	e.boundsMu.Lock()
-	best, ok := e.bounds[k]
 	gen := e.boundsGen
-	e.boundsMu.Unlock()
-	if ok {
-		return best, nil
+	for i, t := range terms {
+		best, ok := e.bounds[boundKey{capsule, t}]
+		if !ok {
+			missing = append(missing, i)
+		}
+		out[i] = best
 	}
-	err := e.src.Keyword(ctx, capsule, []string{term}, func(_ string, _ int, score float64) bool {
-		best = score
-		return false
-	})
-	if err != nil {
-		return 0, err
+	e.boundsMu.Unlock()
+	if len(missing) == 0 {
+		return out, nil
+	}
+	ask := make([]string, len(missing))
+	for j, i := range missing {
+		ask[j] = terms[i]
+	}
+	var got []float64
+	if kb, ok := e.src.(KeywordBounder); ok {
+		var err error
+		if got, err = kb.KeywordBounds(ctx, capsule, ask); err != nil {
+			return nil, fmt.Errorf("keyword bounds: %w", err)
+		}
+		if len(got) != len(ask) {
+			return nil, fmt.Errorf("keyword bounds: %d for %d terms", len(got), len(ask))
+		}
+	} else {
+		got = make([]float64, len(ask))
+		for j, t := range ask {
+			err := e.src.Keyword(ctx, capsule, []string{t}, func(_ string, _ int, score float64) bool {
+				got[j] = score
+				return false
+			})
+			if err != nil {
+				return nil, fmt.Errorf("keyword bound for %q: %w", t, err)
+			}
+		}
 	}
 	e.boundsMu.Lock()
 	defer e.boundsMu.Unlock()
-	if e.boundsGen == gen { // nothing changed meanwhile
-		if e.bounds == nil || len(e.bounds) >= maxBounds {
-			e.bounds = map[boundKey]float64{}
+	for j, i := range missing {
+		out[i] = got[j]
+		if e.boundsGen == gen { // nothing changed meanwhile
+			if e.bounds == nil || len(e.bounds) >= maxBounds {
+				e.bounds = map[boundKey]float64{}
+			}
+			e.bounds[boundKey{capsule, terms[i]}] = got[j]
 		}
-		e.bounds[k] = best
 	}
-	return best, nil
+	return out, nil
 }
 
 // New returns an Engine over src. emb may be nil (keyword search only); dim
@@ -539,12 +577,15 @@ func less(a, b *cand) bool {
 // (KeywordNormQuery): the sum of each term's best score alone, a term that
 // matches nothing counting as the mean of those that match.
 func (e *Engine) queryMaxBM25(ctx context.Context, capsule string, terms []string) (float64, error) {
+	if len(terms) == 0 {
+		return 0, nil
+	}
+	bounds, err := e.termBounds(ctx, capsule, terms)
+	if err != nil {
+		return 0, err
+	}
 	sum, found := 0.0, 0
-	for _, t := range terms {
-		best, err := e.termBound(ctx, capsule, t)
-		if err != nil {
-			return 0, fmt.Errorf("keyword bound for %q: %w", t, err)
-		}
+	for _, best := range bounds {
 		if best > 0 {
 			sum += best
 			found++

@@ -2,6 +2,7 @@ package retrieval
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"sort"
 	"testing"
@@ -119,5 +120,63 @@ func TestKeywordBoundCache(t *testing.T) {
 	e.ItemIndexed(domain.Item{ID: "x", Capsule: "other"}, nil)
 	if s := score(); s != 0.5 {
 		t.Fatalf("after the change: %v, want 0.5", s)
+	}
+}
+
+// fakeBoundsSource is a fakeKeywordSource that also answers KeywordBounds,
+// recording what it was asked.
+type fakeBoundsSource struct {
+	fakeKeywordSource
+	asked [][]string
+}
+
+func (f *fakeBoundsSource) KeywordBounds(_ context.Context, _ string, terms []string) ([]float64, error) {
+	f.asked = append(f.asked, append([]string(nil), terms...))
+	out := make([]float64, len(terms))
+	for i, t := range terms {
+		for _, s := range f.contrib[t] {
+			out[i] = max(out[i], s)
+		}
+	}
+	return out, nil
+}
+
+// TestKeywordBounder checks that a source with KeywordBounds is asked once
+// per query for the terms not cached, and that the scores are those of the
+// per-term Keyword bounds.
+func TestKeywordBounder(t *testing.T) {
+	t.Parallel()
+	a, b := ref{"a", 0}, ref{"a", 1}
+	contrib := map[string]map[ref]float64{"solar": {a: 2, b: 3}, "panels": {a: 2}, "roof": {b: 1}}
+	items := []domain.Item{{ID: "a", Capsule: "c"}}
+	plain := New(&fakeKeywordSource{fakeSource: fakeSource{items: items}, contrib: contrib}, nil, 0, Config{})
+	src := &fakeBoundsSource{fakeKeywordSource: fakeKeywordSource{fakeSource: fakeSource{items: items}, contrib: contrib}}
+	batched := New(src, nil, 0, Config{})
+	ctx := context.Background()
+	for i, q := range []string{"solar panels", "solar roof quark", "panels roof"} {
+		want, err := plain.Search(ctx, "c", domain.Query{Text: q, Limit: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := batched.Search(ctx, "c", domain.Query{Text: q, Limit: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("%q: %d hits, want %d", q, len(got), len(want))
+		}
+		for j := range got {
+			if got[j].Idx != want[j].Idx || got[j].Score != want[j].Score {
+				t.Errorf("%q hit %d: %d %v, want %d %v", q, j, got[j].Idx, got[j].Score, want[j].Idx, want[j].Score)
+			}
+		}
+		if len(src.asked) != i+1 && i < 2 {
+			t.Fatalf("after %q: asked %v, want one call per query", q, src.asked)
+		}
+	}
+	// The third query's terms were all cached by then.
+	want := [][]string{{"solar", "panels"}, {"roof", "quark"}}
+	if fmt.Sprint(src.asked) != fmt.Sprint(want) {
+		t.Fatalf("asked %v, want %v", src.asked, want)
 	}
 }

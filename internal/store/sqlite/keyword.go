@@ -71,7 +71,8 @@ func (s *CapsuleStore) ChunkVectors(ctx context.Context, capsule string, fn func
 //     in chunks); a consumer that wants more than a page gets the next,
 //     larger one.
 //
-// Within a page, equal scores are ordered by item id, then idx.
+// Equal scores are ordered by item id, then idx (a group of them that a page
+// cuts short waits for the next page).
 func (s *CapsuleStore) Keyword(ctx context.Context, capsule string, terms []string, fn func(itemID string, idx int, score float64) bool) error {
 	if len(terms) == 0 {
 		return nil
@@ -93,7 +94,13 @@ func (s *CapsuleStore) Keyword(ctx context.Context, capsule string, terms []stri
 		if err != nil {
 			return err
 		}
-		for _, h := range page {
+		// A full page may have cut a group of equal scores short: those wait
+		// for the next page, which holds the whole group, in order.
+		full, cut := len(page) == limit, len(page)
+		for full && cut > 0 && page[cut-1].score == page[len(page)-1].score {
+			cut--
+		}
+		for _, h := range page[:cut] {
 			if sent[h.rowid] {
 				continue
 			}
@@ -102,10 +109,54 @@ func (s *CapsuleStore) Keyword(ctx context.Context, capsule string, terms []stri
 				return nil
 			}
 		}
-		if len(page) < limit {
+		if !full {
 			return nil // that was every match
 		}
 	}
+}
+
+// KeywordBounds returns, for each term, the best BM25 score the term alone
+// reaches in the capsule (0 where it matches nothing): the query-relative
+// keyword bound. One statement answers every term (FTS5 still scores each
+// term's matching rows, keeping only the best), in the same scope as Keyword.
+func (s *CapsuleStore) KeywordBounds(ctx context.Context, capsule string, terms []string) ([]float64, error) {
+	out := make([]float64, len(terms))
+	if len(terms) == 0 {
+		return out, nil
+	}
+	sc, err := s.keywordScope(ctx, capsule)
+	if err != nil {
+		return nil, err
+	}
+	if sc.lo == 0 {
+		return out, nil
+	}
+	var q strings.Builder
+	args := []any{sc.lo, sc.hi}
+	q.WriteString("SELECT ")
+	for i, t := range terms {
+		match := "body : (" + quoteTerms([]string{t}) + ")"
+		if !sc.exclusive {
+			match = "cap : " + capToken(sc.capID) + " AND " + match
+		}
+		args = append(args, match)
+		if i > 0 {
+			q.WriteString(", ")
+		}
+		fmt.Fprintf(&q, `coalesce((SELECT -rank FROM chunks_fts WHERE chunks_fts MATCH ?%d AND rank MATCH 'bm25(1.0, 0.0)'
+			AND rowid BETWEEN ?1 AND ?2 ORDER BY rank LIMIT 1), 0)`, i+3)
+	}
+	dest := make([]any, len(terms))
+	for i := range out {
+		dest[i] = &out[i]
+	}
+	if err := s.db.read.QueryRowContext(ctx, q.String(), args...).Scan(dest...); err != nil {
+		return nil, fmt.Errorf("keyword bounds: %w", interpret(err))
+	}
+	for i := range out {
+		out[i] = max(out[i], 0)
+	}
+	return out, nil
 }
 
 // firstKeywordPage is the first page of Keyword: a hybrid query's depth (100)

@@ -138,6 +138,26 @@ func TestKeywordScopes(t *testing.T) {
 			}
 		})
 	}
+	// KeywordBounds is each term's best single-term score, in either scope.
+	for _, c := range []string{"solo", "a", "b", "empty"} {
+		terms := []string{"alpha", "nothing", "x", "filler", `"`}
+		bounds, err := st.KeywordBounds(ctx, c, terms)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, tm := range terms {
+			want := 0.0
+			for _, h := range keywordReference(t, db, c, tm)[:min(1, len(keywordReference(t, db, c, tm)))] {
+				fmt.Sscanf(h[strings.IndexByte(h, ' ')+1:], "%g", &want)
+			}
+			if got := fmt.Sprintf("%.9f", bounds[i]); got != fmt.Sprintf("%.9f", want) {
+				t.Errorf("%s: bound of %q = %s, want %.9f", c, tm, got, want)
+			}
+		}
+	}
+	if _, err := st.KeywordBounds(ctx, "missing", []string{"alpha"}); !errors.Is(err, domain.ErrNotFound) {
+		t.Fatalf("bounds of a missing capsule: %v", err)
+	}
 	if got := keywordAll(t, st, "solo", "filler"); len(got) != 300 {
 		t.Fatalf("solo filler: %d hits, want 300", len(got))
 	}
