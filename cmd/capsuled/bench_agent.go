@@ -48,7 +48,7 @@ func runBenchAgent(ctx context.Context, args []string, stdout, stderr io.Writer)
 	modelFile := fs.String("model-file", "", "model file in the folder (default model.onnx)")
 	ortLib := fs.String("ort-lib", "", "libonnxruntime.so (env CAPSULED_ORT_LIB)")
 	maxTurns := fs.Int("max-turns", 8, "turn limit of the loop")
-	workers := fs.Int("ingest-workers", 1, "ingestion workers")
+	workers := fs.Int("ingest-workers", capsule.DefaultWorkers, "ingestion jobs worked at once (one item each; their embedder calls are batched together)")
 	dataDir := fs.String("data-dir", "", "keep the bench's database in DIR and reuse it: a second run over the same set finds its items ready\n"+
 		"and skips ingestion (command line only; CAPSULED_DATA_DIR, the server's, is never used; one folder per set and --limit).\n"+
 		"Default: a temporary folder, removed")

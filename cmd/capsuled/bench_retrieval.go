@@ -55,6 +55,7 @@ func runBenchRetrieval(ctx context.Context, args []string, stdout, stderr io.Wri
 	fullText := fs.String("fulltext", "", "PostgreSQL keyword ranking: bm25 (pg_textsearch) or tsvector (default: bm25 when present)")
 	dataDir := fs.String("data-dir", "", "keep the SQLite database in this folder (default: a temporary one); a capsule already ingested there from the same documents is reused (ingestion is then not measured)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the query phases to this file")
+	workers := fs.Int("ingest-workers", capsule.DefaultWorkers, "ingestion jobs worked at once (one item each; their embedder calls are batched together)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -138,7 +139,7 @@ func runBenchRetrieval(ctx context.Context, args []string, stdout, stderr io.Wri
 		}
 	}
 	rcfg := retrieval.Config{Fusion: retrieval.Fusion(*fusion), Alpha: *alpha, KeywordNorm: retrieval.KeywordNorm(*kwNorm)}
-	svc, err := capsule.New(capsule.Config{Store: st, Embedder: emb, Tokens: emb.Tokenizer(), DataDir: dir, Workers: 1, Retrieval: rcfg, Log: log})
+	svc, err := capsule.New(capsule.Config{Store: st, Embedder: emb, Tokens: emb.Tokenizer(), DataDir: dir, Workers: *workers, Retrieval: rcfg, Log: log})
 	if err != nil {
 		return err
 	}

@@ -29,8 +29,9 @@ import (
 // that what one does the other sees at once: an item added through one is
 // found through the other, a key revoked through one is refused by the
 // other, memory written through one is read through the other; then that
-// killing one (SIGKILL) in the middle of ingestion loses no item: the other
-// takes over its claims once their lease expires and finishes the job.
+// killing one (SIGKILL) in the middle of ingestion loses no item: the
+// ingestion jobs (river's, in the database) that the dead one held are
+// rescued once their lease passes, and the other finishes them.
 func TestReplicas(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs two capsuled processes")
@@ -164,6 +165,34 @@ func TestReplicas(t *testing.T) {
 		var bad int
 		if err := db.QueryRow(ctx, `SELECT count(*) FROM items i WHERE i.chunk_count <> (SELECT count(*) FROM chunks k WHERE k.item_id = i.id)`).Scan(&bad); err != nil || bad != 0 {
 			t.Fatalf("%d items whose chunk count is not their chunks (%v)", bad, err)
+		}
+		// Every job ends completed: none is left running, waiting or
+		// discarded (river marks a job completed just after its step).
+		jobs := func() map[string]int {
+			rows, err := db.Query(ctx, `SELECT state::text, count(*) FROM river_job WHERE kind = 'ingest_item' AND args->>'item_id' IN
+				(SELECT i.id FROM items i JOIN capsules c ON c.id = i.capsule_id WHERE c.name = 'bulk') GROUP BY state`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := map[string]int{}
+			for rows.Next() {
+				var s string
+				var c int
+				if err := rows.Scan(&s, &c); err != nil {
+					t.Fatal(err)
+				}
+				out[s] = c
+			}
+			return out
+		}
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			j := jobs()
+			if j["completed"] == n && len(j) == 1 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("jobs by state: %v, want %d completed", j, n)
+			}
 		}
 		var hits []map[string]any
 		b.call(t, admin, "POST", "/capsules/bulk/query", map[string]any{"query": "word7"}, 200, &hits)
