@@ -176,3 +176,73 @@ func TestLeadTitle(t *testing.T) {
 		}
 	}
 }
+
+// TestUntitledKeepsQuestionOrder: on chat turns (no titles) the policy does
+// not hop, and its report keeps the order of the search for the question,
+// the other lists' documents after it.
+func TestUntitledKeepsQuestionOrder(t *testing.T) {
+	t.Parallel()
+	question := "What books has Melanie read?"
+	turn := func(ids ...string) string {
+		var hits []map[string]string
+		for _, id := range ids {
+			hits = append(hits, map[string]string{"id": id, "content": "Melanie: I read a book about " + id + " last week, it was great!"})
+		}
+		b, _ := json.Marshal(hits)
+		return string(b)
+	}
+	msgs := conv(question)
+	c := gen(t, msgs)
+	msgs = append(msgs, answer(c, func(tc domain.ToolCall) string {
+		var a struct{ Query string }
+		_ = json.Unmarshal([]byte(tc.Arguments), &a)
+		if tc.Name == ToolSearch && a.Query == question {
+			return turn("D1:3", "D2:7", "D5:1")
+		}
+		return turn("D9:9", "D5:1", "D8:2") // the keyword and name lists
+	})...)
+	c = gen(t, msgs)
+	if len(c.ToolCalls) != 1 || c.ToolCalls[0].Name != ToolReport {
+		t.Fatalf("want the report at once, got %+v", c)
+	}
+	var a struct{ IDs []string }
+	_ = json.Unmarshal([]byte(c.ToolCalls[0].Arguments), &a)
+	want := []string{"D1:3", "D2:7", "D5:1"}
+	if len(a.IDs) != 5 || strings.Join(a.IDs[:3], ",") != strings.Join(want, ",") {
+		t.Fatalf("reported %v, want %v first, then the other two", a.IDs, want)
+	}
+	if !strings.Contains(c.Reasoning, "no title") {
+		t.Errorf("the reasoning should say why it stops: %q", c.Reasoning)
+	}
+}
+
+// TestTitlesFromText: hits without a title field, stored as "title text",
+// get their title from the text's lead.
+func TestTitlesFromText(t *testing.T) {
+	t.Parallel()
+	msgs := conv("Who directed Ed Wood?")
+	c := gen(t, msgs)
+	msgs = append(msgs, answer(c, func(domain.ToolCall) string {
+		return `[{"id":"d1","content":"Ed Wood (film) Ed Wood is a 1994 American biographical film directed by Tim Burton."},
+			{"id":"d2","content":"Tim Burton Timothy Walter \"Tim\" Burton is an American filmmaker."},
+			{"id":"d3","content":"Caroline: I saw a film yesterday."}]`
+	})...)
+	st := readState(msgs)
+	for id, want := range map[string]string{"d1": "Ed Wood (film)", "d2": "Tim Burton", "d3": ""} {
+		if got := st.docs[id].title; got != want {
+			t.Errorf("%s: title %q, want %q", id, got, want)
+		}
+	}
+}
+
+func FuzzLeadTitle(f *testing.F) {
+	for _, s := range []string{"Ed Wood (film) Ed Wood is a film.", "Kaiyuan, Liaoning Kaiyuan is a city.", "Caroline: hi", "", "A A A A", "( ( ) )"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		title := leadTitle(text)
+		if title != "" && !strings.HasPrefix(strings.Join(strings.Fields(text), " "), title) {
+			t.Fatalf("leadTitle(%q) = %q, not a lead of the text", text, title)
+		}
+	})
+}

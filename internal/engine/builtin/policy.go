@@ -191,7 +191,8 @@ func (e *Engine) plan(st *state, req *domain.ChatRequest) ([]call, string) {
 	}
 	cov := e.coverage(st, ranked)
 	hops := st.turns // the first turn searched the question; each later turn is a hop
-	if hops <= 1 || cov < e.cfg.MinCoverage && hops < e.cfg.MaxTurns-1 {
+	untitled := st.untitled()
+	if !untitled && (hops <= 1 || cov < e.cfg.MinCoverage && hops < e.cfg.MaxTurns-1) {
 		bridges := e.bridges(st, ranked)
 		var followed []string
 		for _, b := range bridges {
@@ -208,6 +209,9 @@ func (e *Engine) plan(st *state, req *domain.ChatRequest) ([]call, string) {
 		if prf := e.feedbackQuery(st, ranked); prf != "" && add(ToolSearch, prf, e.cfg.Limit) {
 			why = append(why, "search again with terms from the top documents ("+quote(prf)+")")
 		}
+	}
+	if len(calls) == 0 && untitled {
+		return nil, "Most documents found have no title (chat turns or notes), so there are no bridge entities to follow; I keep the order of the search for the question."
 	}
 	if len(calls) == 0 {
 		return nil, fmt.Sprintf("The evidence covers %.0f%% of the question's terms and there is nothing new to search.", cov*100)
@@ -295,6 +299,21 @@ func (e *Engine) rank(st *state) []scored {
 		}
 		out = append(out, scored{id, score[id] + e.cfg.CoverageWeight*cov + t})
 	}
+	if a := st.anchor(); a >= 0 && st.untitled() {
+		// Chat turns and notes: keep the order of the question's own search
+		// (the evidence fusion below is built for titled passages, and on
+		// such documents it does worse than that order); the other lists'
+		// documents follow it.
+		for r, h := range st.lists[a].hits {
+			for i := range out {
+				if out[i].id == h.ID {
+					out[i].score += float64(100 * (len(st.lists[a].hits) - r))
+				}
+			}
+		}
+		sortScored(out, st)
+		return out
+	}
 	sortScored(out, st)
 	// link bonus: documents named by (or naming) the top document
 	if len(out) > 1 {
@@ -308,6 +327,38 @@ func (e *Engine) rank(st *state) []scored {
 		sortScored(out, st)
 	}
 	return out
+}
+
+// untitled says whether most documents seen have no title (chat turns,
+// notes): then the fused ranking leans on the question's own search, and
+// title and link evidence, built for titled passages, says nothing.
+func (st *state) untitled() bool {
+	n := 0
+	for _, d := range st.docs {
+		if d.title == "" {
+			n++
+		}
+	}
+	return 2*n > len(st.docs)
+}
+
+// anchor is the index of the list that searched the question itself (the
+// first such list, in search mode where it was issued), or -1.
+func (st *state) anchor() int {
+	q := normQuery(st.question)
+	best := -1
+	for i, l := range st.lists {
+		if l.hop != 0 || normQuery(l.query) != q {
+			continue
+		}
+		if l.tool == ToolSearch {
+			return i
+		}
+		if best < 0 {
+			best = i
+		}
+	}
+	return best
 }
 
 func sortScored(out []scored, st *state) {
