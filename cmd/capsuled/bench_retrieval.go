@@ -20,6 +20,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"capsuled/api"
@@ -255,7 +256,9 @@ func runBenchRetrieval(ctx context.Context, args []string, stdout, stderr io.Wri
 	res := map[string]any{"dataset": filepath.Base(*dataset), "split": *split, "queries": len(qids), "docs": len(corpus),
 		"chunks": c.ChunkCount, "model": emb.ModelID(), "cpus": runtime.NumCPU()}
 	for _, m := range []domain.SearchMode{domain.ModeHybrid, domain.ModeKeyword, domain.ModeSemantic} {
+		cpu0 := cpuTime()
 		ndcg, recall, lat, err := eval(query, m)
+		cpu := cpuTime() - cpu0
 		if err != nil {
 			return err
 		}
@@ -263,6 +266,7 @@ func runBenchRetrieval(ctx context.Context, args []string, stdout, stderr io.Wri
 		res[prefix+"ndcg_at_10"], res[prefix+"recall_at_100"] = round4(ndcg), round4(recall)
 		if m == domain.ModeHybrid {
 			res["query_p50_ms"], res["query_p99_ms"] = pct(lat, 50), pct(lat, 99)
+			res["query_cpu_ms"] = perQueryMS(cpu, len(lat))
 		}
 		fmt.Fprintf(stderr, "%-8s nDCG@10 %.4f  Recall@100 %.4f\n", m, ndcg, recall)
 	}
@@ -317,6 +321,7 @@ func runBenchRetrieval(ctx context.Context, args []string, stdout, stderr io.Wri
 
 	// Bare query embedding and the HTTP path (10 results, as a client asks).
 	var bare, httpLat []time.Duration
+	cpu0 := cpuTime()
 	for _, qid := range qids {
 		t0 := time.Now()
 		if _, err := emb.Embed(ctx, []string{queries[qid]}); err != nil {
@@ -324,12 +329,14 @@ func runBenchRetrieval(ctx context.Context, args []string, stdout, stderr io.Wri
 		}
 		bare = append(bare, time.Since(t0))
 	}
+	bareCPU := cpuTime() - cpu0
 	srvURL, key, stop, err := benchHTTP(ctx, keys, svc, log)
 	if err != nil {
 		return err
 	}
 	defer stop()
 	client := &http.Client{}
+	cpu0 = cpuTime()
 	for _, qid := range qids {
 		body, _ := json.Marshal(map[string]any{"query": queries[qid], "limit": 10})
 		req, _ := http.NewRequestWithContext(ctx, "POST", srvURL+"/capsules/bench/query", bytes.NewReader(body))
@@ -347,6 +354,9 @@ func runBenchRetrieval(ctx context.Context, args []string, stdout, stderr io.Wri
 		}
 		httpLat = append(httpLat, time.Since(t0))
 	}
+	httpCPU := cpuTime() - cpu0
+	res["bare_query_embed_cpu_ms"] = perQueryMS(bareCPU, len(bare))
+	res["http_query_cpu_ms"] = perQueryMS(httpCPU, len(httpLat))
 	res["reused_capsule"] = reused
 	res["ingest_chunks_per_s"] = round4(chunksPerS)
 	res["bare_embed_chunks_per_s"] = round4(bareChunksPerS)
@@ -360,6 +370,8 @@ func runBenchRetrieval(ctx context.Context, args []string, stdout, stderr io.Wri
 	fmt.Fprintf(stdout, "  ingest %v chunks/s (bare embedder %v chunks/s, ratio %v)\n", res["ingest_chunks_per_s"], res["bare_embed_chunks_per_s"], res["ingest_vs_bare"])
 	fmt.Fprintf(stdout, "  query p50 %vms p99 %vms in process (limit 100); HTTP p50 %vms p99 %vms (limit 10); bare query embedding p50 %vms\n",
 		res["query_p50_ms"], res["query_p99_ms"], res["http_query_p50_ms"], res["http_query_p99_ms"], res["bare_query_embed_p50_ms"])
+	fmt.Fprintf(stdout, "  CPU per query (all threads, steadier than wall time on a shared machine): %vms in process, %vms over HTTP (client and server), %vms bare query embedding\n",
+		res["query_cpu_ms"], res["http_query_cpu_ms"], res["bare_query_embed_cpu_ms"])
 	fmt.Fprintf(stdout, "  rss %v MB\n", res["rss_mb"])
 	if *asJSON {
 		b, _ := json.Marshal(res)
@@ -545,6 +557,23 @@ func pct(d []time.Duration, p int) float64 {
 	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
 	i := min(len(s)-1, (len(s)*p+99)/100-1)
 	return round4(float64(s[max(i, 0)].Microseconds()) / 1000)
+}
+
+// cpuTime is the CPU time the process has used, user and system, all
+// threads.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func perQueryMS(d time.Duration, n int) float64 {
+	if n == 0 {
+		return 0
+	}
+	return round4(float64(d.Microseconds()) / 1000 / float64(n))
 }
 
 func round4(x float64) float64 { return math.Round(x*10000) / 10000 }
