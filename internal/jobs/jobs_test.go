@@ -1,0 +1,152 @@
+package jobs_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	_ "modernc.org/sqlite"
+
+	"capsuled/internal/jobs"
+)
+
+// openSQLite returns a migrated SQLite database with one writer
+// connection, as the store opens it, and its queue.
+func openSQLite(t *testing.T) (*sql.DB, *jobs.Queue[*sql.Tx]) {
+	t.Helper()
+	ctx := context.Background()
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(t.TempDir(), "jobs.db")+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_txlock=immediate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.SetMaxOpenConns(1)
+	t.Cleanup(func() { db.Close() })
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := jobs.MigrateSQLiteTx(ctx, tx); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	q, err := jobs.NewSQLite(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db, q
+}
+
+// recorder is a step that records its calls and fails the first fail
+// calls.
+type recorder struct {
+	mu    sync.Mutex
+	calls []string
+	fail  int
+}
+
+func (r *recorder) step(_ context.Context, id, hash string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls = append(r.calls, id+"/"+hash)
+	if len(r.calls) <= r.fail {
+		return errors.New("database unavailable")
+	}
+	return nil
+}
+
+func (r *recorder) seen() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.calls...)
+}
+
+func TestQueue(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name     string
+		commit   []string // items enqueued in committed transactions
+		rollback []string // items enqueued in rolled-back ones
+		fail     int      // the step's first calls that fail
+		want     []string // the step's calls, in order
+	}{
+		{name: "a committed job runs once with its args", commit: []string{"itm_1"}, want: []string{"itm_1/h_itm_1"}},
+		{name: "a rolled-back write leaves no job", rollback: []string{"itm_2"}, commit: []string{"itm_3"}, want: []string{"itm_3/h_itm_3"}},
+		{name: "a failing step is retried", commit: []string{"itm_4"}, fail: 1, want: []string{"itm_4/h_itm_4", "itm_4/h_itm_4"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			db, q := openSQLite(t)
+			enqueue := func(id string, commit bool) {
+				tx, err := db.BeginTx(ctx, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := q.EnqueueTx(ctx, tx, id, "h_"+id); err != nil {
+					t.Fatal(err)
+				}
+				if commit {
+					err = tx.Commit()
+				} else {
+					err = tx.Rollback()
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, id := range tc.rollback {
+				enqueue(id, false)
+			}
+			for _, id := range tc.commit {
+				enqueue(id, true)
+			}
+			r := &recorder{fail: tc.fail}
+			if err := q.Start(ctx, jobs.Run{Workers: 2, SingleOwner: true}, r.step); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { q.Stop(ctx) })
+			deadline := time.Now().Add(time.Minute)
+			for len(r.seen()) < len(tc.want) && time.Now().Before(deadline) {
+				time.Sleep(20 * time.Millisecond)
+			}
+			time.Sleep(500 * time.Millisecond) // no more calls come
+			got := r.seen()
+			if len(got) != len(tc.want) {
+				t.Fatalf("calls %v, want %v", got, tc.want)
+			}
+			for i := range got {
+				if got[i] != tc.want[i] {
+					t.Fatalf("calls %v, want %v", got, tc.want)
+				}
+			}
+		})
+	}
+}
+
+func TestStartTwiceAndStopIdle(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	_, q := openSQLite(t)
+	if err := q.Stop(ctx); err != nil {
+		t.Fatalf("stop before start: %v", err)
+	}
+	if err := q.Start(ctx, jobs.Run{}, nil); err == nil {
+		t.Fatal("started without a step")
+	}
+	r := &recorder{}
+	if err := q.Start(ctx, jobs.Run{SingleOwner: true}, r.step); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Start(ctx, jobs.Run{SingleOwner: true}, r.step); err == nil {
+		t.Fatal("started twice")
+	}
+	if err := q.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
