@@ -99,7 +99,11 @@ func TestHotpotQAPolicy(t *testing.T) {
 		turns += res.Turns
 		calls += res.ToolCalls
 	}
-	fmt.Printf("questions %d (in-memory BM25 backend, title+text)\n", one.n)
+	shape := "hits with a title field"
+	if benchShape {
+		shape = `bench-shaped hits: no title, text "title text"`
+	}
+	fmt.Printf("questions %d (in-memory BM25 backend over title+text; %s)\n", one.n, shape)
 	fmt.Printf("oneshot: %s\nagent:   %s\n", one, ag)
 	for i, name := range []string{"odd", "even"} {
 		fmt.Printf("%s (%d): oneshot: %s\n%s agent:   %s\n", name, half[i][0].n, half[i][0], strings.Repeat(" ", len(name)), half[i][1])
