@@ -158,20 +158,26 @@ func runBenchAgent(ctx context.Context, args []string, stdout, stderr io.Writer)
 	docs, chunks := 0, 0
 	qn := 0 // 1-based number of the question over all sets
 	var ingest time.Duration
+	reused := false // a set was found ready in the kept --data-dir: ingest_s is no ingestion time
 	for _, set := range sets {
 		t0 := time.Now()
-		uri, err := ingestSet(ctx, svc, set)
+		uri, ready, err := ingestSet(ctx, svc, set)
 		if err != nil {
 			return err
 		}
+		reused = reused || ready
 		ingest += time.Since(t0)
 		c, err := svc.GetCapsule(ctx, set.capsule)
 		if err != nil {
 			return err
 		}
 		docs, chunks = docs+len(set.docs), chunks+c.ChunkCount
-		fmt.Fprintf(stderr, "%s: ingested %d documents (%d chunks) in %s; asking %d questions\n",
-			set.capsule, len(set.docs), c.ChunkCount, time.Since(t0).Round(time.Millisecond), len(set.questions))
+		verb := "ingested"
+		if ready {
+			verb = "found ready in --data-dir"
+		}
+		fmt.Fprintf(stderr, "%s: %s %d documents (%d chunks) in %s; asking %d questions\n",
+			set.capsule, verb, len(set.docs), c.ChunkCount, time.Since(t0).Round(time.Millisecond), len(set.questions))
 		var backend agent.Backend = &capsuleBackend{c: client, capsule: set.capsule}
 		if cache != nil {
 			backend = &cachedBackend{b: backend, c: cache, capsule: set.capsule}
@@ -210,6 +216,9 @@ func runBenchAgent(ctx context.Context, args []string, stdout, stderr io.Writer)
 	res["dataset"] = sets[0].name
 	res["docs"], res["chunks"], res["model"], res["cpus"] = docs, chunks, modelID, runtime.NumCPU()
 	res["ingest_s"] = round4(ingest.Seconds())
+	if reused {
+		res["ingest_reused"] = true
+	}
 	res["engine_turn_p50_ms"] = pct(eng.turns(), 50)
 	res["split"] = *split
 	for half, hs := range splits {
@@ -343,16 +352,17 @@ func locomoSets(path string, limit int) ([]benchSet, error) {
 }
 
 // ingestSet creates the set's capsule, adds every document (URI = its id)
-// and waits until all are ready. It returns item id → document id.
-func ingestSet(ctx context.Context, svc *capsule.Service, set benchSet) (map[string]string, error) {
+// and waits until all are ready. It returns item id → document id, and
+// whether every document was already there and ready (a kept --data-dir).
+func ingestSet(ctx context.Context, svc *capsule.Service, set benchSet) (map[string]string, bool, error) {
 	if _, err := svc.CreateCapsule(ctx, set.capsule, "bench agent: "+set.name); err != nil {
 		// a kept --data-dir: the capsule is there, and adding a document
 		// again with the same URI and text leaves its item as it is
 		if e, ok := domain.AsError(err); !ok || e.Kind != domain.KindConflict {
-			return nil, err
+			return nil, false, err
 		}
 		if uri, err := readySet(ctx, svc, set); err != nil || uri != nil {
-			return uri, err
+			return uri, uri != nil, err
 		}
 	}
 	uri := map[string]string{}
@@ -360,7 +370,7 @@ func ingestSet(ctx context.Context, svc *capsule.Service, set benchSet) (map[str
 	for _, d := range set.docs {
 		it, _, err := svc.AddItem(ctx, set.capsule, capsule.NewItem{Kind: domain.ItemText, Text: d.text, URI: d.id})
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		uri[it.ID] = d.id
 		ids = append(ids, it.ID)
@@ -368,13 +378,13 @@ func ingestSet(ctx context.Context, svc *capsule.Service, set benchSet) (map[str
 	for _, id := range ids {
 		it, err := svc.WaitItem(ctx, set.capsule, id, time.Hour)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		if it.Status != domain.StatusReady {
-			return nil, fmt.Errorf("item %s (%s): %s %s", id, uri[id], it.Status, it.Error)
+			return nil, false, fmt.Errorf("item %s (%s): %s %s", id, uri[id], it.Status, it.Error)
 		}
 	}
-	return uri, nil
+	return uri, false, nil
 }
 
 // readySet returns item id → document id when the capsule (of a kept

@@ -94,6 +94,9 @@ func TestBenchAgentDataDir(t *testing.T) {
 	if _, err := os.Stat(cacheFile); err != nil {
 		t.Fatalf("no search cache written: %v", err)
 	}
+	if first["ingest_reused"] != nil || second["ingest_reused"] != true {
+		t.Errorf("ingest_reused: first run %v, second %v; want absent, then true", first["ingest_reused"], second["ingest_reused"])
+	}
 	third := run("--search-cache", cacheFile) // every search from the cache
 	for _, k := range []string{"oneshot_both_at_10", "agent_both_at_10", "agent_recall_at_2", "tool_calls_per_question"} {
 		if third[k] != second[k] {
