@@ -202,13 +202,13 @@ func runBenchMemory(ctx context.Context, args []string, stdout, stderr io.Writer
 				continue
 			}
 			res.Questions++
-			line := dumpLine{Conversation: c.ID, Split: c.Split, Category: q.Category, Question: q.Question, Evidence: slices.Sorted(maps.Keys(evidence)), Ranks: map[string][]int{}}
+			line := dumpLine{Conversation: c.ID, Split: c.Split, Category: q.Category, Question: q.Question, Evidence: slices.Sorted(maps.Keys(evidence)), Ranks: map[string][]int{}, Top: map[string][]string{}}
 			for _, sys := range systems {
-				ranks, err := sys.run(ctx, db.Memory(), ns, c.Split, q, evidence, dia, clock)
+				ranks, top, err := sys.run(ctx, db.Memory(), ns, c.Split, q, evidence, dia, clock)
 				if err != nil {
 					return err
 				}
-				line.Ranks[sys.Name] = ranks
+				line.Ranks[sys.Name], line.Top[sys.Name] = ranks, top
 			}
 			if dumpEnc != nil {
 				if err := dumpEnc.Encode(line); err != nil {
@@ -377,6 +377,8 @@ type dumpLine struct {
 	Question     string           `json:"question"`
 	Evidence     []string         `json:"evidence"`
 	Ranks        map[string][]int `json:"ranks"`
+	// Top are the turns (dia ids) of each system's first ten.
+	Top map[string][]string `json:"top"`
 }
 
 // A variant is an extra hybrid system: a name and selection settings.
@@ -513,8 +515,8 @@ type benchSystem struct {
 
 // run selects for one question, counts its figures and returns the 1-based
 // rank of each evidence turn (in the order of the sorted evidence ids; 0
-// when not ranked).
-func (b *benchSystem) run(ctx context.Context, st memory.Store, ns, split string, q locomoQA, evidence map[string]bool, dia map[string][]string, now time.Time) ([]int, error) {
+// when not ranked) and the turns of the first ten.
+func (b *benchSystem) run(ctx context.Context, st memory.Store, ns, split string, q locomoQA, evidence map[string]bool, dia map[string][]string, now time.Time) ([]int, []string, error) {
 	start := time.Now()
 	var sel memory.Selection
 	var err error
@@ -524,7 +526,7 @@ func (b *benchSystem) run(ctx context.Context, st memory.Store, ns, split string
 		sel, err = b.svc.Select(ctx, memory.Query{Namespace: ns, Text: q.Question, Mode: b.mode})
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	b.lat = append(b.lat, time.Since(start))
 	cover := func(list []memory.Selected) float64 {
@@ -552,14 +554,18 @@ func (b *benchSystem) run(ctx context.Context, st memory.Store, ns, split string
 	group(b.cats, strconv.Itoa(q.Category)).add(recall, at5, at10)
 	ids := slices.Sorted(maps.Keys(evidence))
 	ranks := make([]int, len(ids))
+	var top []string
 	for r, m := range sel.Ranked {
 		for _, d := range dia[m.Memory.ID] {
 			if i := slices.Index(ids, d); i >= 0 && ranks[i] == 0 {
 				ranks[i] = r + 1
 			}
+			if r < 10 {
+				top = append(top, d)
+			}
 		}
 	}
-	return ranks, nil
+	return ranks, top, nil
 }
 
 func group(m map[string]*recallSet, key string) *recallSet {

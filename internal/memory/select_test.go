@@ -181,6 +181,8 @@ func TestDateCue(t *testing.T) {
 		{"other day", 1, "What did Ana bake on July 9, 2023?", 1},
 		{"month", 1, "What did Ana bake in July 2023?", 1},
 		{"no date", 1, "What did Ana bake?", -1},
+		{"default weight", 0, "What did Ana bake on 3 March, 2023?", 0},
+		{"off", -1, "What did Ana bake on 3 March, 2023?", -1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

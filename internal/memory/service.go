@@ -38,8 +38,8 @@ type Config struct {
 	// ExtractTimeout bounds one extraction attempt. Default 30s.
 	ExtractTimeout time.Duration
 	// DenseWeight is the weight of the dense ranking in the fusion (BM25's
-	// is 1). Default 1 (with the convex fusion; measured on LoCoMo:
-	// docs/benchmarks.md).
+	// is 1; 1 is the retrieval core's Alpha 0.5). Default 1 (measured on
+	// LoCoMo: docs/benchmarks.md).
 	DenseWeight float64
 	// IndexAlone indexes each turn by its own text only. By default a turn
 	// is indexed (for BM25 and its vector) together with the turns before
@@ -52,7 +52,9 @@ type Config struct {
 	// IndexWindow is how many turns on each side join a turn's index text.
 	// Default 1.
 	IndexWindow int
-	// Fusion combines the retrievers: FusionConvex (default) or FusionRRF.
+	// Fusion combines the retrievers: FusionCore (default: the capsule
+	// retrieval core's convex mix; measured on LoCoMo: docs/benchmarks.md),
+	// FusionConvex or FusionRRF.
 	Fusion Fusion
 	// SpeakerWeight is the bonus, in units of a first-rank score, of a
 	// turn whose speaker's (first) name the query mentions. Default 0.5
@@ -70,7 +72,8 @@ type Config struct {
 	NeighbourPenalty float64
 	// DateWeight is the bonus, in units of a first-rank score, of a memory
 	// valid on the day or in the month the query names ("on 7 July, 2023",
-	// "in May 2023"; a day either side). Default 0 (off).
+	// "in May 2023"; a day either side). Default 1 (measured on LoCoMo:
+	// docs/benchmarks.md); negative turns it off.
 	DateWeight float64
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
@@ -94,7 +97,10 @@ func (c Config) WithDefaults() Config {
 		c.RecencyWeight = 0.05
 	}
 	if c.Fusion == "" {
-		c.Fusion = FusionConvex
+		c.Fusion = FusionCore
+	}
+	if c.DateWeight == 0 {
+		c.DateWeight = 1
 	}
 	if c.SpeakerWeight == 0 {
 		c.SpeakerWeight = 0.5
