@@ -246,3 +246,57 @@ func FuzzLeadTitle(f *testing.F) {
 		}
 	})
 }
+
+func TestSpeaker(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ text, want string }{
+		{"Melanie: I went camping with the kids.", "Melanie"},
+		{"Dr. Jane Smith: hello", "Dr. Jane Smith"},
+		{"melanie: lower case is no label", ""},
+		{"Note: this is a note", "Note"},
+		{"The time was 10:30 when we left", ""},
+		{"No colon here", ""},
+		{": empty label", ""},
+		{"", ""},
+	}
+	for _, tt := range tests {
+		if got := speaker(tt.text); got != tt.want {
+			t.Errorf("speaker(%q) = %q, want %q", tt.text, got, tt.want)
+		}
+	}
+	for s, want := range map[string]bool{"What books has Melanie read?": true, "Melanies are flowers": false, "Melanie": true, "AMelanie": false} {
+		if got := containsWord(s, "Melanie"); got != want {
+			t.Errorf("containsWord(%q, Melanie) = %v, want %v", s, got, want)
+		}
+	}
+}
+
+// TestNamedSpeakerFirst: when the question names a speaker of the chat, the
+// other speakers' turns go after the named one's.
+func TestNamedSpeakerFirst(t *testing.T) {
+	t.Parallel()
+	question := "What books has Melanie read?"
+	hit := func(id, who string) map[string]string {
+		return map[string]string{"id": id, "content": who + ": I read a book about " + id + " last week, it was great!"}
+	}
+	msgs := conv(question)
+	c := gen(t, msgs)
+	msgs = append(msgs, answer(c, func(tc domain.ToolCall) string {
+		var a struct{ Query string }
+		_ = json.Unmarshal([]byte(tc.Arguments), &a)
+		hits := []map[string]string{hit("D9:1", "Melanie"), hit("D9:2", "Melanie")}
+		if tc.Name == ToolSearch && a.Query == question {
+			hits = []map[string]string{hit("D1:1", "Caroline"), hit("D1:2", "Melanie"), hit("D1:3", "Caroline"), hit("D1:4", "Melanie")}
+		}
+		b, _ := json.Marshal(hits)
+		return string(b)
+	})...)
+	c = gen(t, msgs)
+	var a struct{ IDs []string }
+	if len(c.ToolCalls) != 1 || json.Unmarshal([]byte(c.ToolCalls[0].Arguments), &a) != nil {
+		t.Fatalf("want the report, got %+v", c)
+	}
+	if got, want := strings.Join(a.IDs, ","), "D1:2,D1:4,D9:1,D9:2,D1:1,D1:3"; got != want {
+		t.Fatalf("reported %s, want %s", got, want)
+	}
+}

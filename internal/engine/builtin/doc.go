@@ -17,6 +17,12 @@
 //     while the evidence does not cover the question, hop: search the bridge
 //     entities named by the top documents, and a pseudo-relevance-feedback
 //     query; a query already issued is never issued again;
+//   - documents without a title get one from their text's lead when it has
+//     the shape of "title text" passages (the title's words come back at the
+//     start of the first sentence); when most documents still have none
+//     (chat turns, notes), there is nothing to bridge: the policy reports
+//     after the first turn, in the order of the question's own search, with
+//     the turns of speakers the question names ("Melanie: …") first;
 //   - last turn (evidence covers the question, nothing new to search, or the
 //     turn or tool-call budget is spent): report_helpful_ids with the ids
 //     ranked by fused evidence.

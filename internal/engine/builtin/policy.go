@@ -311,6 +311,15 @@ func (e *Engine) rank(st *state) []scored {
 				}
 			}
 		}
+		// A turn said by someone else when the question names a speaker
+		// ("What books has Melanie read?") goes after the named speakers'.
+		if named := st.namedSpeakers(); len(named) > 0 {
+			for i := range out {
+				if sp := speaker(st.docs[out[i].id].text); sp != "" && !named[sp] {
+					out[i].score -= 1e4
+				}
+			}
+		}
 		sortScored(out, st)
 		return out
 	}
@@ -340,6 +349,18 @@ func (st *state) untitled() bool {
 		}
 	}
 	return 2*n > len(st.docs)
+}
+
+// namedSpeakers are the speakers of the documents seen (their "Name:"
+// labels) that the question names.
+func (st *state) namedSpeakers() map[string]bool {
+	named := map[string]bool{}
+	for _, d := range st.docs {
+		if sp := speaker(d.text); sp != "" && !named[sp] && containsWord(st.question, sp) {
+			named[sp] = true
+		}
+	}
+	return named
 }
 
 // anchor is the index of the list that searched the question itself (the

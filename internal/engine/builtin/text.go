@@ -259,3 +259,46 @@ func bareWord(w string) string {
 	w = strings.ToLower(strings.Trim(w, "\"“”'‘’,.;:!?()"))
 	return strings.TrimSuffix(strings.TrimSuffix(w, "'s"), "’s")
 }
+
+// speaker returns the label of a chat turn ("Melanie: I went camping" gives
+// "Melanie"): one to three capitalised words before a colon at the start.
+func speaker(text string) string {
+	i := strings.IndexByte(text, ':')
+	if i <= 0 || i > 40 {
+		return ""
+	}
+	label := strings.TrimSpace(text[:i])
+	ws := strings.Fields(label)
+	if len(ws) == 0 || len(ws) > 3 {
+		return ""
+	}
+	for _, w := range ws {
+		r, _ := utf8.DecodeRuneInString(w)
+		if !unicode.IsUpper(r) {
+			return ""
+		}
+		for _, c := range w {
+			if !unicode.IsLetter(c) && c != '-' && c != '.' && c != '\'' {
+				return ""
+			}
+		}
+	}
+	return label
+}
+
+// containsWord says whether s has w as a whole word (or words).
+func containsWord(s, w string) bool {
+	for i := 0; ; {
+		j := strings.Index(s[i:], w)
+		if j < 0 {
+			return false
+		}
+		j += i
+		before, _ := utf8.DecodeLastRuneInString(s[:j])
+		after, _ := utf8.DecodeRuneInString(s[j+len(w):])
+		if (j == 0 || !unicode.IsLetter(before) && !unicode.IsDigit(before)) && (j+len(w) == len(s) || !unicode.IsLetter(after) && !unicode.IsDigit(after)) {
+			return true
+		}
+		i = j + len(w)
+	}
+}
