@@ -34,9 +34,18 @@ func TestKillDuringIngestion(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
-	data := filepath.Join(dir, "data")
+	// One worker leaves one job running at the kill; sixteen leave many,
+	// all rescued at the restart.
+	for _, workers := range []int{1, 16} {
+		t.Run(fmt.Sprint("workers=", workers), func(t *testing.T) {
+			t.Parallel()
+			killDuringIngestion(t, bin, filepath.Join(t.TempDir(), "data"), fmt.Sprint(workers))
+		})
+	}
+}
 
-	srv, key := startServer(t, bin, data, "")
+func killDuringIngestion(t *testing.T, bin, data, workers string) {
+	srv, key := startServer(t, bin, data, "", workers)
 	call(t, srv, key, "POST", "/v1/capsules", map[string]any{"name": "k"}, nil)
 	const n = 120
 	para := strings.Repeat("Ingestion must survive a kill at any moment without losing data. ", 60)
@@ -80,7 +89,7 @@ func TestKillDuringIngestion(t *testing.T) {
 	}
 	t.Logf("killed with %d of %d items ready", len(ready), n)
 
-	srv, _ = startServer(t, bin, data, key)
+	srv, _ = startServer(t, bin, data, key, workers)
 	defer srv.kill(t)
 	items := listItems(t, srv, key)
 	if len(items) != n {
@@ -139,7 +148,7 @@ var adminKey = regexp.MustCompile(`csk_[A-Za-z0-9]+`)
 
 // startServer runs capsuled serve on a free port; it returns the admin key
 // printed at first start (or the given one).
-func startServer(t *testing.T, bin, data, key string) (*proc, string) {
+func startServer(t *testing.T, bin, data, key, workers string) (*proc, string) {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -147,7 +156,7 @@ func startServer(t *testing.T, bin, data, key string) (*proc, string) {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	cmd := exec.Command(bin, "serve", "--data", data, "--addr", addr, "--embedder", "off", "--ingest-workers", "1")
+	cmd := exec.Command(bin, "serve", "--data", data, "--addr", addr, "--embedder", "off", "--ingest-workers", workers)
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + t.TempDir()}
 	stderr, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {
