@@ -261,7 +261,10 @@ func hotpotSets(dir string, limit int) ([]benchSet, error) {
 	}
 	kinds := map[string]string{}
 	err = readJSONLGz(filepath.Join(dir, "queries.jsonl.gz"), func(line []byte) error {
-		var q struct{ ID, Type string }
+		var q struct {
+			ID   string `json:"_id"`
+			Type string `json:"type"`
+		}
 		if err := json.Unmarshal(line, &q); err != nil {
 			return err
 		}

@@ -85,6 +85,9 @@ func TestBenchAgentDataDir(t *testing.T) {
 		return res
 	}
 	first := run()
+	if _, ok := first["agent_both_at_10_comparison"].(float64); !ok {
+		t.Errorf("no figure per question type (comparison): %v", first)
+	}
 	if _, err := os.Stat(filepath.Join(data, "capsuled.db")); err != nil {
 		t.Fatalf("the data dir was not kept: %v", err)
 	}
