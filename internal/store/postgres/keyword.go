@@ -105,6 +105,65 @@ func (s *CapsuleStore) Keyword(ctx context.Context, capsule string, terms []stri
 	return streamScored(rows, fn)
 }
 
+// KeywordBounds returns, for each term, the best score the term alone
+// reaches in the capsule (0 where it matches nothing): the query-relative
+// keyword bound, in one round trip. With pg_textsearch each term's bound is
+// the index's top-1 for that term; if the index gives nothing for any term,
+// the terms are scored on every chunk instead (see Keyword). Without it,
+// each term's best ts_rank_cd.
+func (s *CapsuleStore) KeywordBounds(ctx context.Context, capsule string, terms []string) ([]float64, error) {
+	out := make([]float64, len(terms))
+	if len(terms) == 0 {
+		return out, nil
+	}
+	var capID int64
+	if err := s.db.pool.QueryRow(ctx, "SELECT id FROM capsules WHERE name = $1", capsule).Scan(&capID); err != nil {
+		return nil, interpret(err)
+	}
+	var queries []string
+	if s.db.fullText == FullTextBM25 {
+		queries = []string{`SELECT coalesce((SELECT -(k.text <@> to_bm25query(t.term, 'chunks_bm25')) FROM chunks k
+				WHERE k.capsule_id = $1 ORDER BY k.text <@> to_bm25query(t.term, 'chunks_bm25') LIMIT 1), 0)
+			FROM unnest($2::text[]) WITH ORDINALITY t(term, n) ORDER BY t.n`,
+			`SELECT coalesce((SELECT max(-(k.text <@> to_bm25query(t.term, 'chunks_bm25'))) FROM chunks k
+				WHERE k.capsule_id = $1), 0)
+			FROM unnest($2::text[]) WITH ORDINALITY t(term, n) ORDER BY t.n`}
+	} else {
+		queries = []string{`SELECT coalesce((SELECT max(ts_rank_cd(k.tsv, q.q)) FROM chunks k
+				WHERE k.capsule_id = $1 AND k.tsv @@ q.q), 0)
+			FROM unnest($2::text[]) WITH ORDINALITY t(term, n), LATERAL (SELECT plainto_tsquery('english', t.term) AS q) q
+			ORDER BY t.n`}
+	}
+	for _, q := range queries {
+		rows, err := s.db.pool.Query(ctx, q, capID, terms)
+		if err != nil {
+			return nil, fmt.Errorf("keyword bounds: %w", interpret(err))
+		}
+		out = out[:0]
+		found := false
+		for rows.Next() {
+			var b float64
+			if err := rows.Scan(&b); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("keyword bounds: %w", err)
+			}
+			out = append(out, max(b, 0))
+			found = found || b > 0
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("keyword bounds: %w", interpret(err))
+		}
+		if len(out) != len(terms) {
+			return nil, fmt.Errorf("keyword bounds: %d for %d terms", len(out), len(terms))
+		}
+		if found {
+			break
+		}
+	}
+	return out, nil
+}
+
 // firstKeywordPage is the first page of a BM25 keyword search: a hybrid
 // query's depth (100) fits in it.
 const firstKeywordPage = 128

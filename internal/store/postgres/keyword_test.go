@@ -133,3 +133,64 @@ func TestKeywordTopK(t *testing.T) {
 		}
 	}
 }
+
+// TestKeywordBounds checks that KeywordBounds gives each term's best score
+// alone, as the first hit of a one-term Keyword, with either full-text
+// method.
+func TestKeywordBounds(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, ft := range []postgres.FullText{postgres.FullTextBM25, postgres.FullTextTSVector} {
+		t.Run(string(ft), func(t *testing.T) {
+			t.Parallel()
+			db := openFresh(t, postgres.Options{})
+			if ft == postgres.FullTextBM25 && db.FullText() != ft {
+				t.Skip("the test server has no pg_textsearch")
+			}
+			if ft != db.FullText() {
+				db = openFresh(t, postgres.Options{FullText: ft})
+			}
+			st := db.Capsules()
+			t0 := time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)
+			for _, c := range []string{"a", "b"} {
+				if err := st.CreateCapsule(ctx, domain.Capsule{Name: c, CreatedAt: t0}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			texts := []string{"honey bees make honey", "bees and wasps", "the moon and the sun", "honey cake with honey and more honey"}
+			for i, tx := range texts {
+				c := []string{"a", "b"}[i%2]
+				id := fmt.Sprintf("itm_%d", i)
+				if _, _, err := st.PutItem(ctx, domain.Item{ID: id, Capsule: c, Kind: domain.ItemText, URI: id, ContentHash: "h" + id,
+					TimeAdded: t0, TimeUpdated: t0}); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := startItem(ctx, st, id, "h"+id, t0); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := st.CompleteItem(ctx, id, "h"+id, tx, []domain.Chunk{{Idx: 0, Text: tx, End: len(tx)}}, t0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			terms := []string{"honey", "bees", "nothing", "the", "moon", "it's"}
+			for _, c := range []string{"a", "b"} {
+				got, err := st.KeywordBounds(ctx, c, terms)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i, tm := range terms {
+					want := 0.0
+					if err := st.Keyword(ctx, c, []string{tm}, func(_ string, _ int, s float64) bool { want = s; return false }); err != nil {
+						t.Fatal(err)
+					}
+					if fmt.Sprintf("%.6f", got[i]) != fmt.Sprintf("%.6f", want) {
+						t.Errorf("capsule %s, term %q: bound %v, want %v", c, tm, got[i], want)
+					}
+				}
+			}
+			if _, err := st.KeywordBounds(ctx, "missing", terms); err == nil {
+				t.Fatal("bounds of a missing capsule: no error")
+			}
+		})
+	}
+}
