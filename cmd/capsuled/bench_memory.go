@@ -414,6 +414,7 @@ var variantSetters = map[string]func(c *memory.Config, v string) error{
 	"speaker-weight":    floatSetter(func(c *memory.Config) *float64 { return &c.SpeakerWeight }),
 	"neighbour-penalty": floatSetter(func(c *memory.Config) *float64 { return &c.NeighbourPenalty }),
 	"date-weight":       floatSetter(func(c *memory.Config) *float64 { return &c.DateWeight }),
+	"feedback-weight":   floatSetter(func(c *memory.Config) *float64 { return &c.FeedbackWeight }),
 	"candidates": func(c *memory.Config, v string) error {
 		n, err := strconv.Atoi(v)
 		c.Candidates = n

@@ -21,6 +21,11 @@ type vectorEntry struct {
 	gen     uint64
 	loaded  time.Time
 	vectors []Vector
+	// bounds are the best BM25 scores of single terms (FusionCore), kept
+	// under the same rules as the vectors: a write drops them, and they
+	// expire after the time-to-live.
+	bounds   map[string]float64
+	boundsAt time.Time
 }
 
 func newVectorCache(ttl time.Duration) *vectorCache {
@@ -55,12 +60,39 @@ func (c *vectorCache) get(ctx context.Context, st Store, ns, model string, now t
 	return vecs, nil
 }
 
-// drop forgets a namespace's vectors after a write.
+// bound returns the cached best BM25 score of term in ns, and the entry's
+// generation to store a computed one under.
+func (c *vectorCache) bound(ns, term string) (float64, uint64, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := c.ns[ns]
+	if e == nil {
+		e = &vectorEntry{}
+		c.ns[ns] = e
+	}
+	if time.Since(e.boundsAt) >= c.ttl {
+		e.bounds, e.boundsAt = map[string]float64{}, time.Now()
+	}
+	v, ok := e.bounds[term]
+	return v, e.gen, ok
+}
+
+// putBound caches a term's best BM25 score unless a write came since gen.
+func (c *vectorCache) putBound(ns string, gen uint64, term string, v float64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e := c.ns[ns]; e != nil && e.gen == gen && e.bounds != nil {
+		e.bounds[term] = v
+	}
+}
+
+// drop forgets a namespace's vectors and term bounds after a write.
 func (c *vectorCache) drop(ns string) {
 	c.mu.Lock()
 	if e := c.ns[ns]; e != nil {
 		e.gen++
 		e.loaded = time.Time{}
+		e.bounds, e.boundsAt = nil, time.Time{}
 	}
 	c.mu.Unlock()
 }
@@ -71,6 +103,7 @@ func (c *vectorCache) dropAll() {
 	for _, e := range c.ns {
 		e.gen++
 		e.loaded = time.Time{}
+		e.bounds, e.boundsAt = nil, time.Time{}
 	}
 	c.mu.Unlock()
 }

@@ -140,15 +140,13 @@ func (s *Service) selectWith(ctx context.Context, q Query, live LiveFilter) (Sel
 	// core fusion, run beside the keyword search.
 	var (
 		wg             sync.WaitGroup
-		denseIDs       []string
-		denseSims      []float64
-		denseAll       map[string]float64
+		dr             denseResult
 		kwMax          float64
 		denseErr, kErr error
 	)
 	defer wg.Wait()
 	if q.Mode != Keyword && s.emb != nil && text != "" {
-		wg.Go(func() { denseIDs, denseSims, denseAll, denseErr = s.dense(ctx, q.Namespace, text, n, live) })
+		wg.Go(func() { dr, denseErr = s.dense(ctx, q.Namespace, text, n, live) })
 	}
 	if core && text != "" {
 		wg.Go(func() { kwMax, kErr = s.queryMaxBM25(ctx, q.Namespace, text, live) })
@@ -179,19 +177,53 @@ func (s *Service) selectWith(ctx context.Context, q Query, live LiveFilter) (Sel
 		add(hitIDs(hits), hitScores(hits), 1)
 	}
 	add(hitIDs(ctxHits), hitScores(ctxHits), 0.3)
-	if core && denseAll != nil {
+	if core && dr.all != nil {
 		// The dense top n join the candidates, and every candidate gets its
 		// cosine, whichever retriever found it.
-		for _, id := range denseIDs {
-			if _, ok := score[id]; !ok && !q.Exclude[id] {
-				score[id] = 0
+		join := func(ids []string) {
+			for _, id := range ids {
+				if _, ok := score[id]; !ok && !q.Exclude[id] {
+					score[id] = 0
+				}
 			}
 		}
+		join(dr.ids)
 		for id := range score {
-			score[id] += s.cfg.DenseWeight * max(denseAll[id], 0) / float64(rrfK+1)
+			score[id] += s.cfg.DenseWeight * max(dr.all[id], 0) / float64(rrfK+1)
+		}
+		if s.cfg.FeedbackWeight > 0 {
+			// Pseudo-relevance feedback: the query vector moves towards
+			// the mean of the best three candidates' vectors, and the
+			// dense part of every score is taken again from it.
+			best := make([]string, 0, len(score))
+			for id := range score {
+				best = append(best, id)
+			}
+			sortByScore(best, score)
+			byID := make(map[string][]float32, len(dr.stored))
+			for _, v := range dr.stored {
+				byID[v.ID] = v.Vec
+			}
+			q2 := make([]float32, len(dr.qv))
+			copy(q2, dr.qv)
+			for _, id := range best[:min(3, len(best))] {
+				for i, x := range byID[id] {
+					if i < len(q2) {
+						q2[i] += float32(s.cfg.FeedbackWeight/3) * x
+					}
+				}
+			}
+			fb := scan(q2, dr.stored, n)
+			for id := range score {
+				score[id] -= s.cfg.DenseWeight * max(dr.all[id], 0) / float64(rrfK+1)
+			}
+			join(fb.ids)
+			for id := range score {
+				score[id] += s.cfg.DenseWeight * max(fb.all[id], 0) / float64(rrfK+1)
+			}
 		}
 	} else {
-		add(denseIDs, denseSims, s.cfg.DenseWeight)
+		add(dr.ids, dr.sims, s.cfg.DenseWeight)
 	}
 	ids := make([]string, 0, len(score))
 	for id := range score {
@@ -309,17 +341,29 @@ func (s *Service) diversify(ids []string, score map[string]float64, byID map[str
 
 // queryMaxBM25 is the most a query can score in the namespace
 // (FusionCore): the sum of each term's best score alone, a term that
-// matches nothing counting as the mean of those that match.
+// matches nothing counting as the mean of those that match. Each term's
+// best score is cached per namespace until a write to it (or the cache's
+// time-to-live), as the retrieval core caches them per capsule.
 func (s *Service) queryMaxBM25(ctx context.Context, ns, text string, live LiveFilter) (float64, error) {
 	terms := retrieval.Terms(text)
 	sum, found := 0.0, 0
 	for _, t := range terms {
-		hits, err := s.store.SearchText(ctx, ns, t, 1, live)
-		if err != nil {
-			return 0, fmt.Errorf("keyword bound of %q: %w", t, err)
+		// The bound depends on which memories count: the key says.
+		key := fmt.Sprintf("%t/%t/%s", live.IncludeExpired, live.IncludeSuperseded, t)
+		best, gen, ok := s.vectors.bound(ns, key)
+		if !ok {
+			hits, err := s.store.SearchText(ctx, ns, t, 1, live)
+			if err != nil {
+				return 0, fmt.Errorf("keyword bound of %q: %w", t, err)
+			}
+			best = 0
+			if len(hits) > 0 {
+				best = hits[0].Score
+			}
+			s.vectors.putBound(ns, gen, key, best)
 		}
-		if len(hits) > 0 && hits[0].Score > 0 {
-			sum += hits[0].Score
+		if best > 0 {
+			sum += best
 			found++
 		}
 	}
@@ -331,16 +375,32 @@ func (s *Service) queryMaxBM25(ctx context.Context, ns, text string, live LiveFi
 
 // dense ranks the namespace's vectors by cosine similarity to text; it
 // returns the best n ids and their similarities, and every id's.
-func (s *Service) dense(ctx context.Context, ns, text string, n int, live LiveFilter) ([]string, []float64, map[string]float64, error) {
+func (s *Service) dense(ctx context.Context, ns, text string, n int, live LiveFilter) (denseResult, error) {
 	vecs, err := s.emb.Embed(ctx, []string{text})
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("embed the memory query: %w", err)
+		return denseResult{}, fmt.Errorf("embed the memory query: %w", err)
 	}
 	stored, err := s.vectors.get(ctx, s.store, ns, s.emb.ModelID(), live.Now)
 	if err != nil {
-		return nil, nil, nil, err
+		return denseResult{}, err
 	}
-	qv := vecs[0]
+	r := scan(vecs[0], stored, n)
+	r.stored = stored
+	return r, nil
+}
+
+// denseResult is a dense scan: the best n ids and their cosines, every
+// id's cosine, the query vector and the vectors scanned.
+type denseResult struct {
+	ids    []string
+	sims   []float64
+	all    map[string]float64
+	qv     []float32
+	stored []Vector
+}
+
+// scan ranks stored by cosine similarity to qv.
+func scan(qv []float32, stored []Vector, n int) denseResult {
 	score := make(map[string]float64, len(stored))
 	ids := make([]string, 0, len(stored))
 	for _, v := range stored {
@@ -355,7 +415,7 @@ func (s *Service) dense(ctx context.Context, ns, text string, n int, live LiveFi
 	for i, id := range ids {
 		sims[i] = score[id]
 	}
-	return ids, sims, score, nil
+	return denseResult{ids: ids, sims: sims, all: score, qv: qv}
 }
 
 func cosine(a, b []float32) float64 {

@@ -216,3 +216,64 @@ func TestDateCue(t *testing.T) {
 		})
 	}
 }
+
+// TestFeedbackLiftsTurnsLikeTheBestMatch checks the pseudo-relevance
+// feedback: a turn that shares no word with the query but many with its best
+// match ranks above an unrelated turn when feedback is on (the default), and
+// the two tie on the dense part without it.
+func TestFeedbackLiftsTurnsLikeTheBestMatch(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name   string
+		weight float64
+		lifted bool
+	}{{"default", 0, true}, {"off", -1, false}} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, memory.Deps{Embedder: fakeEmbedder{}}, memory.Config{FeedbackWeight: tt.weight, RecencyWeight: -1, IndexAlone: true})
+			var ids []string
+			for i, text := range []string{
+				"lemon cake recipe with sugar butter flour eggs",
+				"sugar butter flour eggs vanilla",
+				"garden hose repair kit and tools",
+			} {
+				got := sessionIn(t, b, "ns", fmt.Sprint("c", i), text)
+				ids = append(ids, got[0])
+			}
+			sel, err := b.svc.Select(context.Background(), memory.Query{Namespace: "ns", Text: "lemon cake recipe"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			score := map[string]float64{}
+			for _, m := range sel.Ranked {
+				score[m.Memory.ID] = m.Score
+			}
+			if len(sel.Ranked) == 0 || sel.Ranked[0].Memory.ID != ids[0] {
+				t.Fatalf("ranking %+v, want the recipe first", sel.Ranked)
+			}
+			if lifted := score[ids[1]] > score[ids[2]]+1e-9; lifted != tt.lifted {
+				t.Fatalf("similar turn %v, unrelated %v: lifted %v, want %v", score[ids[1]], score[ids[2]], lifted, tt.lifted)
+			}
+		})
+	}
+}
+
+// sessionIn persists named turns of Ana into a conversation.
+func sessionIn(t *testing.T, b *bundle, ns, conv string, turns ...string) []string {
+	t.Helper()
+	var msgs []domain.Message
+	for _, tx := range turns {
+		m := domain.TextMessage(domain.RoleUser, tx)
+		m.Name = "Ana"
+		msgs = append(msgs, m)
+	}
+	stored, _, err := b.svc.Persist(context.Background(), memory.PersistInput{Namespace: ns, Conversation: conv, Messages: msgs, At: b.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := make([]string, len(stored))
+	for i, m := range stored {
+		ids[i] = m.ID
+	}
+	return ids
+}
