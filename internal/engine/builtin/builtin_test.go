@@ -300,3 +300,24 @@ func TestNamedSpeakerFirst(t *testing.T) {
 		t.Fatalf("reported %s, want %s", got, want)
 	}
 }
+
+// TestBridgeWithUncoveredTerms: a bridge entity is looked up by name and
+// together with the question's terms the top document lacks.
+func TestBridgeWithUncoveredTerms(t *testing.T) {
+	t.Parallel()
+	msgs := conv("What nationality is the director of Ed Wood?")
+	c := gen(t, msgs)
+	msgs = append(msgs, answer(c, func(domain.ToolCall) string {
+		return `[{"id":"d1","content":"Ed Wood (film) Ed Wood is a 1994 American film directed by Tim Burton."}]`
+	})...)
+	c = gen(t, msgs)
+	calls := map[string]string{}
+	for _, tc := range c.ToolCalls {
+		var a struct{ Query string }
+		_ = json.Unmarshal([]byte(tc.Arguments), &a)
+		calls[a.Query] = tc.Name
+	}
+	if calls["Tim Burton"] != ToolTextSearch || calls["Tim Burton nationality director"] != ToolSearch {
+		t.Fatalf("want text_search \"Tim Burton\" and search \"Tim Burton nationality director\", got %v\n%s", calls, c.Reasoning)
+	}
+}

@@ -194,17 +194,27 @@ func (e *Engine) plan(st *state, req *domain.ChatRequest) ([]call, string) {
 	untitled := st.untitled()
 	if !untitled && (hops <= 1 || cov < e.cfg.MinCoverage && hops < e.cfg.MaxTurns-1) {
 		bridges := e.bridges(st, ranked)
+		rest := strings.Join(e.uncovered(st, ranked[0].id), " ")
 		var followed []string
 		for _, b := range bridges {
 			if len(followed) >= e.cfg.MaxBridges {
 				break
 			}
-			if add(ToolTextSearch, b, e.cfg.Limit) {
+			byName := add(ToolTextSearch, b, e.cfg.Limit)
+			// the entity with what the question asks that the top document
+			// does not say: finds the entity's own document rather than
+			// any that names it
+			withRest := rest != "" && add(ToolSearch, b+" "+rest, e.cfg.Limit)
+			if byName || withRest {
 				followed = append(followed, quote(b))
 			}
 		}
 		if len(followed) > 0 {
-			why = append(why, "follow the bridge entities named by the top documents: "+strings.Join(followed, ", "))
+			msg := "follow the bridge entities named by the top documents: " + strings.Join(followed, ", ")
+			if rest != "" {
+				msg += " (by name, and together with the question's terms the top document lacks: " + quote(rest) + ")"
+			}
+			why = append(why, msg)
 		}
 		if prf := e.feedbackQuery(st, ranked); prf != "" && add(ToolSearch, prf, e.cfg.Limit) {
 			why = append(why, "search again with terms from the top documents ("+quote(prf)+")")
@@ -422,6 +432,22 @@ func (e *Engine) coverage(st *state, ranked []scored) float64 {
 		}
 	}
 	return float64(c) / float64(len(qt))
+}
+
+// uncovered returns the question's terms that document id does not contain.
+func (e *Engine) uncovered(st *state, id string) []string {
+	d := st.docs[id]
+	have := map[string]bool{}
+	for _, t := range terms(d.title + " " + d.text) {
+		have[t] = true
+	}
+	var out []string
+	for _, t := range uniq(terms(st.question)) {
+		if !have[t] {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // bridges are entities named by the top documents that the question does not
