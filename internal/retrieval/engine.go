@@ -33,6 +33,13 @@ type KeywordBounder interface {
 	KeywordBounds(ctx context.Context, capsule string, terms []string) ([]float64, error)
 }
 
+// KeywordPager is a Source whose Keyword reads its ranking in pages:
+// KeywordN is Keyword told how many hits the caller expects to need, so that
+// its first page holds them.
+type KeywordPager interface {
+	KeywordN(ctx context.Context, capsule string, terms []string, want int, fn func(itemID string, idx int, score float64) bool) error
+}
+
 // Versioned is a Source shared by several processes: a capsule's generation
 // changes, in the same transaction, whenever any process changes its
 // searchable items. An Engine over a Versioned source checks the generation
@@ -496,7 +503,18 @@ func (e *Engine) Search(ctx context.Context, capsule string, q domain.Query) ([]
 	}
 	if mode != domain.ModeSemantic {
 		rank := 0
-		err := e.src.Keyword(ctx, capsule, terms, func(id string, idx int, score float64) bool {
+		keyword := e.src.Keyword
+		if kp, ok := e.src.(KeywordPager); ok {
+			// A filter rejects some hits: ask for more than depth then.
+			want := depth
+			if pred != nil {
+				want *= 2
+			}
+			keyword = func(ctx context.Context, capsule string, terms []string, fn func(string, int, float64) bool) error {
+				return kp.KeywordN(ctx, capsule, terms, want, fn)
+			}
+		}
+		err := keyword(ctx, capsule, terms, func(id string, idx int, score float64) bool {
 			en := ci.items[id]
 			if en == nil || (pred != nil && !pred(&en.item)) {
 				return true

@@ -180,3 +180,42 @@ func TestKeywordBounder(t *testing.T) {
 		t.Fatalf("asked %v, want %v", src.asked, want)
 	}
 }
+
+// fakePagerSource is a fakeKeywordSource with KeywordN, recording the wants.
+type fakePagerSource struct {
+	fakeKeywordSource
+	wants []int
+}
+
+func (f *fakePagerSource) KeywordN(ctx context.Context, capsule string, terms []string, want int, fn func(string, int, float64) bool) error {
+	f.wants = append(f.wants, want)
+	return f.Keyword(ctx, capsule, terms, fn)
+}
+
+// TestKeywordPager checks that a paging source is told the query's keyword
+// depth (twice that under a filter).
+func TestKeywordPager(t *testing.T) {
+	t.Parallel()
+	src := &fakePagerSource{fakeKeywordSource: fakeKeywordSource{
+		fakeSource: fakeSource{items: []domain.Item{{ID: "a", Capsule: "c", Kind: domain.ItemText}}},
+		contrib:    map[string]map[ref]float64{"solar": {{"a", 0}: 2}},
+	}}
+	e := New(src, nil, 0, Config{})
+	ctx := context.Background()
+	for _, q := range []domain.Query{
+		{Text: "solar", Limit: 10},
+		{Text: "solar", Limit: 10, Wishlist: domain.Wishlist{MaxChunksPerItem: 1}},
+		{Text: "solar", Limit: 10, Wishlist: domain.Wishlist{Kinds: []domain.ItemKind{domain.ItemText}}},
+	} {
+		hits, err := e.Search(ctx, "c", q)
+		if err != nil || len(hits) != 1 {
+			t.Fatalf("%+v: %v %v", q, hits, err)
+		}
+	}
+	// Keyword mode (no embedder): depth is the limit; with
+	// max_chunks_per_item, ten times the limit, halved outside hybrid; a
+	// filter doubles what is asked.
+	if fmt.Sprint(src.wants) != fmt.Sprint([]int{10, 50, 20}) {
+		t.Fatalf("wants %v", src.wants)
+	}
+}

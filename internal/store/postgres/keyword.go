@@ -82,6 +82,12 @@ func (s *CapsuleStore) Nearest(ctx context.Context, capsule string, q []float32,
 // restart with empty corpus statistics, and its scan then returns no row)
 // still answers.
 func (s *CapsuleStore) Keyword(ctx context.Context, capsule string, terms []string, fn func(itemID string, idx int, score float64) bool) error {
+	return s.KeywordN(ctx, capsule, terms, firstKeywordPage, fn)
+}
+
+// KeywordN is Keyword for a caller that expects to need about want hits: with
+// pg_textsearch the first page holds that many (then pages grow fourfold).
+func (s *CapsuleStore) KeywordN(ctx context.Context, capsule string, terms []string, want int, fn func(itemID string, idx int, score float64) bool) error {
 	if len(terms) == 0 {
 		return nil
 	}
@@ -90,7 +96,7 @@ func (s *CapsuleStore) Keyword(ctx context.Context, capsule string, terms []stri
 		return interpret(err)
 	}
 	if s.db.fullText == FullTextBM25 {
-		return s.keywordBM25(ctx, capID, strings.Join(terms, " "), fn)
+		return s.keywordBM25(ctx, capID, strings.Join(terms, " "), max(want, 1), fn)
 	}
 	// Each term becomes its own plainto_tsquery, ORed: its lexemes come
 	// out quoted, so no term is read as tsquery syntax.
@@ -170,13 +176,13 @@ const firstKeywordPage = 128
 
 // keywordBM25 is Keyword through pg_textsearch. The query is the terms as
 // text: the index's analyzer splits and stems it, so nothing in it is syntax.
-func (s *CapsuleStore) keywordBM25(ctx context.Context, capID int64, query string, fn func(itemID string, idx int, score float64) bool) error {
+func (s *CapsuleStore) keywordBM25(ctx context.Context, capID int64, query string, first int, fn func(itemID string, idx int, score float64) bool) error {
 	type key struct {
 		item string
 		idx  int
 	}
 	sent := map[key]bool{}
-	for limit := firstKeywordPage; ; limit *= 4 {
+	for limit := first; ; limit *= 4 {
 		// The bound scan order is the index's; a Sort by anything else
 		// would score every chunk again.
 		rows, err := s.db.pool.Query(ctx, `SELECT item_id, idx, -(text <@> to_bm25query($2, 'chunks_bm25')) AS s FROM chunks
@@ -188,7 +194,7 @@ func (s *CapsuleStore) keywordBM25(ctx context.Context, capID int64, query strin
 		if err != nil {
 			return fmt.Errorf("keyword search: %w", err)
 		}
-		if len(page) == 0 && limit == firstKeywordPage {
+		if len(page) == 0 && limit == first {
 			rows, err := s.db.pool.Query(ctx, `SELECT item_id, idx, s FROM (
 				SELECT item_id, idx, -(text <@> to_bm25query($2, 'chunks_bm25')) AS s FROM chunks WHERE capsule_id = $1) m
 				WHERE s > 0 ORDER BY s DESC, item_id, idx`, capID, query)

@@ -74,6 +74,13 @@ func (s *CapsuleStore) ChunkVectors(ctx context.Context, capsule string, fn func
 // Equal scores are ordered by item id, then idx (a group of them that a page
 // cuts short waits for the next page).
 func (s *CapsuleStore) Keyword(ctx context.Context, capsule string, terms []string, fn func(itemID string, idx int, score float64) bool) error {
+	return s.KeywordN(ctx, capsule, terms, firstKeywordPage, fn)
+}
+
+// KeywordN is Keyword for a caller that expects to need about want hits: the
+// first page holds that many (then pages grow fourfold), so a deep consumer
+// does not pay for FTS5 scoring every match once per page.
+func (s *CapsuleStore) KeywordN(ctx context.Context, capsule string, terms []string, want int, fn func(itemID string, idx int, score float64) bool) error {
 	if len(terms) == 0 {
 		return nil
 	}
@@ -89,7 +96,7 @@ func (s *CapsuleStore) Keyword(ctx context.Context, capsule string, terms []stri
 		match = "cap : " + capToken(sc.capID) + " AND " + match
 	}
 	sent := map[int64]bool{}
-	for limit := firstKeywordPage; ; limit *= 4 {
+	for limit := max(want, 1); ; limit *= 4 {
 		page, err := s.keywordPage(ctx, match, sc, limit)
 		if err != nil {
 			return err
@@ -159,8 +166,8 @@ func (s *CapsuleStore) KeywordBounds(ctx context.Context, capsule string, terms 
 	return out, nil
 }
 
-// firstKeywordPage is the first page of Keyword: a hybrid query's depth (100)
-// fits in it.
+// firstKeywordPage is the first page of Keyword: a hybrid query's usual
+// depth (100) fits in it.
 const firstKeywordPage = 128
 
 // keywordScope is where a capsule's chunks lie among the full-text rows.

@@ -158,6 +158,22 @@ func TestKeywordScopes(t *testing.T) {
 	if _, err := st.KeywordBounds(ctx, "missing", []string{"alpha"}); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("bounds of a missing capsule: %v", err)
 	}
+	// KeywordN gives the same hits whatever page it starts with.
+	for _, want := range []int{0, 1, 7, 300, 1000} {
+		for _, c := range []string{"solo", "a"} {
+			var got []string
+			err := st.KeywordN(ctx, c, []string{"filler", "alpha"}, want, func(id string, idx int, score float64) bool {
+				got = append(got, fmt.Sprintf("%s/%d %.9f", id, idx, score))
+				return true
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ref := keywordReference(t, db, c, "filler", "alpha"); strings.Join(got, "\n") != strings.Join(ref, "\n") {
+				t.Fatalf("KeywordN(%s, want %d): %d hits differ from the full query's %d", c, want, len(got), len(ref))
+			}
+		}
+	}
 	if got := keywordAll(t, st, "solo", "filler"); len(got) != 300 {
 		t.Fatalf("solo filler: %d hits, want 300", len(got))
 	}
