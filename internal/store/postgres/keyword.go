@@ -96,7 +96,9 @@ func (s *CapsuleStore) KeywordN(ctx context.Context, capsule string, terms []str
 		return interpret(err)
 	}
 	if s.db.fullText == FullTextBM25 {
-		return s.keywordBM25(ctx, capID, strings.Join(terms, " "), max(want, 1), fn)
+		// One more than wanted: a full page holds back its last group of
+		// equal scores, so want rows need want+1 unless the last ones tie.
+		return s.keywordBM25(ctx, capID, strings.Join(terms, " "), max(want, 1)+1, fn)
 	}
 	// Each term becomes its own plainto_tsquery, ORed: its lexemes come
 	// out quoted, so no term is read as tsquery syntax.

@@ -96,7 +96,9 @@ func (s *CapsuleStore) KeywordN(ctx context.Context, capsule string, terms []str
 		match = "cap : " + capToken(sc.capID) + " AND " + match
 	}
 	sent := map[int64]bool{}
-	for limit := max(want, 1); ; limit *= 4 {
+	// One more than wanted: a full page holds back its last group of equal
+	// scores, so want rows need want+1 unless the last ones tie.
+	for limit := max(want, 1) + 1; ; limit *= 4 {
 		page, err := s.keywordPage(ctx, match, sc, limit)
 		if err != nil {
 			return err
