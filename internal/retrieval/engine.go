@@ -454,17 +454,6 @@ func (e *Engine) Search(ctx context.Context, capsule string, q domain.Query) ([]
 	if err != nil {
 		return nil, err
 	}
-	var qvec []float32
-	if mode != domain.ModeKeyword {
-		vs, err := e.emb.Embed(ctx, []string{q.Text})
-		if err != nil {
-			return nil, fmt.Errorf("embed query: %w", err)
-		}
-		if len(vs) != 1 || len(vs[0]) != e.dim {
-			return nil, errors.New("embed query: wrong vector shape")
-		}
-		qvec = vs[0]
-	}
 	pred := Compile(q.Wishlist)
 	depth := max(e.cfg.Depth, 2*limit)
 	if q.Wishlist.MaxChunksPerItem > 0 || q.Wishlist.MinScore > 0 || q.Wishlist.Recency != nil {
@@ -477,18 +466,44 @@ func (e *Engine) Search(ctx context.Context, capsule string, q domain.Query) ([]
 		}
 	}
 
-	// The query's best attainable BM25 (KeywordNormQuery) is one FTS query
-	// per term: they run beside the dense scan and the keyword search.
+	// The keyword side (the search, and the query's best attainable BM25
+	// for KeywordNormQuery) runs beside the query's embedding, which is the
+	// other half of a hybrid query's time; the dense scan needs the vector.
 	var (
 		kwMax    float64
 		kwMaxErr error
 		kwMaxWG  sync.WaitGroup
+		kwHits   []kwHit
+		kwErr    error
+		kwWG     sync.WaitGroup
 	)
-	terms := Terms(q.Text)
-	if mode != domain.ModeSemantic && e.cfg.KeywordNorm == KeywordNormQuery {
-		kwMaxWG.Go(func() { kwMax, kwMaxErr = e.queryMaxBM25(ctx, capsule, terms) })
-	}
 	defer kwMaxWG.Wait()
+	defer kwWG.Wait()
+	terms := Terms(q.Text)
+	if mode != domain.ModeSemantic {
+		if e.cfg.KeywordNorm == KeywordNormQuery {
+			kwMaxWG.Go(func() { kwMax, kwMaxErr = e.queryMaxBM25(ctx, capsule, terms) })
+		}
+		kwWG.Go(func() { kwHits, kwErr = e.keywordHits(ctx, ci, capsule, terms, depth, pred) })
+	}
+	var qvec []float32
+	if mode != domain.ModeKeyword {
+		vs, err := e.emb.Embed(ctx, []string{q.Text})
+		if err != nil {
+			return nil, fmt.Errorf("embed query: %w", err)
+		}
+		if len(vs) != 1 || len(vs[0]) != e.dim {
+			return nil, errors.New("embed query: wrong vector shape")
+		}
+		qvec = vs[0]
+	}
+	// The keyword goroutine holds the capsule's read lock while it runs:
+	// wait for it before taking the lock here (a writer queued between the
+	// two read locks would otherwise deadlock them).
+	kwWG.Wait()
+	if kwErr != nil {
+		return nil, kwErr
+	}
 
 	ci.mu.RLock()
 	defer ci.mu.RUnlock()
@@ -501,41 +516,17 @@ func (e *Engine) Search(ctx context.Context, capsule string, q domain.Query) ([]
 			cands = append(cands, c)
 		}
 	}
-	if mode != domain.ModeSemantic {
-		rank := 0
-		keyword := e.src.Keyword
-		if kp, ok := e.src.(KeywordPager); ok {
-			// A filter rejects some hits: ask for more than depth then.
-			want := depth
-			if pred != nil {
-				want *= 2
+	for i, h := range kwHits {
+		c := byRef[h.ref]
+		if c == nil {
+			c = &cand{ref: h.ref, en: h.en}
+			if qvec != nil {
+				c.dense, c.hasDense = cosineOf(h.en, h.ref.idx, qvec, e.dim)
 			}
-			keyword = func(ctx context.Context, capsule string, terms []string, fn func(string, int, float64) bool) error {
-				return kp.KeywordN(ctx, capsule, terms, want, fn)
-			}
+			byRef[h.ref] = c
+			cands = append(cands, c)
 		}
-		err := keyword(ctx, capsule, terms, func(id string, idx int, score float64) bool {
-			en := ci.items[id]
-			if en == nil || (pred != nil && !pred(&en.item)) {
-				return true
-			}
-			rank++
-			r := ref{id, idx}
-			c := byRef[r]
-			if c == nil {
-				c = &cand{ref: r, en: en}
-				if qvec != nil {
-					c.dense, c.hasDense = cosineOf(en, idx, qvec, e.dim)
-				}
-				byRef[r] = c
-				cands = append(cands, c)
-			}
-			c.bm25, c.keywordRank = score, rank
-			return rank < depth
-		})
-		if err != nil {
-			return nil, err
-		}
+		c.bm25, c.keywordRank = h.score, i+1
 	}
 	kwMaxWG.Wait()
 	if kwMaxErr != nil {
@@ -579,6 +570,41 @@ func (e *Engine) Search(ctx context.Context, capsule string, q domain.Query) ([]
 		hits = append(hits, domain.Hit{Item: c.en.item, Idx: c.idx, Content: text, Score: c.score})
 	}
 	return hits, nil
+}
+
+// kwHit is one keyword match that passed the query's filters, in BM25 order.
+type kwHit struct {
+	ref   ref
+	en    *entry
+	score float64
+}
+
+// keywordHits reads the capsule's best keyword matches for terms that pass
+// pred, at most depth of them, under the capsule's read lock.
+func (e *Engine) keywordHits(ctx context.Context, ci *capIndex, capsule string, terms []string, depth int, pred func(*domain.Item) bool) ([]kwHit, error) {
+	keyword := e.src.Keyword
+	if kp, ok := e.src.(KeywordPager); ok {
+		// A filter rejects some hits: ask for more than depth then.
+		want := depth
+		if pred != nil {
+			want *= 2
+		}
+		keyword = func(ctx context.Context, capsule string, terms []string, fn func(string, int, float64) bool) error {
+			return kp.KeywordN(ctx, capsule, terms, want, fn)
+		}
+	}
+	ci.mu.RLock()
+	defer ci.mu.RUnlock()
+	var hits []kwHit
+	err := keyword(ctx, capsule, terms, func(id string, idx int, score float64) bool {
+		en := ci.items[id]
+		if en == nil || (pred != nil && !pred(&en.item)) {
+			return true
+		}
+		hits = append(hits, kwHit{ref: ref{id, idx}, en: en, score: score})
+		return len(hits) < depth
+	})
+	return hits, err
 }
 
 func less(a, b *cand) bool {
