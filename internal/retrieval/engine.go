@@ -497,9 +497,16 @@ func (e *Engine) Search(ctx context.Context, capsule string, q domain.Query) ([]
 		}
 		qvec = vs[0]
 	}
-	// The keyword goroutine holds the capsule's read lock while it runs:
-	// wait for it before taking the lock here (a writer queued between the
-	// two read locks would otherwise deadlock them).
+	// The dense scan runs while the keyword search may still run: each
+	// side holds the capsule's read lock on its own, and this goroutine
+	// never waits for the other while it holds the lock (a writer queued
+	// between two read locks would otherwise deadlock them).
+	var dense []*cand
+	if mode != domain.ModeKeyword {
+		ci.mu.RLock()
+		dense = denseTopK(ci, qvec, e.dim, depth, pred, e.cfg.ApproxMin, e.cfg.ApproxRerank)
+		ci.mu.RUnlock()
+	}
 	kwWG.Wait()
 	if kwErr != nil {
 		return nil, kwErr
@@ -509,12 +516,10 @@ func (e *Engine) Search(ctx context.Context, capsule string, q domain.Query) ([]
 	defer ci.mu.RUnlock()
 	byRef := map[ref]*cand{}
 	var cands []*cand
-	if mode != domain.ModeKeyword {
-		for i, c := range denseTopK(ci, qvec, e.dim, depth, pred, e.cfg.ApproxMin, e.cfg.ApproxRerank) {
-			c.denseRank = i + 1
-			byRef[c.ref] = c
-			cands = append(cands, c)
-		}
+	for i, c := range dense {
+		c.denseRank = i + 1
+		byRef[c.ref] = c
+		cands = append(cands, c)
 	}
 	for i, h := range kwHits {
 		c := byRef[h.ref]
