@@ -40,6 +40,14 @@ type KeywordPager interface {
 	KeywordN(ctx context.Context, capsule string, terms []string, want int, fn func(itemID string, idx int, score float64) bool) error
 }
 
+// ChunkTexter is a Source that reads several chunks' texts in one call:
+// texts[i] is the text of chunk idxs[i] of item itemIDs[i], found[i] false
+// where that chunk no longer exists. Without it the Engine calls ChunkText
+// once per hit.
+type ChunkTexter interface {
+	ChunkTexts(ctx context.Context, itemIDs []string, idxs []int) (texts []string, found []bool, err error)
+}
+
 // Versioned is a Source shared by several processes: a capsule's generation
 // changes, in the same transaction, whenever any process changes its
 // searchable items. An Engine over a Versioned source checks the generation
@@ -553,28 +561,63 @@ func (e *Engine) Search(ctx context.Context, capsule string, q domain.Query) ([]
 	}
 	sort.Slice(cands, func(i, j int) bool { return less(cands[i], cands[j]) })
 
+	// The hits are the best candidates that pass the filters, with their
+	// texts read a batch at a time; a chunk removed since the scan gives its
+	// place to the next candidate.
 	hits := make([]domain.Hit, 0, min(limit, len(cands)))
 	perItem := map[string]int{}
-	for _, c := range cands {
-		if len(hits) == limit {
-			break
+	next := 0
+	for len(hits) < limit && next < len(cands) {
+		var batch []*cand
+		for next < len(cands) && len(batch) < limit-len(hits) {
+			c := cands[next]
+			if c.score < q.Wishlist.MinScore {
+				next = len(cands) // sorted: the rest score lower
+				break
+			}
+			next++
+			if m := q.Wishlist.MaxChunksPerItem; m > 0 && perItem[c.item] >= m {
+				continue
+			}
+			perItem[c.item]++
+			batch = append(batch, c)
 		}
-		if c.score < q.Wishlist.MinScore {
-			break // sorted: the rest score lower
-		}
-		if m := q.Wishlist.MaxChunksPerItem; m > 0 && perItem[c.item] >= m {
-			continue
-		}
-		perItem[c.item]++
-		text, err := e.src.ChunkText(ctx, c.item, c.idx)
-		if errors.Is(err, domain.ErrNotFound) {
-			continue // removed since the scan
-		} else if err != nil {
+		texts, found, err := e.chunkTexts(ctx, batch)
+		if err != nil {
 			return nil, err
 		}
-		hits = append(hits, domain.Hit{Item: c.en.item, Idx: c.idx, Content: text, Score: c.score})
+		for i, c := range batch {
+			if !found[i] {
+				perItem[c.item]--
+				continue
+			}
+			hits = append(hits, domain.Hit{Item: c.en.item, Idx: c.idx, Content: texts[i], Score: c.score})
+		}
 	}
 	return hits, nil
+}
+
+// chunkTexts reads the texts of cs's chunks, in one call where the source
+// can (ChunkTexter).
+func (e *Engine) chunkTexts(ctx context.Context, cs []*cand) ([]string, []bool, error) {
+	if ct, ok := e.src.(ChunkTexter); ok && len(cs) > 0 {
+		ids, idxs := make([]string, len(cs)), make([]int, len(cs))
+		for i, c := range cs {
+			ids[i], idxs[i] = c.item, c.idx
+		}
+		return ct.ChunkTexts(ctx, ids, idxs)
+	}
+	texts, found := make([]string, len(cs)), make([]bool, len(cs))
+	for i, c := range cs {
+		text, err := e.src.ChunkText(ctx, c.item, c.idx)
+		if errors.Is(err, domain.ErrNotFound) {
+			continue
+		} else if err != nil {
+			return nil, nil, err
+		}
+		texts[i], found[i] = text, true
+	}
+	return texts, found, nil
 }
 
 // kwHit is one keyword match that passed the query's filters, in BM25 order.

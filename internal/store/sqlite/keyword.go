@@ -268,4 +268,48 @@ func (s *CapsuleStore) ChunkText(ctx context.Context, itemID string, idx int) (s
 	return text, interpret(err)
 }
 
+// ChunkTexts reads several chunks' texts in one statement
+// (retrieval.ChunkTexter): one indexed lookup per chunk, joined by UNION ALL
+// in groups within SQLite's limit on compound selects.
+func (s *CapsuleStore) ChunkTexts(ctx context.Context, itemIDs []string, idxs []int) ([]string, []bool, error) {
+	const group = 250
+	texts, found := make([]string, len(itemIDs)), make([]bool, len(itemIDs))
+	at := make(map[string]int, len(itemIDs))
+	key := func(id string, idx int) string { return id + "\x00" + strconv.Itoa(idx) }
+	for start := 0; start < len(itemIDs); start += group {
+		end := min(start+group, len(itemIDs))
+		var q strings.Builder
+		args := make([]any, 0, 2*(end-start))
+		for i := start; i < end; i++ {
+			if i > start {
+				q.WriteString(" UNION ALL ")
+			}
+			q.WriteString("SELECT item_id, idx, text FROM chunks WHERE item_id = ? AND idx = ?")
+			args = append(args, itemIDs[i], idxs[i])
+			at[key(itemIDs[i], idxs[i])] = i
+		}
+		rows, err := s.db.read.QueryContext(ctx, q.String(), args...)
+		if err != nil {
+			return nil, nil, interpret(err)
+		}
+		for rows.Next() {
+			var id, text string
+			var idx int
+			if err := rows.Scan(&id, &idx, &text); err != nil {
+				rows.Close()
+				return nil, nil, interpret(err)
+			}
+			if i, ok := at[key(id, idx)]; ok {
+				texts[i], found[i] = text, true
+			}
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, nil, interpret(err)
+		}
+	}
+	return texts, found, nil
+}
+
 func capToken(id int64) string { return "c" + strconv.FormatInt(id, 10) }

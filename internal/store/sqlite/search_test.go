@@ -201,3 +201,42 @@ func TestKeywordStops(t *testing.T) {
 		}
 	}
 }
+
+// TestChunkTexts: many chunks' texts in one call, in the order asked, with
+// the chunks that do not exist (or no longer do) marked not found, across
+// more chunks than one compound select holds.
+func TestChunkTexts(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := openFresh(t)
+	st := db.Capsules()
+	if err := st.CreateCapsule(ctx, domain.Capsule{Name: "c", CreatedAt: time.Unix(0, 0)}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 300 {
+		addItem(t, st, "c", fmt.Sprintf("itm_%03d", i), fmt.Sprintf("first %d", i), fmt.Sprintf("second %d", i))
+	}
+	if _, err := st.DeleteItem(ctx, "c", "itm_007"); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	var idxs []int
+	for i := 299; i >= 0; i-- {
+		ids, idxs = append(ids, fmt.Sprintf("itm_%03d", i)), append(idxs, i%2)
+	}
+	ids, idxs = append(ids, "itm_001", "nope"), append(idxs, 5, 0)
+	texts, found, err := st.ChunkTexts(ctx, ids, idxs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range ids {
+		want, _ := st.ChunkText(ctx, ids[k], idxs[k])
+		gone := ids[k] == "itm_007" || ids[k] == "nope" || idxs[k] == 5
+		if found[k] == gone || texts[k] != want {
+			t.Fatalf("%s#%d: %q found %v, want %q", ids[k], idxs[k], texts[k], found[k], want)
+		}
+	}
+	if texts, found, err := st.ChunkTexts(ctx, nil, nil); err != nil || len(texts) != 0 || len(found) != 0 {
+		t.Fatalf("empty: %v %v %v", texts, found, err)
+	}
+}
