@@ -4,15 +4,12 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"capsuled/internal/auth"
 	"capsuled/internal/capsule"
-	"capsuled/internal/domain"
 	"capsuled/internal/store/sqlite"
 	"capsuled/internal/storetest"
 )
@@ -89,67 +86,13 @@ func TestOpenReadOnlyDirectorySaysSo(t *testing.T) {
 // migration 5 gives each of them an ingestion job that runs.
 func TestUpgradeGivesQueuedItemsJobs(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "capsuled.db")
-	db, err := sqlite.Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := db.Capsules()
-	t0 := time.Now().UTC()
-	if err := st.CreateCapsule(ctx, domain.Capsule{Name: "docs", CreatedAt: t0}); err != nil {
-		t.Fatal(err)
-	}
-	for _, id := range []string{"itm_q", "itm_i", "itm_r"} {
-		if _, _, err := st.PutItem(ctx, domain.Item{ID: id, Capsule: "docs", Kind: domain.ItemText, URI: id, ContentHash: "h" + id,
-			TimeAdded: t0, TimeUpdated: t0, Status: domain.StatusQueued}); err != nil {
+	storetest.UpgradeGivesQueuedItemsJobs(t, "INTEGER", func(t *testing.T) (capsule.Store, func(string) error, func()) {
+		db, err := sqlite.Open(context.Background(), path)
+		if err != nil {
 			t.Fatal(err)
 		}
-	}
-	if _, err := st.StartItem(ctx, "itm_r", "hitm_r", t0); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.CompleteItem(ctx, "itm_r", "hitm_r", "t", []domain.Chunk{{Idx: 0, Text: "x", End: 1, Tokens: 1}}, t0); err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range []string{
-		"DELETE FROM river_job",
-		"UPDATE items SET status = 'indexing' WHERE id = 'itm_i'",
-		"ALTER TABLE items ADD COLUMN claimed_at INTEGER",
-		"DELETE FROM schema_migrations WHERE version = 5",
-	} {
-		if _, err := db.Write().ExecContext(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
-	db.Close()
-
-	db, err = sqlite.Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	st = db.Capsules()
-	var mu sync.Mutex
-	var ran []string
-	if err := st.StartIngest(ctx, 2, func(ctx context.Context, id, hash string) error {
-		mu.Lock()
-		ran = append(ran, id+"/"+hash)
-		mu.Unlock()
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.StopIngest(ctx) })
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		mu.Lock()
-		got := slices.Sorted(slices.Values(ran))
-		mu.Unlock()
-		if slices.Equal(got, []string{"itm_i/hitm_i", "itm_q/hitm_q"}) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("jobs ran for %v, want the queued and indexing items once", got)
-		}
-	}
+		exec := func(q string) error { _, err := db.Write().ExecContext(context.Background(), q); return err }
+		return db.Capsules(), exec, func() { db.Close() }
+	})
 }
