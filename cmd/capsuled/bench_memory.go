@@ -43,6 +43,8 @@ func runBenchMemory(ctx context.Context, args []string, stdout, stderr io.Writer
 	alone := fs.Bool("index-alone", false, "index each turn without its neighbours (ablation)")
 	embedAlone := fs.Bool("embed-alone", false, "embed each turn by its own text, BM25 still indexing it with its neighbours")
 	window := fs.Int("index-window", 0, "turns on each side indexed with a turn (0: the service default)")
+	embedWindow := fs.Int("embed-window", 0, "turns on each side in the text a turn's vector is computed from (0: the service default)")
+	embedOwn := fs.Int("embed-own-repeat", 0, "times a turn's own text is in the text its vector is computed from (0: the service default)")
 	ownRepeat := fs.Int("own-repeat", 0, "times a turn's own text is in its index text (0: the service default)")
 	fusion := fs.String("fusion", "", "fusion of the retrievers: rrf or convex (empty: the service default)")
 	speaker := fs.Float64("speaker-weight", 0, "bonus of a turn whose speaker the question names (0: the service default; negative: off)")
@@ -125,7 +127,7 @@ func runBenchMemory(ctx context.Context, args []string, stdout, stderr io.Writer
 			fmt.Fprintf(stderr, "warning: no model in %s: keyword only, no dense baseline\n", *onnxDir)
 		}
 	}
-	cfg := memory.Config{BudgetTokens: *budget, IndexAlone: *alone, EmbedAlone: *embedAlone, IndexWindow: *window, NeighbourPenalty: *penalty, OwnRepeat: *ownRepeat, SpeakerWeight: *speaker, Fusion: memory.Fusion(*fusion), RecencyWeight: *recency, DenseWeight: *denseW, Now: func() time.Time { return clock }}
+	cfg := memory.Config{BudgetTokens: *budget, IndexAlone: *alone, EmbedAlone: *embedAlone, IndexWindow: *window, NeighbourPenalty: *penalty, OwnRepeat: *ownRepeat, EmbedWindow: *embedWindow, EmbedOwnRepeat: *embedOwn, SpeakerWeight: *speaker, Fusion: memory.Fusion(*fusion), RecencyWeight: *recency, DenseWeight: *denseW, Now: func() time.Time { return clock }}
 	svc, err := memory.New(cfg, deps)
 	if err != nil {
 		return err

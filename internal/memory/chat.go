@@ -174,21 +174,16 @@ func (s *Service) Persist(ctx context.Context, in PersistInput) ([]domain.Memory
 	}
 	if !s.cfg.IndexAlone {
 		// A turn is indexed together with the turns around it in its batch
-		// (Config.IndexWindow each side): an answer is found by the words
-		// of its question, a statement by the reply that explains it.
-		w := s.cfg.IndexWindow
+		// (Config.IndexWindow each side for BM25, Config.EmbedWindow for
+		// its vector): an answer is found by the words of its question, a
+		// statement by the reply that explains it.
+		contents := make([]string, len(recs))
+		for i, r := range recs {
+			contents[i] = r.Memory.Content
+		}
 		for i := range recs {
-			parts := []string{saids[i]}
-			for range s.cfg.OwnRepeat - 1 {
-				parts = append(parts, saids[i])
-			}
-			for j := max(0, i-w); j < i; j++ {
-				parts = append(parts, saids[j])
-			}
-			for j := i + 1; j <= min(len(recs)-1, i+w); j++ {
-				parts = append(parts, recs[j].Memory.Content)
-			}
-			recs[i].SearchText = strings.Join(parts, "\n")
+			recs[i].SearchText = windowText(saids, contents, i, s.cfg.IndexWindow, s.cfg.OwnRepeat)
+			recs[i].EmbedText = windowText(saids, contents, i, s.cfg.EmbedWindow, s.cfg.EmbedOwnRepeat)
 		}
 	}
 	stored, err := s.store.InsertMemories(ctx, recs)
@@ -222,7 +217,10 @@ func (s *Service) embedRecords(ctx context.Context, recs []Record) error {
 	}
 	texts := make([]string, len(recs))
 	for i, r := range recs {
-		texts[i] = r.SearchText
+		texts[i] = r.EmbedText
+		if texts[i] == "" {
+			texts[i] = r.SearchText
+		}
 		if s.cfg.EmbedAlone && r.Memory.Kind == domain.MemoryTurn {
 			texts[i] = r.Memory.Content
 			if name, _ := r.Memory.Metadata["name"].(string); name != "" {
@@ -344,4 +342,21 @@ func MemoryBlock(ns string, mems []Selected) string {
 	}
 	b.WriteString(MemoryBlockEnd)
 	return b.String()
+}
+
+// windowText is the index text of turn i of a batch: what it said (with
+// its speaker's name) own times, the w turns before it (with their
+// speakers' names) and the w turns after it.
+func windowText(saids, contents []string, i, w, own int) string {
+	parts := make([]string, 0, own+2*w)
+	for range own {
+		parts = append(parts, saids[i])
+	}
+	for j := max(0, i-w); j < i; j++ {
+		parts = append(parts, saids[j])
+	}
+	for j := i + 1; j <= min(len(saids)-1, i+w); j++ {
+		parts = append(parts, contents[j])
+	}
+	return strings.Join(parts, "\n")
 }

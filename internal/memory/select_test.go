@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -276,4 +278,65 @@ func sessionIn(t *testing.T, b *bundle, ns, conv string, turns ...string) []stri
 		ids[i] = m.ID
 	}
 	return ids
+}
+
+// recordingEmbedder is fakeEmbedder that keeps the texts it was given.
+type recordingEmbedder struct {
+	fakeEmbedder
+	mu    sync.Mutex
+	texts []string
+}
+
+func (r *recordingEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	r.mu.Lock()
+	r.texts = append(r.texts, texts...)
+	r.mu.Unlock()
+	return r.fakeEmbedder.Embed(ctx, texts)
+}
+
+// TestIndexAndEmbedWindows checks the two windows a turn is stored with:
+// BM25 indexes it with IndexWindow turns on each side (default 2), while its
+// vector is computed from EmbedWindow turns on each side (default 1).
+func TestIndexAndEmbedWindows(t *testing.T) {
+	t.Parallel()
+	emb := &recordingEmbedder{}
+	b := setup(t, memory.Deps{Embedder: emb}, memory.Config{})
+	turns := []string{"alpha walrus", "bravo heron", "charlie otter", "delta lynx", "echo bison"}
+	ids := session(t, b, "zoo", turns...)
+
+	sel, err := b.svc.Select(context.Background(), memory.Query{Namespace: "zoo", Text: "walrus", Mode: memory.Keyword})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, s := range sel.Ranked {
+		got[s.Memory.ID] = true
+	}
+	for i, id := range ids {
+		if want := i <= 2; got[id] != want {
+			t.Errorf("keyword %q finds turn %d (%q): %v, want %v (two turns each side)", "walrus", i, turns[i], got[id], want)
+		}
+	}
+
+	emb.mu.Lock()
+	defer emb.mu.Unlock()
+	var middle string
+	for _, text := range emb.texts {
+		if strings.Count(text, "charlie otter") == 2 {
+			middle = text
+		}
+	}
+	if middle == "" {
+		t.Fatalf("no embedded text holds the middle turn twice: %q", emb.texts)
+	}
+	for _, w := range []string{"bravo", "delta"} {
+		if !strings.Contains(middle, w) {
+			t.Errorf("middle turn's vector text %q lacks its neighbour %q", middle, w)
+		}
+	}
+	for _, w := range []string{"alpha", "echo"} {
+		if strings.Contains(middle, w) {
+			t.Errorf("middle turn's vector text %q holds %q, two turns away", middle, w)
+		}
+	}
 }

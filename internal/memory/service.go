@@ -49,8 +49,8 @@ type Config struct {
 	// EmbedAlone embeds each turn by its own text (with its speaker's
 	// name) while BM25 still indexes it with its neighbours.
 	EmbedAlone bool
-	// IndexWindow is how many turns on each side join a turn's index text.
-	// Default 1.
+	// IndexWindow is how many turns on each side join a turn's full-text
+	// (BM25) index text. Default 2 (measured on LoCoMo: docs/benchmarks.md).
 	IndexWindow int
 	// Fusion combines the retrievers: FusionCore (default: the capsule
 	// retrieval core's convex mix; measured on LoCoMo: docs/benchmarks.md),
@@ -65,6 +65,12 @@ type Config struct {
 	// the turns whose windows match, the one that said it ranks first.
 	// Default 2.
 	OwnRepeat int
+	// EmbedWindow and EmbedOwnRepeat are IndexWindow and OwnRepeat for the
+	// text a turn's vector is computed from. Default 1 and 2: a wider
+	// window helps BM25 (more of the exchange's words) but blurs the
+	// vector (measured on LoCoMo: docs/benchmarks.md).
+	EmbedWindow    int
+	EmbedOwnRepeat int
 	// NeighbourPenalty is the share of its score a turn loses for each
 	// turn of its index window that ranks above it (see Service.diversify).
 	// Default 0 (off: it lowered evidence recall on LoCoMo, where evidence
@@ -120,8 +126,14 @@ func (c Config) WithDefaults() Config {
 	if c.NeighbourPenalty > 1 {
 		c.NeighbourPenalty = 1
 	}
+	if c.EmbedWindow <= 0 {
+		c.EmbedWindow = 1
+	}
+	if c.EmbedOwnRepeat <= 0 {
+		c.EmbedOwnRepeat = 2
+	}
 	if c.IndexWindow <= 0 {
-		c.IndexWindow = 1
+		c.IndexWindow = 2
 	}
 	if c.DenseWeight <= 0 {
 		c.DenseWeight = 1

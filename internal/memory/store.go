@@ -69,6 +69,9 @@ type Record struct {
 	// SearchText is what the full-text index holds (for turns: the speaker
 	// and the text). Default: the content.
 	SearchText string
+	// EmbedText is what the memory's vector is computed from. Default:
+	// SearchText.
+	EmbedText string
 	// DedupeKey, when set, makes the record unique within its namespace and
 	// conversation.
 	DedupeKey string
