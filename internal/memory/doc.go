@@ -13,8 +13,10 @@
 //     query names, for a memory of the day or month the query names ("on 7
 //     July, 2023"), and a small one for recency; the ranked memories are
 //     packed into a token budget (Config.BudgetTokens, default 1000, or the
-//     request's own). Each turn is indexed with its neighbours, so an
-//     answer is found by the words of its question.
+//     request's own). Each turn is indexed with its neighbours (two on each
+//     side for BM25, one for its vector), so an answer is found by the
+//     words of its question. The dense query also moves towards the best
+//     candidates once (pseudo-relevance feedback).
 //  2. Prompt: the caller's messages plus one clearly delimited memory block,
 //     each memory with its date, placed as a system message before the
 //     caller's last user turn.
