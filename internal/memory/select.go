@@ -167,63 +167,55 @@ func (s *Service) selectWith(ctx context.Context, q Query, live LiveFilter) (Sel
 	if err := errors.Join(denseErr, kErr); err != nil {
 		return Selection{}, err
 	}
-	if core {
-		for _, h := range hits {
-			if !q.Exclude[h.ID] && kwMax > 0 {
-				score[h.ID] += min(h.Score/kwMax, 1) / float64(rrfK+1)
+	// join makes ids candidates (FusionCore), scored below.
+	join := func(ids []string) {
+		for _, id := range ids {
+			if _, ok := score[id]; !ok && !q.Exclude[id] {
+				score[id] = 0
 			}
 		}
+	}
+	// kw is each BM25 hit's keyword score (FusionCore).
+	kw := map[string]float64{}
+	if core {
+		for _, h := range hits {
+			kw[h.ID] = retrieval.KeywordScore(h.Score, kwMax)
+		}
+		join(hitIDs(hits))
 	} else {
 		add(hitIDs(hits), hitScores(hits), 1)
 	}
 	add(hitIDs(ctxHits), hitScores(ctxHits), 0.3)
-	if core && dr.all != nil {
+	if !core {
+		add(dr.ids, dr.sims, s.cfg.DenseWeight)
+	} else {
+		// The retrieval core's convex mix, in units of a first-rank score:
+		// (1+DenseWeight)·ConvexScore(alpha) = DenseWeight·cosine + keyword.
 		// The dense top n join the candidates, and every candidate gets its
 		// cosine, whichever retriever found it.
-		join := func(ids []string) {
-			for _, id := range ids {
-				if _, ok := score[id]; !ok && !q.Exclude[id] {
-					score[id] = 0
+		alpha := s.cfg.DenseWeight / (1 + s.cfg.DenseWeight)
+		fused := func(id string, cos map[string]float64) float64 {
+			return (1 + s.cfg.DenseWeight) * retrieval.ConvexScore(alpha, cos[id], kw[id]) / float64(rrfK+1)
+		}
+		cos := dr.all // nil without an embedder: keyword only
+		if cos != nil {
+			join(dr.ids)
+			if s.cfg.FeedbackWeight > 0 {
+				// Pseudo-relevance feedback: the query vector moves towards
+				// the mean of the best three candidates' vectors, and the
+				// dense part of every score is taken from the moved vector.
+				first := make(map[string]float64, len(score))
+				for id, sc := range score {
+					first[id] = sc + fused(id, cos)
 				}
+				fb := scan(s.feedbackQuery(dr, first), dr.stored, n)
+				join(fb.ids)
+				cos = fb.all
 			}
 		}
-		join(dr.ids)
 		for id := range score {
-			score[id] += s.cfg.DenseWeight * max(dr.all[id], 0) / float64(rrfK+1)
+			score[id] += fused(id, cos)
 		}
-		if s.cfg.FeedbackWeight > 0 {
-			// Pseudo-relevance feedback: the query vector moves towards
-			// the mean of the best three candidates' vectors, and the
-			// dense part of every score is taken again from it.
-			best := make([]string, 0, len(score))
-			for id := range score {
-				best = append(best, id)
-			}
-			sortByScore(best, score)
-			byID := make(map[string][]float32, len(dr.stored))
-			for _, v := range dr.stored {
-				byID[v.ID] = v.Vec
-			}
-			q2 := make([]float32, len(dr.qv))
-			copy(q2, dr.qv)
-			for _, id := range best[:min(3, len(best))] {
-				for i, x := range byID[id] {
-					if i < len(q2) {
-						q2[i] += float32(s.cfg.FeedbackWeight/3) * x
-					}
-				}
-			}
-			fb := scan(q2, dr.stored, n)
-			for id := range score {
-				score[id] -= s.cfg.DenseWeight * max(dr.all[id], 0) / float64(rrfK+1)
-			}
-			join(fb.ids)
-			for id := range score {
-				score[id] += s.cfg.DenseWeight * max(fb.all[id], 0) / float64(rrfK+1)
-			}
-		}
-	} else {
-		add(dr.ids, dr.sims, s.cfg.DenseWeight)
 	}
 	ids := make([]string, 0, len(score))
 	for id := range score {
@@ -290,6 +282,30 @@ func (s *Service) selectWith(ctx context.Context, q Query, live LiveFilter) (Sel
 	return sel, nil
 }
 
+// feedbackQuery is the dense query moved towards the mean vector of the
+// best three candidates by score, by Config.FeedbackWeight.
+func (s *Service) feedbackQuery(dr denseResult, score map[string]float64) []float32 {
+	best := make([]string, 0, len(score))
+	for id := range score {
+		best = append(best, id)
+	}
+	sortByScore(best, score)
+	byID := make(map[string][]float32, len(dr.stored))
+	for _, v := range dr.stored {
+		byID[v.ID] = v.Vec
+	}
+	q := make([]float32, len(dr.qv))
+	copy(q, dr.qv)
+	for _, id := range best[:min(3, len(best))] {
+		for i, x := range byID[id] {
+			if i < len(q) {
+				q[i] += float32(s.cfg.FeedbackWeight/3) * x
+			}
+		}
+	}
+	return q
+}
+
 // diversify reorders ids (sorted by score) greedily so that a turn whose
 // index window overlaps a turn already taken counts less: each turn is
 // indexed with its neighbours (Config.IndexWindow each side), so a match in
@@ -346,8 +362,8 @@ func (s *Service) diversify(ids []string, score map[string]float64, byID map[str
 // time-to-live), as the retrieval core caches them per capsule.
 func (s *Service) queryMaxBM25(ctx context.Context, ns, text string, live LiveFilter) (float64, error) {
 	terms := retrieval.Terms(text)
-	sum, found := 0.0, 0
-	for _, t := range terms {
+	bounds := make([]float64, len(terms))
+	for i, t := range terms {
 		// The bound depends on which memories count: the key says.
 		key := fmt.Sprintf("%t/%t/%s", live.IncludeExpired, live.IncludeSuperseded, t)
 		best, gen, ok := s.vectors.bound(ns, key)
@@ -362,15 +378,9 @@ func (s *Service) queryMaxBM25(ctx context.Context, ns, text string, live LiveFi
 			}
 			s.vectors.putBound(ns, gen, key, best)
 		}
-		if best > 0 {
-			sum += best
-			found++
-		}
+		bounds[i] = best
 	}
-	if found == 0 {
-		return 0, nil
-	}
-	return sum * float64(len(terms)) / float64(found), nil
+	return retrieval.QueryMaxBM25(bounds), nil
 }
 
 // dense ranks the namespace's vectors by cosine similarity to text; it

@@ -676,17 +676,7 @@ func (e *Engine) queryMaxBM25(ctx context.Context, capsule string, terms []strin
 	if err != nil {
 		return 0, err
 	}
-	sum, found := 0.0, 0
-	for _, best := range bounds {
-		if best > 0 {
-			sum += best
-			found++
-		}
-	}
-	if found == 0 {
-		return 0, nil
-	}
-	return sum * float64(len(terms)) / float64(found), nil
+	return QueryMaxBM25(bounds), nil
 }
 
 // keywordScore maps a raw BM25 score to [0, 1].
@@ -695,10 +685,7 @@ func (e *Engine) keywordScore(bm25, kwMax float64) float64 {
 		return 0
 	}
 	if e.cfg.KeywordNorm == KeywordNormQuery {
-		if kwMax <= 0 {
-			return 0
-		}
-		return min(bm25/kwMax, 1)
+		return KeywordScore(bm25, kwMax)
 	}
 	return bm25 / (bm25 + e.cfg.BM25Scale)
 }
@@ -724,5 +711,5 @@ func (e *Engine) fuse(mode domain.SearchMode, c *cand, kwMax float64) float64 {
 		}
 		return s / (2 / (e.cfg.RRFK + 1))
 	}
-	return e.cfg.Alpha*dense + (1-e.cfg.Alpha)*kw
+	return ConvexScore(e.cfg.Alpha, dense, kw)
 }
