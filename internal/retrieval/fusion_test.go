@@ -1,0 +1,42 @@
+package retrieval
+
+import (
+	"math"
+	"testing"
+)
+
+func TestQueryMaxBM25(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		bounds []float64
+		want   float64
+	}{
+		{"no terms", nil, 0},
+		{"no term matches", []float64{0, 0}, 0},
+		{"every term matches", []float64{2, 3}, 5},
+		{"a missing term counts as the mean of the others", []float64{2, 4, 0}, 9},
+	} {
+		if got := QueryMaxBM25(tc.bounds); math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("%s: QueryMaxBM25(%v) = %v, want %v", tc.name, tc.bounds, got, tc.want)
+		}
+	}
+}
+
+func TestKeywordAndConvexScore(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		bm25, kwMax, want float64
+	}{{0, 5, 0}, {-1, 5, 0}, {2, 0, 0}, {2.5, 5, 0.5}, {7, 5, 1}} {
+		if got := KeywordScore(tc.bm25, tc.kwMax); math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("KeywordScore(%v, %v) = %v, want %v", tc.bm25, tc.kwMax, got, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		alpha, dense, kw, want float64
+	}{{0.5, 0.8, 0.4, 0.6}, {0.5, -0.3, 0.4, 0.2}, {1, 0.7, 0.9, 0.7}, {0.25, 0.4, 0.8, 0.7}} {
+		if got := ConvexScore(tc.alpha, tc.dense, tc.kw); math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("ConvexScore(%v, %v, %v) = %v, want %v", tc.alpha, tc.dense, tc.kw, got, tc.want)
+		}
+	}
+}
