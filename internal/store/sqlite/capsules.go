@@ -64,19 +64,10 @@ func (s *CapsuleStore) ListCapsules(ctx context.Context) ([]domain.Capsule, erro
 	if err != nil {
 		return nil, fmt.Errorf("list capsules: %w", err)
 	}
-	defer rows.Close()
-	var out []domain.Capsule
-	for rows.Next() {
-		c, err := scanCapsule(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, c)
-	}
-	return out, rows.Err()
+	return collect(rows, scanCapsule)
 }
 
-func scanCapsule(r interface{ Scan(...any) error }) (domain.Capsule, error) {
+func scanCapsule(r scanner) (domain.Capsule, error) {
 	var c domain.Capsule
 	var created int64
 	if err := r.Scan(&c.Name, &c.Description, &created, &c.ItemCount, &c.ChunkCount); err != nil {
@@ -136,7 +127,7 @@ const itemColumns = `i.id, c.name, i.kind, i.uri, i.file_name, i.file_type, i.si
 
 const itemFrom = " FROM items i JOIN capsules c ON c.id = i.capsule_id"
 
-func scanItem(r interface{ Scan(...any) error }) (domain.Item, error) {
+func scanItem(r scanner) (domain.Item, error) {
 	var it domain.Item
 	var kind, status, meta string
 	var added, updated int64
@@ -255,16 +246,7 @@ func (s *CapsuleStore) ListItems(ctx context.Context, capsule string, status dom
 	if err != nil {
 		return nil, fmt.Errorf("list items: %w", err)
 	}
-	defer rows.Close()
-	var out []domain.Item
-	for rows.Next() {
-		it, err := scanItem(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, it)
-	}
-	return out, rows.Err()
+	return collect(rows, scanItem)
 }
 
 // DeleteItem deletes an item with its chunks, BM25 rows and text in one

@@ -49,16 +49,7 @@ func (s *KeyStore) ListKeys(ctx context.Context) ([]domain.Key, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list keys: %w", err)
 	}
-	defer rows.Close()
-	var out []domain.Key
-	for rows.Next() {
-		k, err := scanKey(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, k)
-	}
-	return out, rows.Err()
+	return collect(rows, scanKey)
 }
 
 // RevokeKey marks a key revoked at the given time; revoking twice keeps the
@@ -114,6 +105,20 @@ func (s *KeyStore) Secret(ctx context.Context, name string, generate func() ([]b
 }
 
 type scanner interface{ Scan(dest ...any) error }
+
+// collect scans every row with scan and closes rows.
+func collect[T any](rows *sql.Rows, scan func(scanner) (T, error)) ([]T, error) {
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
 
 func scanKey(row scanner) (domain.Key, error) {
 	var (

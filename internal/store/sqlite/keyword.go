@@ -17,16 +17,7 @@ func (s *CapsuleStore) SearchableItems(ctx context.Context, capsule string) ([]d
 	if err != nil {
 		return nil, fmt.Errorf("searchable items: %w", err)
 	}
-	defer rows.Close()
-	var out []domain.Item
-	for rows.Next() {
-		it, err := scanItem(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, it)
-	}
-	return out, rows.Err()
+	return collect(rows, scanItem)
 }
 
 // ChunkVectors calls fn with every chunk vector of the capsule, by item and

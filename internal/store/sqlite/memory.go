@@ -98,7 +98,7 @@ func (s *MemoryStore) GetMemories(ctx context.Context, ns string, ids []string) 
 	if err != nil {
 		return nil, fmt.Errorf("get memories: %w", interpret(err))
 	}
-	byID, err := memCollect(rows)
+	byID, err := collect(rows, scanMemoryRow)
 	if err != nil {
 		return nil, err
 	}
@@ -318,7 +318,7 @@ func (s *MemoryStore) Recent(ctx context.Context, ns string, kind domain.MemoryK
 	if err != nil {
 		return nil, fmt.Errorf("recent memories: %w", interpret(err))
 	}
-	return memCollect(rows)
+	return collect(rows, scanMemoryRow)
 }
 
 // Owners returns the namespace of each stored id.
@@ -539,9 +539,7 @@ func (s *MemoryStore) DeleteExpired(ctx context.Context, now time.Time) (int, er
 	return int(n), nil
 }
 
-type memRowScanner interface{ Scan(...any) error }
-
-func scanMemory(r memRowScanner) (domain.Memory, error) {
+func scanMemory(r scanner) (domain.Memory, error) {
 	m, err := scanMemoryWith(r)
 	if err != nil {
 		return domain.Memory{}, interpret(err)
@@ -549,7 +547,7 @@ func scanMemory(r memRowScanner) (domain.Memory, error) {
 	return m, nil
 }
 
-func scanMemoryWith(r memRowScanner, extra ...any) (domain.Memory, error) {
+func scanMemoryWith(r scanner, extra ...any) (domain.Memory, error) {
 	var m domain.Memory
 	var kind, meta string
 	var role, conv, superseded sql.NullString
@@ -570,18 +568,8 @@ func scanMemoryWith(r memRowScanner, extra ...any) (domain.Memory, error) {
 	return m, nil
 }
 
-func memCollect(rows *sql.Rows) ([]domain.Memory, error) {
-	defer rows.Close()
-	var out []domain.Memory
-	for rows.Next() {
-		m, err := scanMemoryWith(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, m)
-	}
-	return out, rows.Err()
-}
+// scanMemoryRow is scanMemoryWith without extra columns, for collect.
+func scanMemoryRow(r scanner) (domain.Memory, error) { return scanMemoryWith(r) }
 
 func memSearchText(rec memory.Record) string {
 	if rec.SearchText != "" {
