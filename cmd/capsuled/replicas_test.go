@@ -128,8 +128,9 @@ func TestReplicas(t *testing.T) {
 		}
 		wg.Wait()
 		// Kill a while items are still queued or being indexed.
-		counts := func() map[string]int {
-			rows, err := db.Query(ctx, "SELECT status, count(*) FROM items i JOIN capsules c ON c.id = i.capsule_id WHERE c.name = 'bulk' GROUP BY status")
+		// countBy runs a query of (key, count) rows and returns the counts.
+		countBy := func(query string) map[string]int {
+			rows, err := db.Query(ctx, query)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -143,6 +144,9 @@ func TestReplicas(t *testing.T) {
 				out[s] = c
 			}
 			return out
+		}
+		counts := func() map[string]int {
+			return countBy("SELECT status, count(*) FROM items i JOIN capsules c ON c.id = i.capsule_id WHERE c.name = 'bulk' GROUP BY status")
 		}
 		for deadline := time.Now().Add(60 * time.Second); counts()["ready"] < 3 && time.Now().Before(deadline); {
 			time.Sleep(10 * time.Millisecond)
@@ -169,21 +173,8 @@ func TestReplicas(t *testing.T) {
 		// Every job ends completed: none is left running, waiting or
 		// discarded (river marks a job completed just after its step).
 		jobs := func() map[string]int {
-			rows, err := db.Query(ctx, `SELECT state::text, count(*) FROM river_job WHERE kind = 'ingest_item' AND args->>'item_id' IN
+			return countBy(`SELECT state::text, count(*) FROM river_job WHERE kind = 'ingest_item' AND args->>'item_id' IN
 				(SELECT i.id FROM items i JOIN capsules c ON c.id = i.capsule_id WHERE c.name = 'bulk') GROUP BY state`)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out := map[string]int{}
-			for rows.Next() {
-				var s string
-				var c int
-				if err := rows.Scan(&s, &c); err != nil {
-					t.Fatal(err)
-				}
-				out[s] = c
-			}
-			return out
 		}
 		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 			j := jobs()
