@@ -25,16 +25,7 @@ func TestBenchAgent(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			args := append([]string{"bench", "agent", "--embedder", "off", "--json"}, tt.args...)
-			code, out, stderr := runCLI(t, args...)
-			if code != 0 {
-				t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out, stderr)
-			}
-			lines := strings.Split(strings.TrimSpace(out), "\n")
-			var res map[string]any
-			if err := json.Unmarshal([]byte(lines[len(lines)-1]), &res); err != nil {
-				t.Fatalf("last line is not JSON: %v\n%s", err, out)
-			}
+			res := benchAgentJSON(t, tt.args...)
 			if res["questions"] != tt.questions {
 				t.Errorf("questions = %v, want %v", res["questions"], tt.questions)
 			}
@@ -54,7 +45,7 @@ func TestBenchAgent(t *testing.T) {
 			// Every set here is small enough for the loop to find both
 			// passages in its top 10.
 			if res["agent_both_at_10"] != 1.0 {
-				t.Errorf("agent_both_at_10 = %v, want 1\n%s", res["agent_both_at_10"], out)
+				t.Errorf("agent_both_at_10 = %v, want 1\n%v", res["agent_both_at_10"], res)
 			}
 		})
 	}
@@ -72,17 +63,7 @@ func TestBenchAgentDataDir(t *testing.T) {
 	data := filepath.Join(dir, "data")
 	run := func(extra ...string) map[string]any {
 		t.Helper()
-		args := append([]string{"bench", "agent", "--embedder", "off", "--json", "--dataset", "testdata/bench/hotpot", "--data-dir", data}, extra...)
-		code, out, stderr := runCLI(t, args...)
-		if code != 0 {
-			t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out, stderr)
-		}
-		lines := strings.Split(strings.TrimSpace(out), "\n")
-		var res map[string]any
-		if err := json.Unmarshal([]byte(lines[len(lines)-1]), &res); err != nil {
-			t.Fatalf("last line is not JSON: %v\n%s", err, out)
-		}
-		return res
+		return benchAgentJSON(t, append([]string{"--dataset", "testdata/bench/hotpot", "--data-dir", data}, extra...)...)
 	}
 	first := run()
 	if _, ok := first["agent_both_at_10_comparison"].(float64); !ok {
@@ -130,4 +111,20 @@ func TestBenchAgentDataDir(t *testing.T) {
 	if code, _, _ := runCLI(t, "bench", "agent", "--embedder", "off", "--dataset", "testdata/bench/hotpot", "--split", "third"); code == 0 {
 		t.Error("--split third: exit 0")
 	}
+}
+
+// benchAgentJSON runs `capsuled bench agent --embedder off --json` with args
+// and returns its result, the JSON of the last line of its output.
+func benchAgentJSON(t *testing.T, args ...string) map[string]any {
+	t.Helper()
+	code, out, stderr := runCLI(t, append([]string{"bench", "agent", "--embedder", "off", "--json"}, args...)...)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out, stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	var res map[string]any
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &res); err != nil {
+		t.Fatalf("last line is not JSON: %v\n%s", err, out)
+	}
+	return res
 }
