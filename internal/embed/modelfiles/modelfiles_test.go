@@ -72,7 +72,7 @@ func TestLocateDownloads(t *testing.T) {
 			hub := newFakeHub(t, hubFiles)
 			data := t.TempDir()
 			var progress bytes.Buffer
-			cfg := Config{DataDir: data, BaseURL: hub.URL + "/repo/resolve/main/", Quantized: tt.quantized, Checksums: tt.checksums, Progress: &progress}
+			cfg := Config{DataDir: data, BaseURL: hub.URL + "/repo/resolve/main/", Quantized: tt.quantized, Checksums: tt.checksums, Progress: &progress, Source: SourceHome}
 			m, err := Locate(context.Background(), cfg)
 			if tt.wantErr != "" {
 				if domain.KindOf(err) != tt.wantErr {
@@ -156,8 +156,9 @@ func TestLocateFailures(t *testing.T) {
 		cfg  Config
 	}{
 		{"offline", Config{DataDir: t.TempDir(), Offline: true}},
-		{"missing files", Config{DataDir: t.TempDir(), BaseURL: hub.URL + "/repo/resolve/main"}},
-		{"unreachable", Config{DataDir: t.TempDir(), BaseURL: deadURL}},
+		{"missing files", Config{DataDir: t.TempDir(), BaseURL: hub.URL + "/repo/resolve/main", Source: SourceHome}},
+		{"unreachable", Config{DataDir: t.TempDir(), BaseURL: deadURL, Source: SourceHome}},
+		{"home and index unreachable", Config{DataDir: t.TempDir(), BaseURL: deadURL, Index: PyPI{IndexURLs: []string{deadURL}}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -16,6 +16,10 @@ import (
 	"capsuled/internal/embed/wordpiece"
 )
 
+// Available reports whether this build can run ONNX Runtime: true in a cgo
+// build.
+const Available = true
+
 // envMu guards the process-global ONNX Runtime environment, which
 // onnxruntime_go keeps in package variables: initialising it twice, or
 // from two goroutines at once, fails.

@@ -8,6 +8,10 @@ import (
 	"capsuled/internal/embed/wordpiece"
 )
 
+// Available reports whether this build can run ONNX Runtime: false without
+// cgo.
+const Available = false
+
 // Embedder is unavailable without cgo.
 type Embedder struct{}
 
