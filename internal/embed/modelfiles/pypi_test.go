@@ -131,10 +131,10 @@ func ortWheels(t *testing.T) []string {
 	dir := t.TempDir()
 	lib := func(tag string) map[string]string {
 		return map[string]string{
-			"onnxruntime/capi/libonnxruntime.so.1.32.0":                 "ELF " + tag,
-			"onnxruntime/capi/libonnxruntime_providers_shared.so":       "providers",
+			"onnxruntime/capi/libonnxruntime.so.1.32.0":                  "ELF " + tag,
+			"onnxruntime/capi/libonnxruntime_providers_shared.so":        "providers",
 			"onnxruntime/capi/onnxruntime_pybind11_state.cpython-312.so": "python glue",
-			"../../escape/libonnxruntime.so":                            "path traversal",
+			"../../escape/libonnxruntime.so":                             "path traversal",
 		}
 	}
 	return []string{
