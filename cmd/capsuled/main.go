@@ -1,7 +1,7 @@
 // Command capsuled is the capsuled server and its command-line client.
 //
 //	capsuled serve [--addr 127.0.0.1:8080] [--data DIR]   start the server
-//	capsuled keys create|list|revoke --data DIR [--json]  manage API keys
+//	capsuled keys create|list|revoke [--data DIR | --store URL] [--json]  manage API keys in the server's database
 //	capsuled conformance validate FILE                    check captured traffic against openapi.yaml
 //	capsuled version
 //

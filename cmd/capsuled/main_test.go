@@ -5,8 +5,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -39,7 +41,7 @@ func TestUsage(t *testing.T) {
 func TestKeysCommands(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	code, out, stderr := runCLI(t, "keys", "create", "--data", dir, "--name", "ingest", "--scopes", "capsules:read,capsules:write", "--capsules", "docs", "--json")
+	code, out, stderr := runCLI(t, "keys", "create", "--data", dir, "--init", "--name", "ingest", "--scopes", "capsules:read,capsules:write", "--capsules", "docs", "--json")
 	if code != 0 {
 		t.Fatalf("create: %d %s", code, stderr)
 	}
@@ -88,6 +90,7 @@ func TestKeysCommands(t *testing.T) {
 		{[]string{"keys", "revoke", "--data", dir, "key_nope"}, 1, `key "key_nope" not found`},
 		{[]string{"keys", "revoke", "--data", dir}, 2, "usage"},
 		{[]string{"keys", "rotate", "--data", dir}, 2, "unknown subcommand"},
+		{[]string{"keys", "create", "--data", dir, "--store", "mysql://x", "--name", "x", "--scopes", "chat"}, 1, "want a postgres:// URL"},
 	} {
 		code, _, stderr := runCLI(t, tc.args...)
 		if code != tc.code || !strings.Contains(stderr, tc.want) {
@@ -96,10 +99,34 @@ func TestKeysCommands(t *testing.T) {
 	}
 }
 
+// TestKeysNoDatabase: keys create in a directory that holds no database
+// (a typo, or another working directory than the server's) is refused and
+// says where it looked, instead of creating a database the server never
+// reads; the message of a created key names its database.
+func TestKeysNoDatabase(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	code, _, stderr := runCLI(t, "keys", "create", "--data", dir, "--name", "x", "--scopes", "chat")
+	want := filepath.Join(dir, "capsuled.db")
+	if code != 1 || !strings.Contains(stderr, "no database at "+want) || !strings.Contains(stderr, "--init") {
+		t.Fatalf("create without a database: %d %q", code, stderr)
+	}
+	if _, err := os.Stat(want); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a database was created anyway: %v", err)
+	}
+	code, out, stderr := runCLI(t, "keys", "create", "--data", dir, "--init", "--name", "x", "--scopes", "chat")
+	if code != 0 || !strings.Contains(out, "in "+want) {
+		t.Fatalf("create --init: %d %q %q", code, out, stderr)
+	}
+	if code, out, _ := runCLI(t, "keys", "list", "--data", dir); code != 0 || !strings.Contains(out, "x") {
+		t.Fatalf("list: %d %q", code, out)
+	}
+}
+
 func TestKeysEnvironment(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("CAPSULED_DATA", dir)
-	if code, _, stderr := runCLI(t, "keys", "create", "--name", "env", "--scopes", "chat"); code != 0 {
+	if code, _, stderr := runCLI(t, "keys", "create", "--init", "--name", "env", "--scopes", "chat"); code != 0 {
 		t.Fatalf("create: %s", stderr)
 	}
 	if code, out, _ := runCLI(t, "keys", "list", "--data", filepath.Join(dir)); code != 0 || !strings.Contains(out, "env") {

@@ -62,7 +62,7 @@ func capsuledBin(t *testing.T) string {
 // secret.
 func createKey(t *testing.T, bin, dataDir, name, scopes string) (id, secret string) {
 	t.Helper()
-	out, err := exec.Command(bin, "keys", "create", "--data", dataDir, "--name", name, "--scopes", scopes, "--json").Output()
+	out, err := exec.Command(bin, "keys", "create", "--data", dataDir, "--init", "--name", name, "--scopes", scopes, "--json").Output()
 	if err != nil {
 		t.Fatalf("keys create: %v", err)
 	}
