@@ -19,7 +19,7 @@ import (
 	"capsuled/internal/embed/openaihttp"
 	"capsuled/internal/embed/ort"
 	"capsuled/internal/embed/wordpiece"
-	"capsuled/internal/ingest"
+	"capsuled/internal/ingest/chunk"
 	"capsuled/internal/retrieval"
 )
 
@@ -147,7 +147,7 @@ type embedder interface {
 // newEmbedder picks the embedding backend; nil means semantic search is off.
 // An explicit choice that cannot start is an error; auto tries the
 // candidates of planEmbedders in order and logs why each one it skips fails.
-func (a *App) newEmbedder(ctx context.Context, cfg CapsulesConfig) (embedder, ingest.TokenCounter, func() error, error) {
+func (a *App) newEmbedder(ctx context.Context, cfg CapsulesConfig) (embedder, chunk.TokenCounter, func() error, error) {
 	switch cfg.Embedder {
 	case "off":
 		return nil, nil, nil, nil
@@ -312,14 +312,14 @@ func missingHint(kind string) string {
 }
 
 // openEmbedder starts one planned embedder.
-func openEmbedder(ctx context.Context, cfg CapsulesConfig, p embedderPlan) (embedder, ingest.TokenCounter, func() error, error) {
+func openEmbedder(ctx context.Context, cfg CapsulesConfig, p embedderPlan) (embedder, chunk.TokenCounter, func() error, error) {
 	switch p.kind {
 	case "onnx":
 		e, err := ort.New(ctx, ort.Config{ModelDir: p.dir, ModelFile: cfg.ModelFile, ORTLibrary: cfg.ORTLib})
 		if err != nil {
 			return nil, nil, nil, err // ort.ErrNeedsCgo in a CGO_ENABLED=0 build
 		}
-		var tokens ingest.TokenCounter
+		var tokens chunk.TokenCounter
 		// Asserted, not called: the no-cgo stub of ort has no tokenizer.
 		if t, ok := any(e).(interface{ Tokenizer() *wordpiece.Tokenizer }); ok {
 			tokens = t.Tokenizer()

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"capsuled/api"
-	"capsuled/internal/ingest"
+	"capsuled/internal/ingest/chunk"
 	"capsuled/internal/memory"
 )
 
@@ -17,7 +17,7 @@ import (
 type sharedEmbedder struct {
 	done   bool
 	emb    embedder
-	tokens ingest.TokenCounter
+	tokens chunk.TokenCounter
 	err    error
 	// built counts the calls of newEmbedder (at most one; tests check it).
 	built int
@@ -27,7 +27,7 @@ type sharedEmbedder struct {
 // capsule settings on first use (nil: semantic search is off). Its closer
 // joins the app's. App.New builds the services one after another, so no
 // lock is needed.
-func (a *App) embedder(ctx context.Context) (embedder, ingest.TokenCounter, error) {
+func (a *App) embedder(ctx context.Context) (embedder, chunk.TokenCounter, error) {
 	e := &a.embeds
 	if !e.done {
 		e.done = true

@@ -15,7 +15,9 @@ import (
 	"unicode/utf8"
 
 	"capsuled/internal/domain"
-	"capsuled/internal/ingest"
+	"capsuled/internal/ingest/chunk"
+	"capsuled/internal/ingest/detect"
+	"capsuled/internal/ingest/parse"
 	"capsuled/internal/retrieval"
 )
 
@@ -28,7 +30,7 @@ type Config struct {
 	Embedder Embedder
 	// Tokens counts text in the embedding model's tokens for chunking.
 	// Default: an approximation (words × 4/3) when no tokenizer is given.
-	Tokens ingest.TokenCounter
+	Tokens chunk.TokenCounter
 	// DataDir holds the original bytes of items (DataDir/blobs). Required.
 	DataDir string
 	// Workers is the most ingestion jobs this process works at once (one
@@ -42,9 +44,9 @@ type Config struct {
 	EmbedBatch int
 	// Chunking tunes the chunker (default: ingest's defaults with heading
 	// context).
-	Chunking *ingest.ChunkOptions
+	Chunking *chunk.Options
 	// MaxExtractBytes bounds what extraction reads of one item. Default
-	// ingest.DefaultMaxBytes.
+	// parse.DefaultMaxBytes.
 	MaxExtractBytes int64
 	// Retrieval tunes search and fusion.
 	Retrieval retrieval.Config
@@ -59,8 +61,8 @@ type Service struct {
 	cfg    Config
 	st     Store
 	emb    Embedder
-	tokens ingest.TokenCounter
-	chunk  ingest.ChunkOptions
+	tokens chunk.TokenCounter
+	chunk  chunk.Options
 	blobs  blobs
 	engine *retrieval.Engine
 	log    *slog.Logger
@@ -96,7 +98,7 @@ func New(cfg Config) (*Service, error) {
 		cfg.EmbedBatch = 64
 	}
 	if cfg.MaxExtractBytes <= 0 {
-		cfg.MaxExtractBytes = ingest.DefaultMaxBytes
+		cfg.MaxExtractBytes = parse.DefaultMaxBytes
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -118,7 +120,7 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Chunking != nil {
 		s.chunk = *cfg.Chunking
 	} else {
-		s.chunk = ingest.ChunkOptions{HeadingContext: true}
+		s.chunk = chunk.Options{HeadingContext: true}
 	}
 	var qe retrieval.QueryEmbedder
 	dim := 0
@@ -355,7 +357,7 @@ func (s *Service) fileType(hash, name, given string) (string, error) {
 	defer f.Close()
 	head := make([]byte, 8192)
 	n, _ := io.ReadFull(f, head)
-	return ingest.ResolveType(name, given, head[:n]), nil
+	return detect.ResolveType(name, given, head[:n]), nil
 }
 
 // GetItem returns an item of a capsule.

@@ -8,7 +8,8 @@ import (
 	"strings"
 
 	"capsuled/internal/domain"
-	"capsuled/internal/ingest"
+	"capsuled/internal/ingest/chunk"
+	"capsuled/internal/ingest/parse"
 )
 
 // ingestItem is one ingestion job's work, the per-item step: it moves the
@@ -98,14 +99,14 @@ func (s *Service) prepare(ctx context.Context, it domain.Item) (string, []domain
 	if it.Kind == domain.ItemText {
 		name, mime = "", "text/plain"
 	}
-	doc, err := ingest.Extract(ctx, f, name, mime, s.cfg.MaxExtractBytes)
+	doc, err := parse.Extract(ctx, f, name, mime, s.cfg.MaxExtractBytes)
 	if err != nil {
 		return "", nil, err
 	}
 	if strings.TrimSpace(doc.Text) == "" {
 		return "", nil, errors.New("no text could be extracted from the item")
 	}
-	pieces := ingest.ChunkDocument(doc, s.tokens, s.chunk)
+	pieces := chunk.Split(doc, s.tokens, s.chunk)
 	chunks := make([]domain.Chunk, len(pieces))
 	for i, p := range pieces {
 		chunks[i] = domain.Chunk{ItemID: it.ID, Idx: p.Idx, Text: p.Text, Start: p.Start, End: p.End, Tokens: p.Tokens}

@@ -1,71 +1,18 @@
-// Package ingest turns uploaded files into clean text with structure, and
-// that text into token-budgeted chunks for indexing.
+// Package ingest holds the data model of file ingestion: a Document is a
+// file's clean text and its structure as Blocks (headings with their paths,
+// paragraphs, code, lists, tables, rows, pages).
 //
-// # Detection
+// The work is done by three packages under it, in this order:
 //
-// ResolveType decides a file's MIME type: a type given by the client is
-// normalised (parameters stripped, lower-cased, aliases such as
-// text/x-markdown or application/x-pdf mapped to one canonical name); when the
-// client gave none, or application/octet-stream, or text/plain for a file
-// whose extension names a more specific text format, Sniff looks at the file
-// name and the first bytes (PDF magic, a zip holding word/document.xml,
-// JSON, JSON lines, CSV, Markdown, HTML, source code by extension).
+//   - detect decides a file's MIME type from what the client said, the file
+//     name and the first bytes.
+//   - parse turns the bytes of a detected type into a Document through a
+//     registry of named parsers (one per MIME type), with the file's own
+//     metadata (title, author, date, …) where the format carries it.
+//   - chunk cuts a Document into token-budgeted chunks that follow its
+//     structure, ready to embed and index.
 //
-// # Extraction
-//
-// Extract reads at most maxBytes (more is a domain.KindTooLarge error) and
-// hands the bytes to the parser registered for the type. Every parser yields
-// a Document: Text is UTF-8 with "\n" newlines, no NULs or other control
-// characters but tab and newline, invalid UTF-8 repaired (input that is
-// plainly 8-bit is read as Windows-1252, stray bad bytes become U+FFFD), and
-// Blocks lists its structure as flat, ordered, non-overlapping byte ranges of
-// Text, each with its kind and the path of the headings above it. Blocks are
-// separated in Text by a blank line.
-//
-// What each format yields:
-//
-//   - text/plain: the text verbatim; paragraphs split on blank lines.
-//   - text/markdown: headings (ATX and setext) become heading blocks without
-//     their markers; fenced and indented code blocks are kept verbatim as one
-//     code block; lists become one list block with an item a line ("- " or
-//     "1. " markers, nested items indented two spaces a level); tables become
-//     one table block with a row a line rendered "header: value; …"; emphasis,
-//     code spans, HTML tags, link and image syntax are stripped: a link keeps
-//     only its text and an image its alt text (URLs are noise to retrieval),
-//     an autolink keeps its URL. Front matter, reference definitions and
-//     thematic breaks are dropped.
-//   - text/html: parsed with golang.org/x/net/html after charset detection
-//     (BOM, Content-Type, <meta>). script, style, noscript, template, head,
-//     nav, footer, svg, iframe, forms and hidden elements are dropped;
-//     h1–h6 are headings, pre is code, ul/ol are lists, tables as in
-//     Markdown, everything else is paragraphs with whitespace collapsed.
-//   - application/pdf: github.com/ledongthuc/pdf; one page block a page,
-//     text in content-stream order with lines and word gaps recovered from
-//     glyph positions. Encrypted and corrupt files fail; panics inside the
-//     library are recovered.
-//   - DOCX: word/document.xml read with archive/zip and encoding/xml:
-//     paragraphs, headings from Heading1..9/Title styles (also by style name
-//     from word/styles.xml, and outline levels), list paragraphs, tables,
-//     tabs and line breaks. Entry count and decompressed size are bounded.
-//   - text/csv, text/tab-separated-values: the first record is the header;
-//     every other record becomes a row block "header: value; …" (empty values
-//     left out). The delimiter of text/csv is sniffed among , ; tab |.
-//   - application/json, application/x-ndjson: flattened "path: value" lines
-//     (path like a.b[2].c), one row block per top-level element (array item,
-//     object member, or line of JSON lines).
-//   - source code (text/x-go, text/x-python, …, YAML, TOML, SQL, XML): the
-//     text verbatim, code blocks split at blank lines that precede an
-//     unindented line (top-level declarations, roughly).
-//
-// Anything else (images, archives, executables, random bytes) and corrupt
-// files return a *domain.Error of KindUnprocessable whose message says why,
-// e.g. "unsupported file type image/png" or "corrupt PDF: …". No input makes
-// a parser panic: each runs behind a recover that turns a panic into such an
-// error.
-//
-// # Chunking
-//
-// ChunkDocument cuts a Document into chunks that follow its structure and fit a
-// token budget measured by a TokenCounter (in production the embedding
-// model's WordPiece tokenizer); see ChunkDocument for the rules.
+// A new file type touches detect (its extension, aliases and magic) and
+// parse (a parser and its registration in DefaultParsers); chunking works on
+// any Document.
 package ingest

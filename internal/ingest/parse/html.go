@@ -1,4 +1,4 @@
-package ingest
+package parse
 
 import (
 	"bytes"
@@ -6,23 +6,24 @@ import (
 	"fmt"
 	"strings"
 
+	"capsuled/internal/ingest"
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
 	"golang.org/x/net/html/charset"
 )
 
 // parseHTML extracts HTML; see the package comment for what is kept.
-func parseHTML(ctx context.Context, data []byte, _ string) (Document, error) {
+func parseHTML(ctx context.Context, data []byte, _ string) (ingest.Document, error) {
 	text := decodeHTML(data)
 	root, err := html.Parse(strings.NewReader(text))
 	if err != nil {
-		return Document{}, corrupt("HTML", err, "%v", err)
+		return ingest.Document{}, corrupt("HTML", err, "%v", err)
 	}
 	w := htmlWalker{ctx: ctx}
 	w.walk(root, 0)
 	w.flush()
 	if w.err != nil {
-		return Document{}, w.err
+		return ingest.Document{}, w.err
 	}
 	return w.b.doc(), nil
 }
@@ -102,7 +103,7 @@ func (w *htmlWalker) flush() {
 	for i := range lines {
 		lines[i] = strings.TrimSpace(lines[i])
 	}
-	w.b.add(BlockParagraph, 0, strings.Join(lines, "\n"))
+	w.b.add(ingest.BlockParagraph, 0, strings.Join(lines, "\n"))
 }
 
 func (w *htmlWalker) walk(n *html.Node, depth int) {
@@ -127,21 +128,21 @@ func (w *htmlWalker) walk(n *html.Node, depth int) {
 		switch n.DataAtom {
 		case atom.H1, atom.H2, atom.H3, atom.H4, atom.H5, atom.H6:
 			w.flush()
-			w.b.add(BlockHeading, int(n.Data[1]-'0'), textOf(n, false))
+			w.b.add(ingest.BlockHeading, int(n.Data[1]-'0'), textOf(n, false))
 			return
 		case atom.Pre:
 			w.flush()
-			w.b.add(BlockCode, 0, textOf(n, true))
+			w.b.add(ingest.BlockCode, 0, textOf(n, true))
 			return
 		case atom.Ul, atom.Ol:
 			w.flush()
 			var lines []string
 			listLines(n, 0, &lines)
-			w.b.add(BlockList, 0, strings.Join(lines, "\n"))
+			w.b.add(ingest.BlockList, 0, strings.Join(lines, "\n"))
 			return
 		case atom.Table:
 			w.flush()
-			w.b.add(BlockTable, 0, tableText(n))
+			w.b.add(ingest.BlockTable, 0, tableText(n))
 			return
 		case atom.Br:
 			w.inl.WriteByte('\n')

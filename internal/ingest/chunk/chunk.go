@@ -1,12 +1,14 @@
-package ingest
+package chunk
 
 import (
 	"strings"
 	"unicode/utf8"
+
+	"capsuled/internal/ingest"
 )
 
 // A TokenCounter measures text in the embedding model's tokens. The
-// production one is the model's WordPiece tokenizer. Chunk works with any
+// production one is the model's WordPiece tokenizer. Split works with any
 // counter; it is exact for counters whose count of a text is the sum of the
 // counts of its white-space separated pieces plus a constant (such as
 // WordPiece with or without [CLS]/[SEP]), and still guarantees the budget for
@@ -15,14 +17,14 @@ type TokenCounter interface {
 	CountTokens(text string) int
 }
 
-// Defaults of ChunkOptions.
+// Defaults of Options.
 const (
 	DefaultMaxTokens     = 200
 	DefaultOverlapTokens = 32
 )
 
-// ChunkOptions tunes Chunk.
-type ChunkOptions struct {
+// Options tunes Split.
+type Options struct {
 	// MaxTokens is the most tokens of a chunk, as the counter measures its
 	// whole Text (heading prefix included). 0 means DefaultMaxTokens.
 	MaxTokens int
@@ -43,7 +45,7 @@ type Chunk struct {
 	// Text is what to embed and index: Prefix followed by
 	// Document.Text[Start:End].
 	Text       string
-	Start, End int      // byte offsets in Document.Text
+	Start, End int      // byte offsets in ingest.Document.Text
 	Tokens     int      // the counter's count of Text
 	PrefixLen  int      // bytes of heading prefix at the start of Text (0 without HeadingContext)
 	Headings   []string // heading path of the chunk's section; read-only
@@ -59,7 +61,7 @@ type unit struct {
 	blockStart bool // the first unit of its block
 }
 
-// ChunkDocument cuts doc into chunks of at most opts.MaxTokens tokens as tc counts
+// Split cuts doc into chunks of at most opts.MaxTokens tokens as tc counts
 // them. The rules:
 //
 //   - Chunks follow the blocks: a heading starts a new chunk (a run of
@@ -88,7 +90,7 @@ type unit struct {
 // make sure; so Tokens is exact and never over MaxTokens (unless MaxTokens
 // is smaller than the counter's count of a single character). The result
 // is deterministic.
-func ChunkDocument(doc Document, tc TokenCounter, opts ChunkOptions) []Chunk {
+func Split(doc ingest.Document, tc TokenCounter, opts Options) []Chunk {
 	c := newChunker(doc, tc, opts)
 	return c.run()
 }
@@ -100,7 +102,7 @@ type chunker struct {
 	overlap  int
 	headings bool
 	base     int // the counter's count of ""
-	blocks   []Block
+	blocks   []ingest.Block
 	prefix   map[string]prefixInfo
 	units    []unit
 	blockTok []int // tokens of each block's units
@@ -111,7 +113,7 @@ type prefixInfo struct {
 	tokens int
 }
 
-func newChunker(doc Document, tc TokenCounter, opts ChunkOptions) *chunker {
+func newChunker(doc ingest.Document, tc TokenCounter, opts Options) *chunker {
 	c := &chunker{text: doc.Text, tc: tc, max: opts.MaxTokens, overlap: opts.OverlapTokens, headings: opts.HeadingContext}
 	if c.max <= 0 {
 		c.max = DefaultMaxTokens
@@ -132,12 +134,12 @@ func newChunker(doc Document, tc TokenCounter, opts ChunkOptions) *chunker {
 // sanitizeBlocks returns doc's blocks clipped to the text, in order and not
 // overlapping; a document with text but no blocks is one paragraph per run
 // of lines.
-func sanitizeBlocks(doc Document) []Block {
+func sanitizeBlocks(doc ingest.Document) []ingest.Block {
 	n := len(doc.Text)
 	if len(doc.Blocks) == 0 {
-		return paragraphBlocks(doc.Text, 0, nil)
+		return ingest.ParagraphBlocks(doc.Text, nil)
 	}
-	out := make([]Block, 0, len(doc.Blocks))
+	out := make([]ingest.Block, 0, len(doc.Blocks))
 	prev := 0
 	for _, b := range doc.Blocks {
 		b.Start = max(b.Start, prev)
@@ -191,7 +193,7 @@ func (c *chunker) budget(u unit) int {
 // chunkPath is the prefix path of a chunk starting with u.
 func (c *chunker) chunkPath(u unit) []string {
 	b := c.blocks[u.block]
-	if b.Kind == BlockHeading && len(b.Path) > 0 {
+	if b.Kind == ingest.BlockHeading && len(b.Path) > 0 {
 		return b.Path[:len(b.Path)-1]
 	}
 	return b.Path
@@ -324,13 +326,13 @@ func (c *chunker) buildUnits() {
 	c.blockTok = make([]int, len(c.blocks))
 	for bi, b := range c.blocks {
 		from := len(c.units)
-		heading := b.Kind == BlockHeading
+		heading := b.Kind == ingest.BlockHeading
 		budget := c.max - c.base - c.prefixFor(b.Path).tokens
 		if heading {
 			budget = c.max - c.base - c.prefixFor(b.Path[:max(len(b.Path)-1, 0)]).tokens
 		}
 		switch b.Kind {
-		case BlockParagraph, BlockPage:
+		case ingest.BlockParagraph, ingest.BlockPage:
 			for _, s := range sentences(c.text, b.Start, b.End) {
 				c.addUnit(s[0], s[1], bi, heading, budget)
 			}

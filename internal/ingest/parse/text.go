@@ -1,33 +1,35 @@
-package ingest
+package parse
 
 import (
 	"context"
 	"strings"
+
+	"capsuled/internal/ingest"
 )
 
 // parsePlain keeps the text verbatim (cleaned) with one paragraph block per
 // run of lines between blank lines.
-func parsePlain(ctx context.Context, data []byte, _ string) (Document, error) {
+func parsePlain(ctx context.Context, data []byte, _ string) (ingest.Document, error) {
 	text := decodeText(data)
 	if err := ctx.Err(); err != nil {
-		return Document{}, err
+		return ingest.Document{}, err
 	}
-	return Document{Text: text, Blocks: paragraphBlocks(text, 0, nil)}, nil
+	return ingest.Document{Text: text, Blocks: ingest.ParagraphBlocks(text, nil)}, nil
 }
 
 // parseCode keeps source code verbatim. Blocks are split where a blank line
 // is followed by an unindented line that does not close a bracket: top-level
 // declarations and their doc comments, roughly, in most languages.
-func parseCode(ctx context.Context, data []byte, _ string) (Document, error) {
+func parseCode(ctx context.Context, data []byte, _ string) (ingest.Document, error) {
 	text := decodeText(data)
 	if err := ctx.Err(); err != nil {
-		return Document{}, err
+		return ingest.Document{}, err
 	}
-	return Document{Text: text, Blocks: codeBlocks(text)}, nil
+	return ingest.Document{Text: text, Blocks: codeBlocks(text)}, nil
 }
 
-func codeBlocks(text string) []Block {
-	var out []Block
+func codeBlocks(text string) []ingest.Block {
+	var out []ingest.Block
 	start, end := -1, -1 // current block; end is one past its last non-blank line
 	sawBlank := false
 	pos := 0
@@ -44,7 +46,7 @@ func codeBlocks(text string) []Block {
 			if start < 0 {
 				start = pos + (len(line) - len(strings.TrimLeft(line, " \t")))
 			} else if sawBlank && startsDecl(line) {
-				out = append(out, Block{Kind: BlockCode, Start: start, End: end})
+				out = append(out, ingest.Block{Kind: ingest.BlockCode, Start: start, End: end})
 				start = pos
 			}
 			end = lineEnd
@@ -56,7 +58,7 @@ func codeBlocks(text string) []Block {
 		pos = lineEnd + 1
 	}
 	if start >= 0 {
-		out = append(out, Block{Kind: BlockCode, Start: start, End: end})
+		out = append(out, ingest.Block{Kind: ingest.BlockCode, Start: start, End: end})
 	}
 	return out
 }

@@ -1,4 +1,4 @@
-package ingest
+package parse
 
 import (
 	"archive/zip"
@@ -11,6 +11,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"capsuled/internal/ingest"
 )
 
 // Limits on what a DOCX may unpack to.
@@ -23,16 +25,16 @@ const (
 var headingStyleRe = regexp.MustCompile(`(?i)^(?:heading|berschrift|titre|título|titolo|kop)\s*([1-9])$`)
 
 // parseDOCX extracts word/document.xml; see the package comment.
-func parseDOCX(ctx context.Context, data []byte, _ string) (Document, error) {
+func parseDOCX(ctx context.Context, data []byte, _ string) (ingest.Document, error) {
 	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
 	if err != nil {
 		if bytes.HasPrefix(data, []byte{0xD0, 0xCF, 0x11, 0xE0}) {
-			return Document{}, corrupt("DOCX", err, "the file is an OLE container (a password-protected document or a legacy .doc), not a zip")
+			return ingest.Document{}, corrupt("DOCX", err, "the file is an OLE container (a password-protected document or a legacy .doc), not a zip")
 		}
-		return Document{}, corrupt("DOCX", err, "not a zip archive: %v", err)
+		return ingest.Document{}, corrupt("DOCX", err, "not a zip archive: %v", err)
 	}
 	if len(zr.File) > maxDOCXEntries {
-		return Document{}, corrupt("DOCX", nil, "%d zip entries (more than %d)", len(zr.File), maxDOCXEntries)
+		return ingest.Document{}, corrupt("DOCX", nil, "%d zip entries (more than %d)", len(zr.File), maxDOCXEntries)
 	}
 	var doc, styles *zip.File
 	for _, f := range zr.File {
@@ -44,7 +46,7 @@ func parseDOCX(ctx context.Context, data []byte, _ string) (Document, error) {
 		}
 	}
 	if doc == nil {
-		return Document{}, corrupt("DOCX", nil, "word/document.xml is missing (a zip archive, but not a Word document)")
+		return ingest.Document{}, corrupt("DOCX", nil, "word/document.xml is missing (a zip archive, but not a Word document)")
 	}
 	headingOf := map[string]int{}
 	if styles != nil {
@@ -54,7 +56,7 @@ func parseDOCX(ctx context.Context, data []byte, _ string) (Document, error) {
 	}
 	raw, err := readZipFile(doc, maxDOCXXML)
 	if err != nil {
-		return Document{}, err
+		return ingest.Document{}, err
 	}
 	return docxBody(ctx, raw, headingOf)
 }
@@ -125,7 +127,7 @@ func attr(se xml.StartElement, local string) string {
 
 // docxBody walks the body: w:p paragraphs (styles, numbering), w:t text,
 // w:tab, w:br/w:cr, and w:tbl tables whose cells' paragraphs are joined.
-func docxBody(ctx context.Context, raw []byte, headingOf map[string]int) (Document, error) {
+func docxBody(ctx context.Context, raw []byte, headingOf map[string]int) (ingest.Document, error) {
 	d := xml.NewDecoder(bytes.NewReader(raw))
 	d.Strict = false
 	var (
@@ -144,7 +146,7 @@ func docxBody(ctx context.Context, raw []byte, headingOf map[string]int) (Docume
 	)
 	flushList := func() {
 		if len(listLines) > 0 {
-			b.add(BlockList, 0, strings.Join(listLines, "\n"))
+			b.add(ingest.BlockList, 0, strings.Join(listLines, "\n"))
 			listLines = nil
 		}
 	}
@@ -152,7 +154,7 @@ func docxBody(ctx context.Context, raw []byte, headingOf map[string]int) (Docume
 		n++
 		if n%8192 == 0 {
 			if err := ctx.Err(); err != nil {
-				return Document{}, err
+				return ingest.Document{}, err
 			}
 		}
 		tok, err := d.Token()
@@ -160,7 +162,7 @@ func docxBody(ctx context.Context, raw []byte, headingOf map[string]int) (Docume
 			break
 		}
 		if err != nil {
-			return Document{}, corrupt("DOCX", err, "word/document.xml: %v", err)
+			return ingest.Document{}, corrupt("DOCX", err, "word/document.xml: %v", err)
 		}
 		switch t := tok.(type) {
 		case xml.StartElement:
@@ -240,14 +242,14 @@ func docxBody(ctx context.Context, raw []byte, headingOf map[string]int) (Docume
 				switch {
 				case level > 0:
 					flushList()
-					b.add(BlockHeading, min(level, 6), text)
+					b.add(ingest.BlockHeading, min(level, 6), text)
 				case listItem:
 					if s := collapseSpace(text); s != "" {
 						listLines = append(listLines, "- "+s)
 					}
 				default:
 					flushList()
-					b.add(BlockParagraph, 0, text)
+					b.add(ingest.BlockParagraph, 0, text)
 				}
 			case "tc":
 				if tblDepth == 1 {
@@ -261,9 +263,9 @@ func docxBody(ctx context.Context, raw []byte, headingOf map[string]int) (Docume
 				tblDepth--
 				if tblDepth == 0 && len(rows) > 0 {
 					if len(rows) == 1 {
-						b.add(BlockTable, 0, strings.Join(rows[0], " | "))
+						b.add(ingest.BlockTable, 0, strings.Join(rows[0], " | "))
 					} else {
-						b.add(BlockTable, 0, renderTable(rows[0], rows[1:]))
+						b.add(ingest.BlockTable, 0, renderTable(rows[0], rows[1:]))
 					}
 					rows = nil
 				}

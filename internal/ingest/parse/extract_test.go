@@ -1,25 +1,26 @@
-package ingest
+package parse
 
 import (
 	"bytes"
 	"context"
 	"errors"
-	"io"
 	"reflect"
 	"strings"
 	"testing"
 
 	"capsuled/internal/domain"
+	"capsuled/internal/ingest"
+	"capsuled/internal/ingest/detect"
 )
 
 type wantBlock struct {
-	kind  BlockKind
+	kind  ingest.BlockKind
 	level int
 	path  string // heading path joined by " > "
 	text  string
 }
 
-func blocksOf(doc Document) []wantBlock {
+func blocksOf(doc ingest.Document) []wantBlock {
 	out := make([]wantBlock, len(doc.Blocks))
 	for i, b := range doc.Blocks {
 		out[i] = wantBlock{b.Kind, b.Level, strings.Join(b.Path, " > "), doc.Text[b.Start:b.End]}
@@ -27,7 +28,7 @@ func blocksOf(doc Document) []wantBlock {
 	return out
 }
 
-func extractFixture(t *testing.T, name, mime string) (Document, error) {
+func extractFixture(t *testing.T, name, mime string) (ingest.Document, error) {
 	t.Helper()
 	data := readFixture(t, name)
 	return Extract(context.Background(), bytes.NewReader(data), name, mime, 0)
@@ -40,80 +41,80 @@ func TestExtractFixtures(t *testing.T) {
 		want       []wantBlock
 	}{
 		{"sample.txt", "", "text/plain", []wantBlock{
-			{BlockParagraph, 0, "", "Capsuled stores items.\nIt chunks them."},
-			{BlockParagraph, 0, "", "Second paragraph here."},
-			{BlockParagraph, 0, "", "Third paragraph."},
+			{ingest.BlockParagraph, 0, "", "Capsuled stores items.\nIt chunks them."},
+			{ingest.BlockParagraph, 0, "", "Second paragraph here."},
+			{ingest.BlockParagraph, 0, "", "Third paragraph."},
 		}},
 		{"sample.md", "text/x-markdown; charset=utf-8", "text/markdown", []wantBlock{
-			{BlockHeading, 1, "Install", "Install"},
-			{BlockParagraph, 0, "Install", "Capsuled is one binary. See the guide and capsuled serve."},
-			{BlockHeading, 2, "Install > Linux", "Linux"},
-			{BlockParagraph, 0, "Install > Linux", "Download it with curl."},
-			{BlockCode, 0, "Install > Linux", "curl -LO https://example.com/capsuled\n\nchmod +x capsuled"},
-			{BlockList, 0, "Install > Linux", "- first item\n- second item\n  - nested item\n1. numbered"},
-			{BlockTable, 0, "Install > Linux", "Flag: --data; Meaning: data directory\nFlag: --port; Meaning: listen port | tcp"},
-			{BlockHeading, 2, "Install > Setext Heading", "Setext Heading"},
-			{BlockCode, 0, "Install > Setext Heading", "indented code\nmore code"},
-			{BlockParagraph, 0, "Install > Setext Heading", "A quote with snake_case_name."},
-			{BlockParagraph, 0, "Install > Setext Heading", "diagram and https://capsuled.dev plus bold."},
+			{ingest.BlockHeading, 1, "Install", "Install"},
+			{ingest.BlockParagraph, 0, "Install", "Capsuled is one binary. See the guide and capsuled serve."},
+			{ingest.BlockHeading, 2, "Install > Linux", "Linux"},
+			{ingest.BlockParagraph, 0, "Install > Linux", "Download it with curl."},
+			{ingest.BlockCode, 0, "Install > Linux", "curl -LO https://example.com/capsuled\n\nchmod +x capsuled"},
+			{ingest.BlockList, 0, "Install > Linux", "- first item\n- second item\n  - nested item\n1. numbered"},
+			{ingest.BlockTable, 0, "Install > Linux", "Flag: --data; Meaning: data directory\nFlag: --port; Meaning: listen port | tcp"},
+			{ingest.BlockHeading, 2, "Install > Setext Heading", "Setext Heading"},
+			{ingest.BlockCode, 0, "Install > Setext Heading", "indented code\nmore code"},
+			{ingest.BlockParagraph, 0, "Install > Setext Heading", "A quote with snake_case_name."},
+			{ingest.BlockParagraph, 0, "Install > Setext Heading", "diagram and https://capsuled.dev plus bold."},
 		}},
 		{"sample.html", "", "text/html", []wantBlock{
-			{BlockHeading, 1, "Capsuled & friends", "Capsuled & friends"},
-			{BlockParagraph, 0, "Capsuled & friends", "Fast retrieval, self-hosted. Café <3"},
-			{BlockHeading, 2, "Capsuled & friends > Usage", "Usage"},
-			{BlockParagraph, 0, "Capsuled & friends > Usage", "Run it:\ntwice."},
-			{BlockCode, 0, "Capsuled & friends > Usage", "capsuled serve\n  --data ./d"},
-			{BlockList, 0, "Capsuled & friends > Usage", "- one\n- two\n  - two-a"},
-			{BlockList, 0, "Capsuled & friends > Usage", "1. first\n2. second"},
-			{BlockTable, 0, "Capsuled & friends > Usage", "Name: a.txt; Size: 3\nName: b.txt"},
+			{ingest.BlockHeading, 1, "Capsuled & friends", "Capsuled & friends"},
+			{ingest.BlockParagraph, 0, "Capsuled & friends", "Fast retrieval, self-hosted. Café <3"},
+			{ingest.BlockHeading, 2, "Capsuled & friends > Usage", "Usage"},
+			{ingest.BlockParagraph, 0, "Capsuled & friends > Usage", "Run it:\ntwice."},
+			{ingest.BlockCode, 0, "Capsuled & friends > Usage", "capsuled serve\n  --data ./d"},
+			{ingest.BlockList, 0, "Capsuled & friends > Usage", "- one\n- two\n  - two-a"},
+			{ingest.BlockList, 0, "Capsuled & friends > Usage", "1. first\n2. second"},
+			{ingest.BlockTable, 0, "Capsuled & friends > Usage", "Name: a.txt; Size: 3\nName: b.txt"},
 		}},
-		{"latin1.html", "text/html", "text/html", []wantBlock{{BlockParagraph, 0, "", "Café crème"}}},
+		{"latin1.html", "text/html", "text/html", []wantBlock{{ingest.BlockParagraph, 0, "", "Café crème"}}},
 		{"sample.pdf", "application/pdf", "application/pdf", []wantBlock{
-			{BlockPage, 0, "", "Capsuled Guide\n\nCapsules hold items. Each item is chunked.\nChunks are embedded (in process)."},
-			{BlockPage, 0, "", "Page two talks about search.\nHybrid search fuses BM25 and vectors."},
+			{ingest.BlockPage, 0, "", "Capsuled Guide\n\nCapsules hold items. Each item is chunked.\nChunks are embedded (in process)."},
+			{ingest.BlockPage, 0, "", "Page two talks about search.\nHybrid search fuses BM25 and vectors."},
 		}},
-		{"sample.docx", "", mimeDOCX, []wantBlock{
-			{BlockHeading, 1, "Capsuled Manual", "Capsuled Manual"},
-			{BlockHeading, 1, "Install", "Install"},
-			{BlockParagraph, 0, "Install", "Download the binary.\tThen run it.\nSecond line."},
-			{BlockHeading, 2, "Install > Linux", "Linux"},
-			{BlockList, 0, "Install > Linux", "- Unpack the archive\n- Run capsuled serve"},
-			{BlockTable, 0, "Install > Linux", "Flag: --data; Meaning: data directory"},
-			{BlockParagraph, 0, "Install > Linux", "Deleted text is not here."},
+		{"sample.docx", "", detect.DOCX, []wantBlock{
+			{ingest.BlockHeading, 1, "Capsuled Manual", "Capsuled Manual"},
+			{ingest.BlockHeading, 1, "Install", "Install"},
+			{ingest.BlockParagraph, 0, "Install", "Download the binary.\tThen run it.\nSecond line."},
+			{ingest.BlockHeading, 2, "Install > Linux", "Linux"},
+			{ingest.BlockList, 0, "Install > Linux", "- Unpack the archive\n- Run capsuled serve"},
+			{ingest.BlockTable, 0, "Install > Linux", "Flag: --data; Meaning: data directory"},
+			{ingest.BlockParagraph, 0, "Install > Linux", "Deleted text is not here."},
 		}},
 		{"sample.csv", "application/csv", "text/csv", []wantBlock{
-			{BlockRow, 0, "", `name: Ada; city: London; notes, quoted: wrote "notes"`},
-			{BlockRow, 0, "", "name: Linus; notes, quoted: kernel"},
-			{BlockRow, 0, "", "name: Extra; city: Oslo; notes, quoted: x; col4: surplus"},
+			{ingest.BlockRow, 0, "", `name: Ada; city: London; notes, quoted: wrote "notes"`},
+			{ingest.BlockRow, 0, "", "name: Linus; notes, quoted: kernel"},
+			{ingest.BlockRow, 0, "", "name: Extra; city: Oslo; notes, quoted: x; col4: surplus"},
 		}},
 		{"sample.tsv", "", "text/tab-separated-values", []wantBlock{
-			{BlockRow, 0, "", "name: Ada; age: 36"},
-			{BlockRow, 0, "", "name: Alan; age: 41"},
+			{ingest.BlockRow, 0, "", "name: Ada; age: 36"},
+			{ingest.BlockRow, 0, "", "name: Alan; age: 41"},
 		}},
 		{"sample.json", "", "application/json", []wantBlock{
-			{BlockRow, 0, "", "meta.n: 1.5\nmeta.none: null\nmeta.ok: true\ntags[0]: a\ntags[1]: b\ntitle: First"},
-			{BlockRow, 0, "", "tags: []\ntitle: Second spaced"},
+			{ingest.BlockRow, 0, "", "meta.n: 1.5\nmeta.none: null\nmeta.ok: true\ntags[0]: a\ntags[1]: b\ntitle: First"},
+			{ingest.BlockRow, 0, "", "tags: []\ntitle: Second spaced"},
 		}},
 		{"sample.jsonl", "", "application/x-ndjson", []wantBlock{
-			{BlockRow, 0, "", "id: 1\ntext: hello"},
-			{BlockRow, 0, "", "id: 2\nnested.k: v\ntext: world"},
+			{ingest.BlockRow, 0, "", "id: 1\ntext: hello"},
+			{ingest.BlockRow, 0, "", "id: 2\nnested.k: v\ntext: world"},
 		}},
 		{"sample.go", "", "text/x-go", []wantBlock{
-			{BlockCode, 0, "", "package main"},
-			{BlockCode, 0, "", `import "fmt"`},
-			{BlockCode, 0, "", "// Hello greets.\nfunc Hello(name string) string {\n\tmsg := \"hi \" + name\n\n\treturn msg\n}"},
-			{BlockCode, 0, "", "type T struct {\n\tA int\n}"},
-			{BlockCode, 0, "", "func main() {\n\tfmt.Println(Hello(\"x\"))\n}"},
+			{ingest.BlockCode, 0, "", "package main"},
+			{ingest.BlockCode, 0, "", `import "fmt"`},
+			{ingest.BlockCode, 0, "", "// Hello greets.\nfunc Hello(name string) string {\n\tmsg := \"hi \" + name\n\n\treturn msg\n}"},
+			{ingest.BlockCode, 0, "", "type T struct {\n\tA int\n}"},
+			{ingest.BlockCode, 0, "", "func main() {\n\tfmt.Println(Hello(\"x\"))\n}"},
 		}},
 		{"sample.py", "text/plain", "text/x-python", []wantBlock{
-			{BlockCode, 0, "", "import os"},
-			{BlockCode, 0, "", "def f(x):\n    y = x + 1\n\n    return y"},
-			{BlockCode, 0, "", "class C:\n    pass"},
+			{ingest.BlockCode, 0, "", "import os"},
+			{ingest.BlockCode, 0, "", "def f(x):\n    y = x + 1\n\n    return y"},
+			{ingest.BlockCode, 0, "", "class C:\n    pass"},
 		}},
 		{"invalid-utf8.txt", "", "text/plain", []wantBlock{
-			{BlockParagraph, 0, "", "café ok\nbad \uFFFD\uFFFD byte and NUL\nwindows line"},
+			{ingest.BlockParagraph, 0, "", "café ok\nbad \uFFFD\uFFFD byte and NUL\nwindows line"},
 		}},
-		{"latin1.txt", "", "text/plain", []wantBlock{{BlockParagraph, 0, "", "Café crème brûlée"}}},
+		{"latin1.txt", "", "text/plain", []wantBlock{{ingest.BlockParagraph, 0, "", "Café crème brûlée"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
@@ -133,7 +134,7 @@ func TestExtractFixtures(t *testing.T) {
 }
 
 // checkDocInvariants: clean text, ordered non-overlapping blocks inside it.
-func checkDocInvariants(t testing.TB, doc Document) {
+func checkDocInvariants(t testing.TB, doc ingest.Document) {
 	t.Helper()
 	if !isClean(doc.Text) {
 		t.Errorf("text is not clean: %q", doc.Text)
@@ -146,7 +147,7 @@ func checkDocInvariants(t testing.TB, doc Document) {
 		if strings.TrimSpace(doc.Text[b.Start:b.End]) == "" {
 			t.Errorf("block %d is blank", i)
 		}
-		if b.Kind == BlockHeading && (b.Level < 1 || b.Level > 6 || len(b.Path) == 0 || b.Path[len(b.Path)-1] != doc.Text[b.Start:b.End]) {
+		if b.Kind == ingest.BlockHeading && (b.Level < 1 || b.Level > 6 || len(b.Path) == 0 || b.Path[len(b.Path)-1] != doc.Text[b.Start:b.End]) {
 			t.Errorf("heading block %d: level %d path %q", i, b.Level, b.Path)
 		}
 		prev = b.End
@@ -168,8 +169,8 @@ func TestExtractErrors(t *testing.T) {
 		{"random", readFixture(t, "random.bin"), "blob", "", 0, domain.KindUnprocessable, "unsupported file type application/octet-stream"},
 		{"zip", readFixture(t, "notdocx.zip"), "archive.zip", "", 0, domain.KindUnprocessable, "unsupported file type application/zip"},
 		{"zip as docx", readFixture(t, "notdocx.zip"), "report.docx", "", 0, domain.KindUnprocessable, "corrupt DOCX: word/document.xml is missing"},
-		{"text as docx", []byte("hello"), "x.docx", mimeDOCX, 0, domain.KindUnprocessable, "corrupt DOCX: not a zip archive"},
-		{"ole as docx", append([]byte{0xD0, 0xCF, 0x11, 0xE0, 0xA1, 0xB1, 0x1A, 0xE1}, make([]byte, 600)...), "x.docx", mimeDOCX, 0, domain.KindUnprocessable, "OLE container"},
+		{"text as docx", []byte("hello"), "x.docx", detect.DOCX, 0, domain.KindUnprocessable, "corrupt DOCX: not a zip archive"},
+		{"ole as docx", append([]byte{0xD0, 0xCF, 0x11, 0xE0, 0xA1, 0xB1, 0x1A, 0xE1}, make([]byte, 600)...), "x.docx", detect.DOCX, 0, domain.KindUnprocessable, "OLE container"},
 		{"zip bomb", zipBombDOCX(), "bomb.docx", "", 0, domain.KindUnprocessable, "zip bomb"},
 		{"truncated pdf", readFixture(t, "truncated.pdf"), "t.pdf", "", 0, domain.KindUnprocessable, "corrupt PDF"},
 		{"cyclic page tree", readFixture(t, "cyclic-pages.pdf"), "c.pdf", "", 0, domain.KindUnprocessable, "corrupt PDF: page tree too deep or cyclic"},
@@ -205,26 +206,6 @@ func TestExtractErrors(t *testing.T) {
 	}
 }
 
-func TestExtractHugeLine(t *testing.T) {
-	line := strings.Repeat("word ", 400_000) // 2 MB, one line
-	doc, err := Extract(context.Background(), strings.NewReader(line), "huge.txt", "", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(doc.Blocks) != 1 || doc.Text[doc.Blocks[0].Start:doc.Blocks[0].End] != strings.TrimSpace(line) {
-		t.Fatalf("got %d blocks", len(doc.Blocks))
-	}
-	chunks := ChunkDocument(doc, fakeWordPieceCounter{}, ChunkOptions{})
-	if len(chunks) < 400_000/200 {
-		t.Fatalf("%d chunks", len(chunks))
-	}
-	for _, c := range chunks {
-		if c.Tokens > DefaultMaxTokens {
-			t.Fatalf("chunk %d has %d tokens", c.Idx, c.Tokens)
-		}
-	}
-}
-
 type errReader struct{}
 
 func (errReader) Read([]byte) (int, error) { return 0, errors.New("disk on fire") }
@@ -243,7 +224,7 @@ func TestExtractReaderAndContext(t *testing.T) {
 }
 
 func TestRegistry(t *testing.T) {
-	noop := ParserFunc(func(context.Context, []byte, string) (Document, error) { return Document{}, nil })
+	noop := ParserFunc(func(context.Context, []byte, string) (ingest.Document, error) { return ingest.Document{}, nil })
 	for _, bad := range []string{"Text/Plain", "text/plain; charset=utf-8", "textplain", "", "text/x-markdown"} {
 		if _, err := NewRegistry(map[string]Parser{bad: noop}); err == nil {
 			t.Errorf("NewRegistry(%q) succeeded", bad)
@@ -253,13 +234,13 @@ func TestRegistry(t *testing.T) {
 		t.Error("nil parser accepted")
 	}
 	r := NewDefaultRegistry()
-	for _, typ := range []string{"text/plain", "text/markdown", "text/html", "application/pdf", mimeDOCX, "text/csv", "application/json", "application/x-ndjson", "text/x-go", "application/yaml"} {
+	for _, typ := range []string{"text/plain", "text/markdown", "text/html", "application/pdf", detect.DOCX, "text/csv", "application/json", "application/x-ndjson", "text/x-go", "application/yaml"} {
 		if !r.Supports(typ) {
 			t.Errorf("default registry lacks %s", typ)
 		}
 	}
 	// a parser that panics is contained
-	boom := ParserFunc(func(context.Context, []byte, string) (Document, error) { panic("boom") })
+	boom := ParserFunc(func(context.Context, []byte, string) (ingest.Document, error) { panic("boom") })
 	r, err := NewRegistry(map[string]Parser{"text/plain": boom})
 	if err != nil {
 		t.Fatal(err)
@@ -296,10 +277,10 @@ func TestExtractMarkdownStructure(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []wantBlock{
-		{BlockHeading, 1, "Title", "Title"},
-		{BlockParagraph, 0, "Title", "Text under title."},
-		{BlockHeading, 3, "Title > Deep", "Deep"},
-		{BlockCode, 0, "Title > Deep", "unclosed fence\n\n# Next"},
+		{ingest.BlockHeading, 1, "Title", "Title"},
+		{ingest.BlockParagraph, 0, "Title", "Text under title."},
+		{ingest.BlockHeading, 3, "Title > Deep", "Deep"},
+		{ingest.BlockCode, 0, "Title > Deep", "unclosed fence\n\n# Next"},
 	}
 	if got := blocksOf(doc); !reflect.DeepEqual(got, want) {
 		t.Errorf("got %#v\nwant %#v", got, want)
@@ -342,5 +323,3 @@ func TestExtractEmpty(t *testing.T) {
 		}
 	}
 }
-
-var _ = io.EOF

@@ -1,4 +1,4 @@
-package ingest
+package parse
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"math"
 	"strings"
 
+	"capsuled/internal/ingest"
 	"github.com/ledongthuc/pdf"
 )
 
@@ -19,34 +20,34 @@ const maxPDFPages = 5000
 // order (the order the producer wrote it, which is reading order for nearly
 // every producer and keeps columns apart); a new line starts where the
 // baseline moves, and a space goes where glyphs leave a gap.
-func parsePDF(ctx context.Context, data []byte, _ string) (doc Document, err error) {
+func parsePDF(ctx context.Context, data []byte, _ string) (doc ingest.Document, err error) {
 	if !bytes.HasPrefix(data, []byte("%PDF-")) {
-		return Document{}, corrupt("PDF", nil, "no %%PDF- header")
+		return ingest.Document{}, corrupt("PDF", nil, "no %%PDF- header")
 	}
 	if bytes.HasPrefix(data, []byte("%PDF-2")) {
-		return Document{}, unprocessable("unsupported_pdf", nil, "unsupported PDF version %s: only PDF 1.x can be read", bytes.Fields(data[5:min(len(data), 16)])[0])
+		return ingest.Document{}, unprocessable("unsupported_pdf", nil, "unsupported PDF version %s: only PDF 1.x can be read", bytes.Fields(data[5:min(len(data), 16)])[0])
 	}
 	r, err := openPDF(data)
 	if err != nil {
 		if errors.Is(err, pdf.ErrInvalidPassword) || strings.Contains(err.Error(), "encrypt") {
-			return Document{}, unprocessable("encrypted_pdf", err, "encrypted PDF: password-protected files cannot be read")
+			return ingest.Document{}, unprocessable("encrypted_pdf", err, "encrypted PDF: password-protected files cannot be read")
 		}
-		return Document{}, corrupt("PDF", err, "%v", err)
+		return ingest.Document{}, corrupt("PDF", err, "%v", err)
 	}
 	pages, err := pageList(r)
 	if err != nil {
-		return Document{}, err
+		return ingest.Document{}, err
 	}
 	var b builder
 	for i, p := range pages {
 		if err := ctx.Err(); err != nil {
-			return Document{}, err
+			return ingest.Document{}, err
 		}
 		text, err := pageText(p)
 		if err != nil {
-			return Document{}, corrupt("PDF", err, "page %d: %v", i+1, err)
+			return ingest.Document{}, corrupt("PDF", err, "page %d: %v", i+1, err)
 		}
-		b.addPage(BlockPage, 0, i+1, text)
+		b.addPage(ingest.BlockPage, 0, i+1, text)
 	}
 	return b.doc(), nil
 }

@@ -1,13 +1,18 @@
-package ingest
+package chunk
 
 import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"unicode"
 	"unicode/utf8"
+
+	"capsuled/internal/ingest"
+	"capsuled/internal/ingest/parse"
 )
 
 // fakeWordPieceCounter imitates a BERT tokenizer's count closely enough for
@@ -58,8 +63,8 @@ func (c *countingCounter) CountTokens(s string) int {
 	return c.TokenCounter.CountTokens(s)
 }
 
-// checkChunks asserts the promises of ChunkDocument.
-func checkChunks(t testing.TB, doc Document, tc TokenCounter, opts ChunkOptions, chunks []Chunk) {
+// checkChunks asserts the promises of Split.
+func checkChunks(t testing.TB, doc ingest.Document, tc TokenCounter, opts Options, chunks []Chunk) {
 	t.Helper()
 	max := opts.MaxTokens
 	if max <= 0 {
@@ -109,9 +114,9 @@ func checkChunks(t testing.TB, doc Document, tc TokenCounter, opts ChunkOptions,
 	}
 }
 
-func mustExtract(t testing.TB, name, text string) Document {
+func mustExtract(t testing.TB, name, text string) ingest.Document {
 	t.Helper()
-	doc, err := Extract(context.Background(), strings.NewReader(text), name, "", 0)
+	doc, err := parse.Extract(context.Background(), strings.NewReader(text), name, "", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,8 +135,8 @@ func TestChunkFollowsHeadings(t *testing.T) {
 	md := "# Install\n\nShort intro.\n\n## Linux\n\nUse the tarball.\n\nThen run it.\n\n## macOS\n\nUse brew.\n"
 	doc := mustExtract(t, "a.md", md)
 	tc := fakeWordPieceCounter{}
-	opts := ChunkOptions{MaxTokens: 50, HeadingContext: true}
-	chunks := ChunkDocument(doc, tc, opts)
+	opts := Options{MaxTokens: 50, HeadingContext: true}
+	chunks := Split(doc, tc, opts)
 	checkChunks(t, doc, tc, opts, chunks)
 	want := []string{
 		"Install\n\nShort intro.",
@@ -148,7 +153,7 @@ func TestChunkFollowsHeadings(t *testing.T) {
 		t.Errorf("a chunk that starts with its heading gets no prefix of it")
 	}
 	// without heading context no prefix at all
-	plain := ChunkDocument(doc, tc, ChunkOptions{MaxTokens: 50})
+	plain := Split(doc, tc, Options{MaxTokens: 50})
 	for _, c := range plain {
 		if c.PrefixLen != 0 || c.Text != doc.Text[c.Start:c.End] {
 			t.Errorf("unexpected prefix in %q", c.Text)
@@ -161,12 +166,12 @@ func TestChunkKeepsCodeWhole(t *testing.T) {
 	md := "# Code\n\n" + strings.Repeat("Some words here. ", 10) + "\n\n" + code + "\n" + strings.Repeat("More words. ", 5) + "\n"
 	doc := mustExtract(t, "c.md", md)
 	tc := fakeWordPieceCounter{}
-	opts := ChunkOptions{MaxTokens: 60, OverlapTokens: -1}
-	chunks := ChunkDocument(doc, tc, opts)
+	opts := Options{MaxTokens: 60, OverlapTokens: -1}
+	chunks := Split(doc, tc, opts)
 	checkChunks(t, doc, tc, opts, chunks)
-	var codeBlock Block
+	var codeBlock ingest.Block
 	for _, b := range doc.Blocks {
-		if b.Kind == BlockCode {
+		if b.Kind == ingest.BlockCode {
 			codeBlock = b
 		}
 	}
@@ -187,8 +192,8 @@ func TestChunkSplitsHugeCodeOnLines(t *testing.T) {
 	src := "func f() {\n" + strings.Repeat("\tcall(argument, another)\n", 100) + "}\n"
 	doc := mustExtract(t, "f.go", src)
 	tc := fakeWordPieceCounter{}
-	opts := ChunkOptions{MaxTokens: 64}
-	chunks := ChunkDocument(doc, tc, opts)
+	opts := Options{MaxTokens: 64}
+	chunks := Split(doc, tc, opts)
 	checkChunks(t, doc, tc, opts, chunks)
 	if len(chunks) < 10 {
 		t.Fatalf("%d chunks", len(chunks))
@@ -207,8 +212,8 @@ func TestChunkOverlap(t *testing.T) {
 	}
 	doc := mustExtract(t, "o.txt", sb.String())
 	tc := fakeWordPieceCounter{}
-	opts := ChunkOptions{MaxTokens: 40, OverlapTokens: 10}
-	chunks := ChunkDocument(doc, tc, opts)
+	opts := Options{MaxTokens: 40, OverlapTokens: 10}
+	chunks := Split(doc, tc, opts)
 	checkChunks(t, doc, tc, opts, chunks)
 	if len(chunks) < 3 {
 		t.Fatalf("%d chunks", len(chunks))
@@ -221,7 +226,7 @@ func TestChunkOverlap(t *testing.T) {
 			t.Errorf("chunk %d does not start at a sentence: %q", i, chunks[i].Text)
 		}
 	}
-	none := ChunkDocument(doc, tc, ChunkOptions{MaxTokens: 40, OverlapTokens: -1})
+	none := Split(doc, tc, Options{MaxTokens: 40, OverlapTokens: -1})
 	for i := 1; i < len(none); i++ {
 		if none[i].Start < none[i-1].End {
 			t.Errorf("overlap despite OverlapTokens < 0")
@@ -231,7 +236,7 @@ func TestChunkOverlap(t *testing.T) {
 
 func TestChunkMergesSmallParagraphs(t *testing.T) {
 	doc := mustExtract(t, "m.txt", "One.\n\nTwo.\n\nThree.\n\nFour.\n")
-	chunks := ChunkDocument(doc, fakeWordPieceCounter{}, ChunkOptions{})
+	chunks := Split(doc, fakeWordPieceCounter{}, Options{})
 	if len(chunks) != 1 || chunks[0].Text != "One.\n\nTwo.\n\nThree.\n\nFour." || chunks[0].Tokens != 2+8 {
 		t.Fatalf("got %+v", chunks)
 	}
@@ -240,17 +245,17 @@ func TestChunkMergesSmallParagraphs(t *testing.T) {
 func TestChunkGiantWord(t *testing.T) {
 	doc := mustExtract(t, "w.txt", "start "+strings.Repeat("x", 5000)+" end")
 	for _, tc := range []TokenCounter{fakeWordPieceCounter{}, fakeByteCounter{}} {
-		opts := ChunkOptions{MaxTokens: 50}
-		checkChunks(t, doc, tc, opts, ChunkDocument(doc, tc, opts))
+		opts := Options{MaxTokens: 50}
+		checkChunks(t, doc, tc, opts, Split(doc, tc, opts))
 	}
 }
 
 func TestChunkEmpty(t *testing.T) {
-	if got := ChunkDocument(Document{}, fakeWordPieceCounter{}, ChunkOptions{}); len(got) != 0 {
+	if got := Split(ingest.Document{}, fakeWordPieceCounter{}, Options{}); len(got) != 0 {
 		t.Fatalf("got %v", got)
 	}
 	// text without blocks is chunked as paragraphs
-	got := ChunkDocument(Document{Text: "a b c"}, fakeWordPieceCounter{}, ChunkOptions{})
+	got := Split(ingest.Document{Text: "a b c"}, fakeWordPieceCounter{}, Options{})
 	if len(got) != 1 || got[0].Text != "a b c" {
 		t.Fatalf("got %v", got)
 	}
@@ -296,10 +301,10 @@ func TestChunkProperties(t *testing.T) {
 		md := randomDoc(rng)
 		doc := mustExtract(t, "r.md", md)
 		tc := counters[i%2]
-		opts := ChunkOptions{MaxTokens: 8 + rng.IntN(250), OverlapTokens: rng.IntN(40) - 5, HeadingContext: rng.IntN(2) == 0}
-		a := ChunkDocument(doc, tc, opts)
+		opts := Options{MaxTokens: 8 + rng.IntN(250), OverlapTokens: rng.IntN(40) - 5, HeadingContext: rng.IntN(2) == 0}
+		a := Split(doc, tc, opts)
 		checkChunks(t, doc, tc, opts, a)
-		b := ChunkDocument(doc, tc, opts)
+		b := Split(doc, tc, opts)
 		if fmt.Sprint(a) != fmt.Sprint(b) {
 			t.Fatal("not deterministic")
 		}
@@ -309,9 +314,39 @@ func TestChunkProperties(t *testing.T) {
 func TestChunkCallsCounterSparingly(t *testing.T) {
 	doc := mustExtract(t, "p.txt", benchText(200_000))
 	cc := &countingCounter{TokenCounter: fakeWordPieceCounter{}}
-	chunks := ChunkDocument(doc, cc, ChunkOptions{})
+	chunks := Split(doc, cc, Options{})
 	// each byte is measured about twice: once per sentence, once per chunk
 	if ratio := float64(cc.bytes) / float64(len(doc.Text)); ratio > 2.5 {
 		t.Errorf("counter saw %.2fx the text (%d calls for %d chunks)", ratio, cc.calls, len(chunks))
 	}
+}
+
+func TestChunkHugeLine(t *testing.T) {
+	line := strings.Repeat("word ", 400_000) // 2 MB, one line
+	doc, err := parse.Extract(context.Background(), strings.NewReader(line), "huge.txt", "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Blocks) != 1 || doc.Text[doc.Blocks[0].Start:doc.Blocks[0].End] != strings.TrimSpace(line) {
+		t.Fatalf("got %d blocks", len(doc.Blocks))
+	}
+	chunks := Split(doc, fakeWordPieceCounter{}, Options{})
+	if len(chunks) < 400_000/200 {
+		t.Fatalf("%d chunks", len(chunks))
+	}
+	for _, c := range chunks {
+		if c.Tokens > DefaultMaxTokens {
+			t.Fatalf("chunk %d has %d tokens", c.Idx, c.Tokens)
+		}
+	}
+}
+
+// readFixture reads a file of the parsers' test data.
+func readFixture(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "parse", "testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

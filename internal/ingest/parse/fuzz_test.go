@@ -1,4 +1,4 @@
-package ingest
+package parse
 
 import (
 	"bytes"
@@ -7,12 +7,13 @@ import (
 	"testing"
 
 	"capsuled/internal/domain"
+	"capsuled/internal/ingest/detect"
 )
 
 // fuzzExtract runs one parser on arbitrary bytes: it must not panic (the
 // registry's recover would hide a panic, so the parser is called directly),
-// must either succeed with a well-formed document or fail with a
-// *domain.Error, and what it yields must chunk within budget.
+// and must either succeed with a well-formed document or fail with a
+// *domain.Error. (FuzzChunk in package chunk chunks what the parsers yield.)
 func fuzzExtract(f *testing.F, mime string, parse ParserFunc, seeds ...string) {
 	for _, s := range seeds {
 		f.Add(readFixture(f, s))
@@ -26,9 +27,6 @@ func fuzzExtract(f *testing.F, mime string, parse ParserFunc, seeds ...string) {
 			return
 		}
 		checkDocInvariants(t, doc)
-		opts := ChunkOptions{MaxTokens: 32, HeadingContext: true}
-		tc := fakeWordPieceCounter{}
-		checkChunks(t, doc, tc, opts, ChunkDocument(doc, tc, opts))
 	})
 }
 
@@ -38,7 +36,7 @@ func FuzzExtractPDF(f *testing.F) {
 }
 
 func FuzzExtractDOCX(f *testing.F) {
-	fuzzExtract(f, mimeDOCX, parseDOCX, "sample.docx", "notdocx.zip")
+	fuzzExtract(f, detect.DOCX, parseDOCX, "sample.docx", "notdocx.zip")
 }
 
 func FuzzExtractHTML(f *testing.F) {
@@ -71,29 +69,6 @@ func FuzzExtractCode(f *testing.F) {
 	fuzzExtract(f, "text/x-go", parseCode, "sample.go", "sample.py")
 }
 
-// FuzzChunk chunks Markdown and plain text under random options with both
-// an additive and a non-additive counter.
-func FuzzChunk(f *testing.F) {
-	for _, s := range []string{"sample.md", "sample.txt", "sample.go"} {
-		f.Add(readFixture(f, s), uint8(40), uint8(8), true, false)
-	}
-	f.Add([]byte("a b c d e f g h i j k l m n o p"), uint8(3), uint8(1), false, true)
-	f.Fuzz(func(t *testing.T, data []byte, maxTok, overlap uint8, headings, bytesCounter bool) {
-		doc, err := parseMarkdown(context.Background(), data, "f.md")
-		if err != nil {
-			t.Fatal(err)
-		}
-		var tc TokenCounter = fakeWordPieceCounter{}
-		if bytesCounter {
-			tc = fakeByteCounter{}
-		}
-		opts := ChunkOptions{MaxTokens: int(maxTok) + 4, OverlapTokens: int(overlap) - 8, HeadingContext: headings}
-		checkChunks(t, doc, tc, opts, ChunkDocument(doc, tc, opts))
-		plain := Document{Text: decodeText(data)}
-		checkChunks(t, plain, tc, opts, ChunkDocument(plain, tc, opts))
-	})
-}
-
 // FuzzSniff: Sniff and ResolveType never panic, always name a type, and
 // Extract never panics on what they pick.
 func FuzzSniff(f *testing.F) {
@@ -102,9 +77,9 @@ func FuzzSniff(f *testing.F) {
 	}
 	f.Add("", []byte("{\"a\":1}\n{\"b\":2}\n"))
 	f.Fuzz(func(t *testing.T, name string, data []byte) {
-		typ := Sniff(name, data)
-		if typ == "" || NormalizeMIME(typ) != typ {
-			t.Fatalf("Sniff(%q) = %q", name, typ)
+		typ := detect.Sniff(name, data)
+		if typ == "" || detect.NormalizeMIME(typ) != typ {
+			t.Fatalf("detect.Sniff(%q) = %q", name, typ)
 		}
 		doc, err := Extract(context.Background(), bytes.NewReader(data), name, "", 0)
 		if err != nil {

@@ -1,11 +1,12 @@
-package ingest
+package chunk
 
 import (
 	"context"
-	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"capsuled/internal/ingest/parse"
 )
 
 // benchText is n bytes or so of plain English-like prose in paragraphs.
@@ -36,7 +37,7 @@ func benchText(n int) string {
 // BenchmarkChunkPlainText reports chunks/s for plain prose with the fake
 // WordPiece counter (the real tokenizer lives in internal/embed/wordpiece).
 func BenchmarkChunkPlainText(b *testing.B) {
-	doc, err := Extract(context.Background(), strings.NewReader(benchText(1<<20)), "b.txt", "", 0)
+	doc, err := parse.Extract(context.Background(), strings.NewReader(benchText(1<<20)), "b.txt", "", 0)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -45,21 +46,7 @@ func BenchmarkChunkPlainText(b *testing.B) {
 	b.SetBytes(int64(len(doc.Text)))
 	b.ResetTimer()
 	for b.Loop() {
-		n += len(ChunkDocument(doc, tc, ChunkOptions{HeadingContext: true}))
+		n += len(Split(doc, tc, Options{HeadingContext: true}))
 	}
 	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "chunks/s")
-}
-
-func BenchmarkExtractMarkdown(b *testing.B) {
-	var sb strings.Builder
-	for i := range 200 {
-		fmt.Fprintf(&sb, "## Section %d\n\n%s\n```go\nfunc f%d() {}\n```\n\n- item *one*\n- item [two](http://x)\n\n", i, benchText(2000), i)
-	}
-	data := []byte(sb.String())
-	b.SetBytes(int64(len(data)))
-	for b.Loop() {
-		if _, err := Extract(context.Background(), strings.NewReader(string(data)), "b.md", "", 0); err != nil {
-			b.Fatal(err)
-		}
-	}
 }

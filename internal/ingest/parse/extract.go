@@ -1,7 +1,6 @@
-package ingest
+package parse
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -12,57 +11,24 @@ import (
 	"strings"
 
 	"capsuled/internal/domain"
+	"capsuled/internal/ingest"
+	"capsuled/internal/ingest/detect"
 )
 
 // DefaultMaxBytes is the size limit Extract applies when given maxBytes <= 0.
 const DefaultMaxBytes = 100 << 20
 
-// BlockKind says what a Block is.
-type BlockKind string
-
-// The kinds of block.
-const (
-	BlockHeading   BlockKind = "heading"
-	BlockParagraph BlockKind = "paragraph"
-	BlockCode      BlockKind = "code"
-	BlockList      BlockKind = "list"  // a whole list, one item a line
-	BlockTable     BlockKind = "table" // a whole table, one row a line
-	BlockRow       BlockKind = "row"   // one record of CSV or one top-level JSON element
-	BlockPage      BlockKind = "page"  // one page of a PDF
-)
-
-// A Block is one structural element of a Document: the bytes
-// Text[Start:End] of the document.
-type Block struct {
-	Kind  BlockKind
-	Level int // heading level 1–6 for headings, else 0
-	// Path is the titles of the headings this block sits under, outermost
-	// first; a heading's own path ends with its own title. Blocks share path
-	// slices: treat them as read-only.
-	Path  []string
-	Page  int // 1-based page number for PDF pages, else 0
-	Start int // byte offset in Document.Text
-	End   int // byte offset one past the block's end
-}
-
-// A Document is the clean text of a file and its structure.
-type Document struct {
-	MIMEType string  // the canonical type that was parsed
-	Text     string  // clean UTF-8 text
-	Blocks   []Block // ordered, non-overlapping ranges of Text
-}
-
 // A Parser turns a file's bytes into a Document. It may panic on hostile
 // input: the Registry recovers.
 type Parser interface {
-	Parse(ctx context.Context, data []byte, fileName string) (Document, error)
+	Parse(ctx context.Context, data []byte, fileName string) (ingest.Document, error)
 }
 
 // ParserFunc adapts a function to Parser.
-type ParserFunc func(ctx context.Context, data []byte, fileName string) (Document, error)
+type ParserFunc func(ctx context.Context, data []byte, fileName string) (ingest.Document, error)
 
 // Parse calls f.
-func (f ParserFunc) Parse(ctx context.Context, data []byte, fileName string) (Document, error) {
+func (f ParserFunc) Parse(ctx context.Context, data []byte, fileName string) (ingest.Document, error) {
 	return f(ctx, data, fileName)
 }
 
@@ -83,7 +49,7 @@ func NewRegistry(parsers map[string]Parser) (*Registry, error) {
 		if !mimeName.MatchString(name) {
 			return nil, fmt.Errorf("ingest: registry: %q is not a MIME type (want lower-case type/subtype without parameters)", name)
 		}
-		if canon := NormalizeMIME(name); canon != name {
+		if canon := detect.NormalizeMIME(name); canon != name {
 			return nil, fmt.Errorf("ingest: registry: %q is an alias of %q; register the canonical name", name, canon)
 		}
 		if p == nil {
@@ -106,7 +72,7 @@ func (r *Registry) Types() []string {
 
 // Supports reports whether mimeType (normalised) has a parser.
 func (r *Registry) Supports(mimeType string) bool {
-	_, ok := r.parsers[NormalizeMIME(mimeType)]
+	_, ok := r.parsers[detect.NormalizeMIME(mimeType)]
 	return ok
 }
 
@@ -118,13 +84,13 @@ func DefaultParsers() map[string]Parser {
 		"text/markdown":             ParserFunc(parseMarkdown),
 		"text/html":                 ParserFunc(parseHTML),
 		"application/pdf":           ParserFunc(parsePDF),
-		mimeDOCX:                    ParserFunc(parseDOCX),
+		detect.DOCX:                 ParserFunc(parseDOCX),
 		"text/csv":                  ParserFunc(parseCSV),
 		"text/tab-separated-values": ParserFunc(parseTSV),
 		"application/json":          ParserFunc(parseJSON),
 		"application/x-ndjson":      ParserFunc(parseNDJSON),
 	}
-	for _, t := range codeTypes() {
+	for _, t := range detect.CodeTypes() {
 		m[t] = ParserFunc(parseCode)
 	}
 	return m
@@ -143,7 +109,7 @@ var defaultRegistry = NewDefaultRegistry()
 
 // Extract reads a file and returns its clean text and structure, using the
 // built-in parsers. See Registry.Extract.
-func Extract(ctx context.Context, r io.Reader, fileName, mimeType string, maxBytes int64) (Document, error) {
+func Extract(ctx context.Context, r io.Reader, fileName, mimeType string, maxBytes int64) (ingest.Document, error) {
 	return defaultRegistry.Extract(ctx, r, fileName, mimeType, maxBytes)
 }
 
@@ -152,39 +118,39 @@ func Extract(ctx context.Context, r io.Reader, fileName, mimeType string, maxByt
 // should see are *domain.Error: KindTooLarge over the limit, KindUnprocessable
 // for unsupported types and corrupt files. A failing reader or a cancelled
 // context is returned wrapped as it is.
-func (r *Registry) Extract(ctx context.Context, rd io.Reader, fileName, mimeType string, maxBytes int64) (Document, error) {
+func (r *Registry) Extract(ctx context.Context, rd io.Reader, fileName, mimeType string, maxBytes int64) (ingest.Document, error) {
 	if maxBytes <= 0 {
 		maxBytes = DefaultMaxBytes
 	}
 	if err := ctx.Err(); err != nil {
-		return Document{}, err
+		return ingest.Document{}, err
 	}
 	data, err := io.ReadAll(io.LimitReader(rd, maxBytes+1))
 	if err != nil {
-		return Document{}, fmt.Errorf("ingest: read %q: %w", fileName, err)
+		return ingest.Document{}, fmt.Errorf("ingest: read %q: %w", fileName, err)
 	}
 	if int64(len(data)) > maxBytes {
-		return Document{}, &domain.Error{Kind: domain.KindTooLarge, Code: "file_too_large",
+		return ingest.Document{}, &domain.Error{Kind: domain.KindTooLarge, Code: "file_too_large",
 			Message: fmt.Sprintf("file is larger than the limit of %d bytes", maxBytes)}
 	}
-	typ := ResolveType(fileName, mimeType, data)
+	typ := detect.ResolveType(fileName, mimeType, data)
 	return r.Parse(ctx, data, fileName, typ)
 }
 
 // Parse runs the parser of mimeType (normalised, not sniffed) on data,
 // recovering from panics.
-func (r *Registry) Parse(ctx context.Context, data []byte, fileName, mimeType string) (doc Document, err error) {
-	typ := NormalizeMIME(mimeType)
+func (r *Registry) Parse(ctx context.Context, data []byte, fileName, mimeType string) (doc ingest.Document, err error) {
+	typ := detect.NormalizeMIME(mimeType)
 	p, ok := r.parsers[typ]
 	if !ok {
 		if typ == "" {
 			typ = "unknown"
 		}
-		return Document{}, unprocessable("unsupported_file_type", nil, "unsupported file type %s", typ)
+		return ingest.Document{}, unprocessable("unsupported_file_type", nil, "unsupported file type %s", typ)
 	}
 	defer func() {
 		if v := recover(); v != nil {
-			doc = Document{}
+			doc = ingest.Document{}
 			err = unprocessable("corrupt_file", fmt.Errorf("panic: %v\n%s", v, debug.Stack()),
 				"cannot read %s file: the parser failed on malformed content", typ)
 		}
@@ -192,13 +158,13 @@ func (r *Registry) Parse(ctx context.Context, data []byte, fileName, mimeType st
 	doc, err = p.Parse(ctx, data, fileName)
 	if err != nil {
 		if _, isDomain := domain.AsError(err); isDomain || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-			return Document{}, err
+			return ingest.Document{}, err
 		}
-		return Document{}, unprocessable("corrupt_file", err, "cannot read %s file: %v", typ, err)
+		return ingest.Document{}, unprocessable("corrupt_file", err, "cannot read %s file: %v", typ, err)
 	}
 	doc.MIMEType = typ
 	if doc.Text != "" && len(doc.Blocks) == 0 {
-		doc.Blocks = paragraphBlocks(doc.Text, 0, nil)
+		doc.Blocks = ingest.ParagraphBlocks(doc.Text, nil)
 	}
 	return doc, nil
 }
@@ -215,7 +181,7 @@ func corrupt(format string, cause error, detail string, args ...any) *domain.Err
 // builder accumulates a Document's text and blocks, keeping the heading path.
 type builder struct {
 	sb     strings.Builder
-	blocks []Block
+	blocks []ingest.Block
 	stack  []heading
 	path   []string // current heading path, shared by blocks until it changes
 }
@@ -227,15 +193,15 @@ type heading struct {
 
 // add appends a block; text is cleaned first, and dropped when blank.
 // Headings are flattened to one line and update the heading path.
-func (b *builder) add(kind BlockKind, level int, text string) {
+func (b *builder) add(kind ingest.BlockKind, level int, text string) {
 	b.addPage(kind, level, 0, text)
 }
 
-func (b *builder) addPage(kind BlockKind, level, page int, text string) {
+func (b *builder) addPage(kind ingest.BlockKind, level, page int, text string) {
 	text = cleanText(text)
-	if kind == BlockHeading {
+	if kind == ingest.BlockHeading {
 		text = strings.Join(strings.Fields(text), " ")
-	} else if kind == BlockCode {
+	} else if kind == ingest.BlockCode {
 		text = trimBlankLines(text)
 	} else {
 		text = strings.TrimSpace(text)
@@ -243,7 +209,7 @@ func (b *builder) addPage(kind BlockKind, level, page int, text string) {
 	if text == "" {
 		return
 	}
-	if kind == BlockHeading {
+	if kind == ingest.BlockHeading {
 		if level < 1 {
 			level = 1
 		}
@@ -263,11 +229,11 @@ func (b *builder) addPage(kind BlockKind, level, page int, text string) {
 	}
 	start := b.sb.Len()
 	b.sb.WriteString(text)
-	b.blocks = append(b.blocks, Block{Kind: kind, Level: level, Path: b.path, Page: page, Start: start, End: b.sb.Len()})
+	b.blocks = append(b.blocks, ingest.Block{Kind: kind, Level: level, Path: b.path, Page: page, Start: start, End: b.sb.Len()})
 }
 
-func (b *builder) doc() Document {
-	return Document{Text: b.sb.String(), Blocks: b.blocks}
+func (b *builder) doc() ingest.Document {
+	return ingest.Document{Text: b.sb.String(), Blocks: b.blocks}
 }
 
 // trimBlankLines removes leading blank lines and trailing whitespace, keeping
@@ -282,59 +248,3 @@ func trimBlankLines(s string) string {
 		s = s[i+1:]
 	}
 }
-
-// paragraphBlocks splits text[off:] into paragraph blocks at blank lines.
-func paragraphBlocks(text string, off int, path []string) []Block {
-	var out []Block
-	n := len(text)
-	i := 0
-	for i < n {
-		// skip blank space
-		for i < n && (text[i] == '\n' || text[i] == ' ' || text[i] == '\t') {
-			i++
-		}
-		if i >= n {
-			break
-		}
-		// back up to the start of the line to keep indentation out: start at first non-space
-		start := i
-		end := n
-		for j := i; j < n; j++ {
-			if text[j] == '\n' {
-				// blank line follows?
-				k := j + 1
-				for k < n && (text[k] == ' ' || text[k] == '\t') {
-					k++
-				}
-				if k >= n || text[k] == '\n' {
-					end = j
-					break
-				}
-			}
-		}
-		e := end
-		for e > start && (text[e-1] == ' ' || text[e-1] == '\t' || text[e-1] == '\n') {
-			e--
-		}
-		if strings.TrimSpace(text[start:e]) != "" { // Unicode spaces alone are no paragraph
-			out = append(out, Block{Kind: BlockParagraph, Path: path, Start: off + start, End: off + e})
-		}
-		i = end
-	}
-	return out
-}
-
-// lines calls fn for each line of s without its newline.
-func forLines(s string, fn func(line string)) {
-	for len(s) > 0 {
-		i := strings.IndexByte(s, '\n')
-		if i < 0 {
-			fn(s)
-			return
-		}
-		fn(s[:i])
-		s = s[i+1:]
-	}
-}
-
-var _ = bytes.MinRead

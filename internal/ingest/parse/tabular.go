@@ -1,4 +1,4 @@
-package ingest
+package parse
 
 import (
 	"context"
@@ -10,37 +10,24 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"capsuled/internal/ingest"
+	"capsuled/internal/ingest/detect"
 )
 
-func parseCSV(ctx context.Context, data []byte, _ string) (Document, error) {
+func parseCSV(ctx context.Context, data []byte, _ string) (ingest.Document, error) {
 	text := decodeText(data)
-	return parseDelimited(ctx, text, sniffDelimiter(text), "CSV")
+	return parseDelimited(ctx, text, detect.CSVDelimiter(text), "CSV")
 }
 
-func parseTSV(ctx context.Context, data []byte, _ string) (Document, error) {
+func parseTSV(ctx context.Context, data []byte, _ string) (ingest.Document, error) {
 	return parseDelimited(ctx, decodeText(data), '\t', "TSV")
-}
-
-// sniffDelimiter picks the most frequent of , ; tab | outside quotes on the
-// first line (comma on a tie or when none occurs).
-func sniffDelimiter(text string) rune {
-	first := text
-	if i := strings.IndexByte(text, '\n'); i >= 0 {
-		first = text[:i]
-	}
-	best, bestN := ',', countOutsideQuotes(first, ',')
-	for _, d := range []byte{';', '\t', '|'} {
-		if n := countOutsideQuotes(first, d); n > bestN {
-			best, bestN = rune(d), n
-		}
-	}
-	return best
 }
 
 // parseDelimited reads a header and renders each record as a row block
 // "header: value; …". A record wider than the header names its extra
 // columns colN (1-based).
-func parseDelimited(ctx context.Context, text string, delim rune, format string) (Document, error) {
+func parseDelimited(ctx context.Context, text string, delim rune, format string) (ingest.Document, error) {
 	r := csv.NewReader(strings.NewReader(text))
 	r.Comma = delim
 	r.FieldsPerRecord = -1
@@ -51,7 +38,7 @@ func parseDelimited(ctx context.Context, text string, delim rune, format string)
 	for n := 0; ; n++ {
 		if n%1024 == 0 {
 			if err := ctx.Err(); err != nil {
-				return Document{}, err
+				return ingest.Document{}, err
 			}
 		}
 		rec, err := r.Read()
@@ -59,7 +46,7 @@ func parseDelimited(ctx context.Context, text string, delim rune, format string)
 			break
 		}
 		if err != nil {
-			return Document{}, corrupt(format, err, "%v", err)
+			return ingest.Document{}, corrupt(format, err, "%v", err)
 		}
 		if header == nil {
 			header = make([]string, len(rec))
@@ -78,10 +65,10 @@ func parseDelimited(ctx context.Context, text string, delim rune, format string)
 		for i := range rec {
 			rec[i] = collapseSpace(rec[i])
 		}
-		b.add(BlockRow, 0, renderRow(header, rec))
+		b.add(ingest.BlockRow, 0, renderRow(header, rec))
 	}
 	if len(b.blocks) == 0 && len(header) > 0 {
-		b.add(BlockRow, 0, strings.Join(header, "; "))
+		b.add(ingest.BlockRow, 0, strings.Join(header, "; "))
 	}
 	return b.doc(), nil
 }
@@ -90,16 +77,16 @@ const maxJSONDepth = 64
 
 // parseJSON flattens a JSON document: one row block per element of a
 // top-level array, per member of a top-level object, or one for a scalar.
-func parseJSON(ctx context.Context, data []byte, _ string) (Document, error) {
+func parseJSON(ctx context.Context, data []byte, _ string) (ingest.Document, error) {
 	text := decodeText(data)
 	dec := json.NewDecoder(strings.NewReader(text))
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
-		return Document{}, corrupt("JSON", err, "%v", jsonErr(err))
+		return ingest.Document{}, corrupt("JSON", err, "%v", jsonErr(err))
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return Document{}, corrupt("JSON", err, "extra data after the top-level value (JSON lines should be sent as application/x-ndjson)")
+		return ingest.Document{}, corrupt("JSON", err, "extra data after the top-level value (JSON lines should be sent as application/x-ndjson)")
 	}
 	var b builder
 	switch t := v.(type) {
@@ -107,25 +94,25 @@ func parseJSON(ctx context.Context, data []byte, _ string) (Document, error) {
 		for i, e := range t {
 			if i%1024 == 0 {
 				if err := ctx.Err(); err != nil {
-					return Document{}, err
+					return ingest.Document{}, err
 				}
 			}
-			b.add(BlockRow, 0, flatten(e))
+			b.add(ingest.BlockRow, 0, flatten(e))
 		}
 	case map[string]any:
 		for _, k := range sortedKeys(t) {
 			var lines []string
 			flattenInto(&lines, k, t[k], 1)
-			b.add(BlockRow, 0, strings.Join(lines, "\n"))
+			b.add(ingest.BlockRow, 0, strings.Join(lines, "\n"))
 		}
 	default:
-		b.add(BlockRow, 0, flatten(t))
+		b.add(ingest.BlockRow, 0, flatten(t))
 	}
 	return b.doc(), nil
 }
 
 // parseNDJSON flattens JSON lines: one row block per line.
-func parseNDJSON(ctx context.Context, data []byte, _ string) (Document, error) {
+func parseNDJSON(ctx context.Context, data []byte, _ string) (ingest.Document, error) {
 	text := decodeText(data)
 	var b builder
 	n := 0
@@ -142,16 +129,16 @@ func parseNDJSON(ctx context.Context, data []byte, _ string) (Document, error) {
 		}
 		if n%1024 == 0 {
 			if err := ctx.Err(); err != nil {
-				return Document{}, err
+				return ingest.Document{}, err
 			}
 		}
 		dec := json.NewDecoder(strings.NewReader(line))
 		dec.UseNumber()
 		var v any
 		if err := dec.Decode(&v); err != nil {
-			return Document{}, corrupt("JSON lines", err, "line %d: %v", n, jsonErr(err))
+			return ingest.Document{}, corrupt("JSON lines", err, "line %d: %v", n, jsonErr(err))
 		}
-		b.add(BlockRow, 0, flatten(v))
+		b.add(ingest.BlockRow, 0, flatten(v))
 	}
 	return b.doc(), nil
 }

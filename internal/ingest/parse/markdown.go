@@ -1,12 +1,13 @@
-package ingest
+package parse
 
 import (
 	"context"
 	"regexp"
-	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"capsuled/internal/ingest"
 )
 
 var (
@@ -21,11 +22,11 @@ var (
 )
 
 // parseMarkdown extracts Markdown; see the package comment for what is kept.
-func parseMarkdown(ctx context.Context, data []byte, _ string) (Document, error) {
+func parseMarkdown(ctx context.Context, data []byte, _ string) (ingest.Document, error) {
 	text := decodeText(data)
 	p := mdParser{lines: strings.Split(text, "\n")}
 	if err := p.run(ctx); err != nil {
-		return Document{}, err
+		return ingest.Document{}, err
 	}
 	return p.b.doc(), nil
 }
@@ -56,7 +57,7 @@ func (p *mdParser) flush() {
 			}
 		}
 	}
-	p.b.add(BlockParagraph, 0, stripInline(sb.String()))
+	p.b.add(ingest.BlockParagraph, 0, stripInline(sb.String()))
 	p.para = p.para[:0]
 }
 
@@ -127,7 +128,7 @@ func (p *mdParser) run(ctx context.Context) error {
 		}
 		if m := atxRe.FindStringSubmatch(l); m != nil {
 			p.flush()
-			p.b.add(BlockHeading, len(m[1]), stripInline(m[2]))
+			p.b.add(ingest.BlockHeading, len(m[1]), stripInline(m[2]))
 			i++
 			continue
 		}
@@ -139,7 +140,7 @@ func (p *mdParser) run(ctx context.Context) error {
 				}
 				title := strings.Join(p.para, " ")
 				p.para = p.para[:0]
-				p.b.add(BlockHeading, level, stripInline(title))
+				p.b.add(ingest.BlockHeading, level, stripInline(title))
 				i++
 				continue
 			}
@@ -208,7 +209,7 @@ func (p *mdParser) fenced(i, indent int, fence string) int {
 		}
 		body = append(body, dedent(l, indent))
 	}
-	p.b.add(BlockCode, 0, strings.Join(body, "\n"))
+	p.b.add(ingest.BlockCode, 0, strings.Join(body, "\n"))
 	return j
 }
 
@@ -222,7 +223,7 @@ func (p *mdParser) indented(i int) int {
 		}
 		body = append(body, dedent(l, 4))
 	}
-	p.b.add(BlockCode, 0, strings.Join(body, "\n"))
+	p.b.add(ingest.BlockCode, 0, strings.Join(body, "\n"))
 	return j
 }
 
@@ -297,7 +298,7 @@ func (p *mdParser) list(i int) int {
 		sb.WriteByte(' ')
 		sb.WriteString(collapseSpace(stripInline(strings.Join(it.text, " "))))
 	}
-	p.b.add(BlockList, 0, sb.String())
+	p.b.add(ingest.BlockList, 0, sb.String())
 	if j == i {
 		j++ // never stall
 	}
@@ -323,7 +324,7 @@ func (p *mdParser) table(i int) int {
 			r[k] = collapseSpace(stripInline(r[k]))
 		}
 	}
-	p.b.add(BlockTable, 0, renderTable(header, rows))
+	p.b.add(ingest.BlockTable, 0, renderTable(header, rows))
 	return j
 }
 
@@ -607,5 +608,3 @@ func isTag(s string) bool {
 	}
 	return true
 }
-
-var _ = strconv.Itoa

@@ -1,6 +1,10 @@
-package ingest
+package detect
 
-import "testing"
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
 
 func TestNormalizeMIME(t *testing.T) {
 	tests := map[string]string{
@@ -13,7 +17,7 @@ func TestNormalizeMIME(t *testing.T) {
 		"application/csv; header=present": "text/csv",
 		"text/xml":                        "application/xml",
 		"image/PNG":                       "image/png",
-		"application/vnd.ms-word.document.macroEnabled.12": mimeDOCX,
+		"application/vnd.ms-word.document.macroEnabled.12": DOCX,
 	}
 	for in, want := range tests {
 		if got := NormalizeMIME(in); got != want {
@@ -30,8 +34,8 @@ func TestSniff(t *testing.T) {
 	}{
 		{"", "%PDF-1.7\n...", "application/pdf"},
 		{"x.bin", "%PDF-1.4", "application/pdf"},
-		{"", string(readFixture(t, "sample.docx")), mimeDOCX},
-		{"report.docx", "PK\x03\x04 first entry only", mimeDOCX},
+		{"", string(readFixture(t, "sample.docx")), DOCX},
+		{"report.docx", "PK\x03\x04 first entry only", DOCX},
 		{"", string(readFixture(t, "notdocx.zip")), "application/zip"},
 		{"notes.txt", string(readFixture(t, "image.png")), "image/png"},
 		{"", string(readFixture(t, "random.bin")), "application/octet-stream"},
@@ -86,4 +90,15 @@ func TestResolveType(t *testing.T) {
 			t.Errorf("ResolveType(%q, %q) = %q, want %q", tt.name, tt.given, got, tt.want)
 		}
 	}
+}
+
+// readFixture reads a file of the parsers' test data, which the parse
+// package's tests generate and keep current.
+func readFixture(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "parse", "testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

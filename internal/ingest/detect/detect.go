@@ -1,4 +1,4 @@
-package ingest
+package detect
 
 import (
 	"archive/zip"
@@ -6,11 +6,12 @@ import (
 	"encoding/json"
 	"net/http"
 	"path"
+	"regexp"
 	"strings"
-	"unicode/utf8"
 )
 
-const mimeDOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+// DOCX is the MIME type of Word documents (Office Open XML).
+const DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 
 // mimeAliases maps names seen in the wild to the canonical name.
 var mimeAliases = map[string]string{
@@ -65,7 +66,7 @@ var mimeAliases = map[string]string{
 	"text/x-sql":                  "application/sql",
 	"application/x-sql":           "application/sql",
 	"text/xml":                    "application/xml",
-	"application/vnd.ms-word.document.macroenabled.12": mimeDOCX,
+	"application/vnd.ms-word.document.macroenabled.12": DOCX,
 	"image/jpg":                    "image/jpeg",
 	"image/pjpeg":                  "image/jpeg",
 	"application/x-zip-compressed": "application/zip",
@@ -106,7 +107,7 @@ var docExt = map[string]string{
 	".txt": "text/plain", ".text": "text/plain", ".log": "text/plain", ".rst": "text/plain",
 	".md": "text/markdown", ".markdown": "text/markdown", ".mdown": "text/markdown", ".mkd": "text/markdown", ".mdx": "text/markdown",
 	".html": "text/html", ".htm": "text/html", ".xhtml": "text/html",
-	".pdf": "application/pdf", ".docx": mimeDOCX,
+	".pdf": "application/pdf", ".docx": DOCX,
 	".csv": "text/csv", ".tsv": "text/tab-separated-values", ".tab": "text/tab-separated-values",
 	".json": "application/json", ".jsonl": "application/x-ndjson", ".ndjson": "application/x-ndjson",
 	".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".gif": "image/gif", ".webp": "image/webp",
@@ -116,8 +117,9 @@ var docExt = map[string]string{
 	".exe":  "application/vnd.microsoft.portable-executable", ".mp3": "audio/mpeg", ".mp4": "video/mp4",
 }
 
-// codeTypes lists the MIME types handled by the source-code parser.
-func codeTypes() []string {
+// CodeTypes lists the MIME types of source code (by extension or file
+// name), unsorted.
+func CodeTypes() []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, m := range []map[string]string{codeExt, codeNames} {
@@ -203,8 +205,8 @@ func Sniff(fileName string, head []byte) string {
 	case bytes.HasPrefix(head, []byte("%PDF-")):
 		return "application/pdf"
 	case bytes.HasPrefix(head, []byte("PK\x03\x04")):
-		if byName == mimeDOCX || bytes.Contains(head, []byte("word/")) || zipHas(head, "word/document.xml") {
-			return mimeDOCX
+		if byName == DOCX || bytes.Contains(head, []byte("word/")) || zipHas(head, "word/document.xml") {
+			return DOCX
 		}
 		if byName != "" && strings.HasPrefix(byName, "application/vnd.openxmlformats") {
 			return byName
@@ -392,6 +394,22 @@ func looksCSV(s string) bool {
 	return false
 }
 
+// CSVDelimiter picks the most frequent of , ; tab | outside quotes on the
+// first line (comma on a tie or when none occurs).
+func CSVDelimiter(text string) rune {
+	first := text
+	if i := strings.IndexByte(text, '\n'); i >= 0 {
+		first = text[:i]
+	}
+	best, bestN := ',', countOutsideQuotes(first, ',')
+	for _, d := range []byte{';', '\t', '|'} {
+		if n := countOutsideQuotes(first, d); n > bestN {
+			best, bestN = rune(d), n
+		}
+	}
+	return best
+}
+
 func countOutsideQuotes(l string, sep byte) int {
 	n, q := 0, false
 	for i := 0; i < len(l); i++ {
@@ -407,4 +425,9 @@ func countOutsideQuotes(l string, sep byte) int {
 	return n
 }
 
-var _ = utf8.RuneError
+// Markdown line shapes that looksMarkdown counts.
+var (
+	atxRe        = regexp.MustCompile(`^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$`)
+	setextRe     = regexp.MustCompile(`^ {0,3}(=+|-+)[ \t]*$`)
+	tableDelimRe = regexp.MustCompile(`^\|?[ \t]*:?-+:?[ \t]*(\|[ \t]*:?-+:?[ \t]*)*\|?$`)
+)

@@ -1,4 +1,4 @@
-package ingest
+package chunk
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"capsuled/internal/embed/wordpiece"
+	"capsuled/internal/ingest/parse"
 )
 
 // realTokenizer loads the embedding model's vocabulary from
@@ -33,16 +34,16 @@ func TestChunkWithWordPiece(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
 	for range 100 {
 		doc := mustExtract(t, "r.md", randomDoc(rng))
-		opts := ChunkOptions{MaxTokens: 16 + rng.IntN(240), OverlapTokens: rng.IntN(40), HeadingContext: true}
-		checkChunks(t, doc, tok, opts, ChunkDocument(doc, tok, opts))
+		opts := Options{MaxTokens: 16 + rng.IntN(240), OverlapTokens: rng.IntN(40), HeadingContext: true}
+		checkChunks(t, doc, tok, opts, Split(doc, tok, opts))
 	}
 	for _, name := range []string{"sample.md", "sample.html", "sample.pdf", "sample.docx", "sample.csv", "sample.go"} {
-		doc, err := Extract(context.Background(), strings.NewReader(string(readFixture(t, name))), name, "", 0)
+		doc, err := parse.Extract(context.Background(), strings.NewReader(string(readFixture(t, name))), name, "", 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		opts := ChunkOptions{MaxTokens: 24, HeadingContext: true}
-		checkChunks(t, doc, tok, opts, ChunkDocument(doc, tok, opts))
+		opts := Options{MaxTokens: 24, HeadingContext: true}
+		checkChunks(t, doc, tok, opts, Split(doc, tok, opts))
 	}
 }
 
@@ -50,7 +51,7 @@ func TestChunkWithWordPiece(t *testing.T) {
 // embedding model's own tokenizer.
 func BenchmarkChunkPlainTextWordPiece(b *testing.B) {
 	tok := realTokenizer(b)
-	doc, err := Extract(context.Background(), strings.NewReader(benchText(1<<20)), "b.txt", "", 0)
+	doc, err := parse.Extract(context.Background(), strings.NewReader(benchText(1<<20)), "b.txt", "", 0)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -58,7 +59,7 @@ func BenchmarkChunkPlainTextWordPiece(b *testing.B) {
 	b.SetBytes(int64(len(doc.Text)))
 	b.ResetTimer()
 	for b.Loop() {
-		n += len(ChunkDocument(doc, tok, ChunkOptions{HeadingContext: true}))
+		n += len(Split(doc, tok, Options{HeadingContext: true}))
 	}
 	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "chunks/s")
 }

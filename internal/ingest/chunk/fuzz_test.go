@@ -1,0 +1,36 @@
+package chunk
+
+import (
+	"context"
+	"testing"
+
+	"capsuled/internal/ingest/parse"
+)
+
+// FuzzChunk parses arbitrary bytes as Markdown, plain text, HTML and CSV and
+// chunks what parses under random options, with both an additive and a
+// non-additive counter; every chunk must keep the promises of Split.
+func FuzzChunk(f *testing.F) {
+	for _, s := range []string{"sample.md", "sample.txt", "sample.go", "sample.html", "sample.csv"} {
+		f.Add(readFixture(f, s), uint8(40), uint8(8), true, false)
+	}
+	f.Add([]byte("a b c d e f g h i j k l m n o p"), uint8(3), uint8(1), false, true)
+	reg := parse.NewDefaultRegistry()
+	f.Fuzz(func(t *testing.T, data []byte, maxTok, overlap uint8, headings, bytesCounter bool) {
+		var tc TokenCounter = fakeWordPieceCounter{}
+		if bytesCounter {
+			tc = fakeByteCounter{}
+		}
+		opts := Options{MaxTokens: int(maxTok) + 4, OverlapTokens: int(overlap) - 8, HeadingContext: headings}
+		for _, typ := range []string{"text/markdown", "text/plain", "text/html", "text/csv"} {
+			doc, err := reg.Parse(context.Background(), data, "f", typ)
+			if err != nil {
+				if typ == "text/markdown" || typ == "text/plain" {
+					t.Fatalf("%s: %v", typ, err) // these two accept any bytes
+				}
+				continue
+			}
+			checkChunks(t, doc, tc, opts, Split(doc, tc, opts))
+		}
+	})
+}
