@@ -18,8 +18,8 @@ type Memory interface {
 	Models() []string
 	Chat(ctx context.Context, in memory.ChatInput) (memory.ChatResult, error)
 
-	Namespaces(ctx context.Context, allowed func(string) bool) ([]memory.NamespaceStats, error)
-	Namespace(ctx context.Context, ns string) (memory.NamespaceStats, error)
+	Namespaces(ctx context.Context, allowed func(string) bool) ([]domain.NamespaceStats, error)
+	Namespace(ctx context.Context, ns string) (domain.NamespaceStats, error)
 	DeleteNamespace(ctx context.Context, ns string) (int, error)
 	List(ctx context.Context, ns string, o memory.ListOptions) ([]memory.Found, string, error)
 	Add(ctx context.Context, ns string, in memory.NewMemory) (domain.Memory, error)
@@ -29,7 +29,7 @@ type Memory interface {
 	SetExpiry(ctx context.Context, ns, id string, at *time.Time) (domain.Memory, error)
 	Export(ctx context.Context, ns string, fn func(domain.Memory) error) error
 	Import(ctx context.Context, ns string, mems []domain.Memory) (imported, skipped int, err error)
-	Failures(ctx context.Context, ns string) ([]memory.Failure, error)
+	Failures(ctx context.Context, ns string) ([]domain.MemoryFailure, error)
 }
 
 // CreateMemoryChatCompletion runs one memory chat turn.

@@ -319,7 +319,7 @@ func memoryToWire(m domain.Memory) gen.Memory {
 		InvalidFrom: m.InvalidFrom, SupersededBy: optString(m.SupersededBy), ExpiresAt: m.ExpiresAt}
 }
 
-func namespaceToWire(ns memory.NamespaceStats) gen.NamespaceInfo {
+func namespaceToWire(ns domain.NamespaceStats) gen.NamespaceInfo {
 	return gen.NamespaceInfo{Name: ns.Name, MemoryCount: ns.MemoryCount, TurnCount: ns.Turns, FactCount: ns.Facts, NoteCount: ns.Notes,
 		FailureCount: ns.Failures, CreatedAt: ns.CreatedAt, UpdatedAt: ns.UpdatedAt}
 }

@@ -581,7 +581,7 @@ func group(m map[string]*recallSet, key string) *recallSet {
 // recentSelection is the baseline that injects the newest turns, newest
 // first, within the same budget.
 func recentSelection(ctx context.Context, svc *memory.Service, st memory.Store, ns string, now time.Time) (memory.Selection, error) {
-	mems, err := st.Recent(ctx, ns, domain.MemoryTurn, 200, memory.LiveFilter{Now: now})
+	mems, err := st.Recent(ctx, ns, domain.MemoryTurn, 200, domain.LiveFilter{Now: now})
 	if err != nil {
 		return memory.Selection{}, err
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"capsuled/internal/domain"
 )
 
 // vectorCache keeps each namespace's vectors in memory between selections,
@@ -20,7 +22,7 @@ type vectorCache struct {
 type vectorEntry struct {
 	gen     uint64
 	loaded  time.Time
-	vectors []Vector
+	vectors []domain.MemoryVector
 	// bounds are the best BM25 scores of single terms (FusionCore), kept
 	// under the same rules as the vectors: a write drops them, and they
 	// expire after the time-to-live.
@@ -34,7 +36,7 @@ func newVectorCache(ttl time.Duration) *vectorCache {
 
 // get returns the namespace's vectors (live or not: the caller filters),
 // loading them when the entry is missing or stale.
-func (c *vectorCache) get(ctx context.Context, st Store, ns, model string, now time.Time) ([]Vector, error) {
+func (c *vectorCache) get(ctx context.Context, st Store, ns, model string, now time.Time) ([]domain.MemoryVector, error) {
 	c.mu.Lock()
 	e := c.ns[ns]
 	if e != nil && time.Since(e.loaded) < c.ttl {
@@ -48,7 +50,7 @@ func (c *vectorCache) get(ctx context.Context, st Store, ns, model string, now t
 	}
 	gen := e.gen
 	c.mu.Unlock()
-	vecs, err := st.Vectors(ctx, ns, model, LiveFilter{Now: now, IncludeExpired: true, IncludeSuperseded: true})
+	vecs, err := st.Vectors(ctx, ns, model, domain.LiveFilter{Now: now, IncludeExpired: true, IncludeSuperseded: true})
 	if err != nil {
 		return nil, err
 	}

@@ -139,7 +139,7 @@ func (s *Service) Persist(ctx context.Context, in PersistInput) ([]domain.Memory
 		at = s.cfg.Now()
 	}
 	now := s.cfg.Now()
-	var recs []Record
+	var recs []domain.MemoryRecord
 	var saids []string
 	for _, m := range in.Messages {
 		text := strings.TrimSpace(m.Text())
@@ -160,7 +160,7 @@ func (s *Service) Persist(ctx context.Context, in PersistInput) ([]domain.Memory
 		}
 		saids = append(saids, said)
 		t := at.Add(time.Duration(len(recs)) * time.Millisecond)
-		recs = append(recs, Record{
+		recs = append(recs, domain.MemoryRecord{
 			Memory: domain.Memory{
 				ID: newID("mem_"), Namespace: in.Namespace, Kind: domain.MemoryTurn, Role: m.Role, Content: text,
 				Conversation: in.Conversation, Metadata: meta, CreatedAt: now, UpdatedAt: now, ValidFrom: t,
@@ -192,7 +192,7 @@ func (s *Service) Persist(ctx context.Context, in PersistInput) ([]domain.Memory
 	}
 	defer s.vectors.drop(in.Namespace)
 	var created []string
-	var fresh []Record
+	var fresh []domain.MemoryRecord
 	out := make([]domain.Memory, len(recs))
 	for i, st := range stored {
 		out[i] = recs[i].Memory
@@ -211,7 +211,7 @@ func (s *Service) Persist(ctx context.Context, in PersistInput) ([]domain.Memory
 }
 
 // embedRecords computes and stores the vectors of recs.
-func (s *Service) embedRecords(ctx context.Context, recs []Record) error {
+func (s *Service) embedRecords(ctx context.Context, recs []domain.MemoryRecord) error {
 	if s.emb == nil || len(recs) == 0 {
 		return nil
 	}

@@ -104,7 +104,7 @@ func (s *Service) learn(ctx context.Context, ns, conv string, turns []domain.Mem
 		for _, t := range fresh {
 			input.WriteString(t.Role + ": " + t.Content + "\n")
 		}
-		f := Failure{ID: newID("mfl_"), Namespace: ns, Stage: "extraction", Error: lastErr.Error(), Attempts: attempts,
+		f := domain.MemoryFailure{ID: newID("mfl_"), Namespace: ns, Stage: "extraction", Error: lastErr.Error(), Attempts: attempts,
 			Conversation: conv, Input: strings.TrimSpace(input.String()), CreatedAt: s.cfg.Now()}
 		s.log.WarnContext(ctx, "memory: fact extraction failed", "namespace", ns, "attempts", attempts, "err", lastErr)
 		if err := s.store.RecordFailure(context.WithoutCancel(ctx), f); err != nil {
@@ -117,9 +117,9 @@ func (s *Service) learn(ctx context.Context, ns, conv string, turns []domain.Mem
 		knownIDs[k.ID] = true
 	}
 	now := s.cfg.Now()
-	var recs []Record
+	var recs []domain.MemoryRecord
 	for _, f := range facts {
-		recs = append(recs, Record{
+		recs = append(recs, domain.MemoryRecord{
 			Memory: domain.Memory{ID: newID("mem_"), Namespace: ns, Kind: domain.MemoryFact, Content: f.Content,
 				Metadata: map[string]any{"conversation_id": conv}, CreatedAt: now, UpdatedAt: now, ValidFrom: now},
 			DedupeKey: dedupeKey("fact", f.Content),
@@ -134,7 +134,7 @@ func (s *Service) learn(ctx context.Context, ns, conv string, turns []domain.Mem
 	}
 	defer s.vectors.drop(ns)
 	var written, superseded []string
-	var fresh2 []Record
+	var fresh2 []domain.MemoryRecord
 	for i, st := range stored {
 		if !st.Created {
 			continue

@@ -11,7 +11,7 @@ import (
 )
 
 // Namespaces lists the namespaces that allowed admits (nil admits all).
-func (s *Service) Namespaces(ctx context.Context, allowed func(string) bool) ([]NamespaceStats, error) {
+func (s *Service) Namespaces(ctx context.Context, allowed func(string) bool) ([]domain.NamespaceStats, error) {
 	all, err := s.store.Namespaces(ctx, s.cfg.Now())
 	if err != nil {
 		return nil, err
@@ -26,9 +26,9 @@ func (s *Service) Namespaces(ctx context.Context, allowed func(string) bool) ([]
 }
 
 // Namespace returns one namespace's counts.
-func (s *Service) Namespace(ctx context.Context, ns string) (NamespaceStats, error) {
+func (s *Service) Namespace(ctx context.Context, ns string) (domain.NamespaceStats, error) {
 	if err := checkNamespace(ns); err != nil {
-		return NamespaceStats{}, err
+		return domain.NamespaceStats{}, err
 	}
 	st, err := s.store.Namespace(ctx, ns, s.cfg.Now())
 	return st, notFound(err, "namespace", ns)
@@ -66,12 +66,12 @@ func (s *Service) List(ctx context.Context, ns string, o ListOptions) ([]Found, 
 	if err := checkNamespace(ns); err != nil {
 		return nil, "", err
 	}
-	live := LiveFilter{Now: s.cfg.Now(), IncludeExpired: o.IncludeExpired, IncludeSuperseded: o.IncludeSuperseded}
+	live := domain.LiveFilter{Now: s.cfg.Now(), IncludeExpired: o.IncludeExpired, IncludeSuperseded: o.IncludeSuperseded}
 	if o.Limit <= 0 {
 		o.Limit = 50
 	}
 	if o.Query == "" {
-		mems, next, err := s.store.ListMemories(ctx, ns, ListFilter{LiveFilter: live, Kind: o.Kind, Conversation: o.Conversation, Limit: o.Limit, Cursor: o.Cursor})
+		mems, next, err := s.store.ListMemories(ctx, ns, domain.MemoryListFilter{LiveFilter: live, Kind: o.Kind, Conversation: o.Conversation, Limit: o.Limit, Cursor: o.Cursor})
 		if err != nil {
 			return nil, "", err
 		}
@@ -135,12 +135,12 @@ func (s *Service) Add(ctx context.Context, ns string, in NewMemory) (domain.Memo
 	if in.ValidFrom != nil {
 		m.ValidFrom = *in.ValidFrom
 	}
-	rec := Record{Memory: m}
-	if _, err := s.store.InsertMemories(ctx, []Record{rec}); err != nil {
+	rec := domain.MemoryRecord{Memory: m}
+	if _, err := s.store.InsertMemories(ctx, []domain.MemoryRecord{rec}); err != nil {
 		return domain.Memory{}, err
 	}
 	defer s.vectors.drop(ns)
-	if err := s.embedRecords(ctx, []Record{rec}); err != nil {
+	if err := s.embedRecords(ctx, []domain.MemoryRecord{rec}); err != nil {
 		s.log.WarnContext(ctx, "memory: embedding a new memory failed", "namespace", ns, "err", err)
 	}
 	return s.Get(ctx, ns, m.ID)
@@ -190,15 +190,15 @@ func (s *Service) Update(ctx context.Context, ns, id string, p Patch) (domain.Me
 		return domain.Memory{}, notFound(err, "memory", id)
 	}
 	defer s.vectors.drop(ns)
-	if err := s.embedRecords(ctx, []Record{rec}); err != nil {
+	if err := s.embedRecords(ctx, []domain.MemoryRecord{rec}); err != nil {
 		s.log.WarnContext(ctx, "memory: embedding an updated memory failed", "namespace", ns, "err", err)
 	}
 	return s.Get(ctx, ns, id)
 }
 
 // record rebuilds the stored form of m (its search text).
-func (s *Service) record(m domain.Memory) Record {
-	rec := Record{Memory: m, SearchText: m.Content}
+func (s *Service) record(m domain.Memory) domain.MemoryRecord {
+	rec := domain.MemoryRecord{Memory: m, SearchText: m.Content}
 	if name, _ := m.Metadata["name"].(string); name != "" && m.Kind == domain.MemoryTurn {
 		rec.SearchText = name + ": " + m.Content
 	}
@@ -222,7 +222,7 @@ func (s *Service) SetExpiry(ctx context.Context, ns, id string, at *time.Time) (
 	}
 	m.ExpiresAt = at
 	m.UpdatedAt = s.cfg.Now()
-	vecs, err := s.store.Vectors(ctx, ns, s.modelID(), LiveFilter{Now: m.UpdatedAt, IncludeExpired: true, IncludeSuperseded: true})
+	vecs, err := s.store.Vectors(ctx, ns, s.modelID(), domain.LiveFilter{Now: m.UpdatedAt, IncludeExpired: true, IncludeSuperseded: true})
 	if err != nil {
 		return domain.Memory{}, err
 	}
@@ -272,7 +272,7 @@ func (s *Service) Import(ctx context.Context, ns string, mems []domain.Memory) (
 		return 0, 0, err
 	}
 	now := s.cfg.Now()
-	recs := make([]Record, 0, len(mems))
+	recs := make([]domain.MemoryRecord, 0, len(mems))
 	for i, m := range mems {
 		if strings.TrimSpace(m.Content) == "" {
 			return 0, 0, domain.Invalid(fmt.Sprintf("line %d: content", i+1), "content may not be blank")
@@ -307,7 +307,7 @@ func (s *Service) Import(ctx context.Context, ns string, mems []domain.Memory) (
 		}
 		return 0, 0, err
 	}
-	var fresh []Record
+	var fresh []domain.MemoryRecord
 	for i, st := range stored {
 		if st.Created {
 			fresh = append(fresh, recs[i])
@@ -320,7 +320,7 @@ func (s *Service) Import(ctx context.Context, ns string, mems []domain.Memory) (
 }
 
 // Failures lists the namespace's recorded failures, newest first.
-func (s *Service) Failures(ctx context.Context, ns string) ([]Failure, error) {
+func (s *Service) Failures(ctx context.Context, ns string) ([]domain.MemoryFailure, error) {
 	if err := checkNamespace(ns); err != nil {
 		return nil, err
 	}

@@ -89,7 +89,7 @@ func (s *Service) Select(ctx context.Context, q Query) (Selection, error) {
 	return s.selectWith(ctx, q, s.live())
 }
 
-func (s *Service) selectWith(ctx context.Context, q Query, live LiveFilter) (Selection, error) {
+func (s *Service) selectWith(ctx context.Context, q Query, live domain.LiveFilter) (Selection, error) {
 	if err := checkNamespace(q.Namespace); err != nil {
 		return Selection{}, err
 	}
@@ -151,7 +151,7 @@ func (s *Service) selectWith(ctx context.Context, q Query, live LiveFilter) (Sel
 	if core && text != "" {
 		wg.Go(func() { kwMax, kErr = s.queryMaxBM25(ctx, q.Namespace, text, live) })
 	}
-	var hits, ctxHits []Hit
+	var hits, ctxHits []domain.MemoryHit
 	if q.Mode != DenseOnly && text != "" {
 		var err error
 		if hits, err = s.store.SearchText(ctx, q.Namespace, text, n, live); err != nil {
@@ -360,7 +360,7 @@ func (s *Service) diversify(ids []string, score map[string]float64, byID map[str
 // matches nothing counting as the mean of those that match. Each term's
 // best score is cached per namespace until a write to it (or the cache's
 // time-to-live), as the retrieval core caches them per capsule.
-func (s *Service) queryMaxBM25(ctx context.Context, ns, text string, live LiveFilter) (float64, error) {
+func (s *Service) queryMaxBM25(ctx context.Context, ns, text string, live domain.LiveFilter) (float64, error) {
 	terms := retrieval.Terms(text)
 	bounds := make([]float64, len(terms))
 	for i, t := range terms {
@@ -385,7 +385,7 @@ func (s *Service) queryMaxBM25(ctx context.Context, ns, text string, live LiveFi
 
 // dense ranks the namespace's vectors by cosine similarity to text; it
 // returns the best n ids and their similarities, and every id's.
-func (s *Service) dense(ctx context.Context, ns, text string, n int, live LiveFilter) (denseResult, error) {
+func (s *Service) dense(ctx context.Context, ns, text string, n int, live domain.LiveFilter) (denseResult, error) {
 	vecs, err := s.emb.Embed(ctx, []string{text})
 	if err != nil {
 		return denseResult{}, fmt.Errorf("embed the memory query: %w", err)
@@ -406,11 +406,11 @@ type denseResult struct {
 	sims   []float64
 	all    map[string]float64
 	qv     []float32
-	stored []Vector
+	stored []domain.MemoryVector
 }
 
 // scan ranks stored by cosine similarity to qv.
-func scan(qv []float32, stored []Vector, n int) denseResult {
+func scan(qv []float32, stored []domain.MemoryVector, n int) denseResult {
 	score := make(map[string]float64, len(stored))
 	ids := make([]string, 0, len(stored))
 	for _, v := range stored {
@@ -444,7 +444,7 @@ func cosine(a, b []float32) float64 {
 	return dot / math.Sqrt(na*nb)
 }
 
-func hitScores(hits []Hit) []float64 {
+func hitScores(hits []domain.MemoryHit) []float64 {
 	out := make([]float64, len(hits))
 	for i, h := range hits {
 		out[i] = h.Score
@@ -452,7 +452,7 @@ func hitScores(hits []Hit) []float64 {
 	return out
 }
 
-func hitIDs(hits []Hit) []string {
+func hitIDs(hits []domain.MemoryHit) []string {
 	out := make([]string, len(hits))
 	for i, h := range hits {
 		out[i] = h.ID
@@ -497,7 +497,7 @@ func (s *Service) Pack(mems []domain.Memory, budget int) Selection {
 
 // isLive applies the filter to a memory (the vector cache holds every
 // memory, live or not).
-func isLive(m domain.Memory, f LiveFilter) bool {
+func isLive(m domain.Memory, f domain.LiveFilter) bool {
 	if !f.IncludeExpired && m.ExpiresAt != nil && !m.ExpiresAt.After(f.Now) {
 		return false
 	}

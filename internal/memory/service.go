@@ -221,7 +221,7 @@ func (s *Service) Embedder() Embedder { return s.emb }
 func (s *Service) Config() Config { return s.cfg }
 
 // live is the filter of memories that count now.
-func (s *Service) live() LiveFilter { return LiveFilter{Now: s.cfg.Now()} }
+func (s *Service) live() domain.LiveFilter { return domain.LiveFilter{Now: s.cfg.Now()} }
 
 // newID returns a random id with the prefix, such as mem_3kTq….
 func newID(prefix string) string {

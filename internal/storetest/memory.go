@@ -18,15 +18,15 @@ func MemoryStore(t *testing.T, newStore func(t *testing.T) memory.Store) {
 	t.Helper()
 	ctx := context.Background()
 	t0 := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
-	live := memory.LiveFilter{Now: t0.Add(time.Hour)}
-	rec := func(ns, id, content string, at time.Time) memory.Record {
-		return memory.Record{Memory: domain.Memory{
+	live := domain.LiveFilter{Now: t0.Add(time.Hour)}
+	rec := func(ns, id, content string, at time.Time) domain.MemoryRecord {
+		return domain.MemoryRecord{Memory: domain.Memory{
 			ID: id, Namespace: ns, Kind: domain.MemoryNote, Content: content,
 			Metadata:  map[string]any{"source": "test"},
 			CreatedAt: at, UpdatedAt: at, ValidFrom: at,
 		}}
 	}
-	insert := func(t *testing.T, st memory.Store, recs ...memory.Record) []memory.Stored {
+	insert := func(t *testing.T, st memory.Store, recs ...domain.MemoryRecord) []domain.StoredMemory {
 		t.Helper()
 		out, err := st.InsertMemories(ctx, recs)
 		if err != nil {
@@ -69,7 +69,7 @@ func MemoryStore(t *testing.T, newStore func(t *testing.T) memory.Store) {
 	t.Run("DedupeWithinConversation", func(t *testing.T) {
 		t.Parallel()
 		st := newStore(t)
-		turn := func(id, conv string) memory.Record {
+		turn := func(id, conv string) domain.MemoryRecord {
 			r := rec("a", id, "same words", t0)
 			r.Memory.Kind, r.Memory.Conversation, r.DedupeKey = domain.MemoryTurn, conv, "user:hash1"
 			return r
@@ -83,7 +83,7 @@ func MemoryStore(t *testing.T, newStore func(t *testing.T) memory.Store) {
 		if got := insert(t, st, rec("a", "mem_9", "x", t0), rec("a", "mem_9", "x", t0)); !got[0].Created || got[1].Created {
 			t.Fatalf("same id: %+v", got)
 		}
-		if _, err := st.InsertMemories(ctx, []memory.Record{rec("b", "mem_9", "x", t0)}); !errors.Is(err, domain.ErrConflict) {
+		if _, err := st.InsertMemories(ctx, []domain.MemoryRecord{rec("b", "mem_9", "x", t0)}); !errors.Is(err, domain.ErrConflict) {
 			t.Fatalf("id of another namespace: %v, want ErrConflict", err)
 		}
 	})
@@ -98,7 +98,7 @@ func MemoryStore(t *testing.T, newStore func(t *testing.T) memory.Store) {
 		var ids []string
 		cursor := ""
 		for pages := 0; ; pages++ {
-			page, next, err := st.ListMemories(ctx, "a", memory.ListFilter{LiveFilter: live, Limit: 3, Cursor: cursor})
+			page, next, err := st.ListMemories(ctx, "a", domain.MemoryListFilter{LiveFilter: live, Limit: 3, Cursor: cursor})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -117,7 +117,7 @@ func MemoryStore(t *testing.T, newStore func(t *testing.T) memory.Store) {
 		if fmt.Sprint(ids) != want {
 			t.Fatalf("ids %v, want %s", ids, want)
 		}
-		if _, _, err := st.ListMemories(ctx, "a", memory.ListFilter{LiveFilter: live, Cursor: "garbage"}); err == nil {
+		if _, _, err := st.ListMemories(ctx, "a", domain.MemoryListFilter{LiveFilter: live, Cursor: "garbage"}); err == nil {
 			t.Fatal("bad cursor accepted")
 		}
 	})
@@ -145,10 +145,10 @@ func MemoryStore(t *testing.T, newStore func(t *testing.T) memory.Store) {
 				t.Fatal("search crossed namespaces")
 			}
 		}
-		if hits, _ := st.SearchText(ctx, "a", "swordfish", 10, memory.LiveFilter{Now: t0}); len(hits) != 0 {
+		if hits, _ := st.SearchText(ctx, "a", "swordfish", 10, domain.LiveFilter{Now: t0}); len(hits) != 0 {
 			t.Fatalf("expired memory found: %+v", hits)
 		}
-		if hits, _ := st.SearchText(ctx, "a", "swordfish", 10, memory.LiveFilter{Now: t0, IncludeExpired: true}); len(hits) != 1 {
+		if hits, _ := st.SearchText(ctx, "a", "swordfish", 10, domain.LiveFilter{Now: t0, IncludeExpired: true}); len(hits) != 1 {
 			t.Fatalf("include expired: %+v", hits)
 		}
 		// FTS5 syntax in the query is text, never an error.
@@ -203,7 +203,7 @@ func MemoryStore(t *testing.T, newStore func(t *testing.T) memory.Store) {
 		if hits, _ := st.SearchText(ctx, "a", "Alice lives", 5, live); len(hits) != 1 || hits[0].ID != "mem_new" {
 			t.Fatalf("superseded fact selected: %+v", hits)
 		}
-		if hits, _ := st.SearchText(ctx, "a", "Alice lives", 5, memory.LiveFilter{Now: live.Now, IncludeSuperseded: true}); len(hits) != 2 {
+		if hits, _ := st.SearchText(ctx, "a", "Alice lives", 5, domain.LiveFilter{Now: live.Now, IncludeSuperseded: true}); len(hits) != 2 {
 			t.Fatalf("include superseded: %+v", hits)
 		}
 		if err := st.Supersede(ctx, "b", "mem_old", "mem_new", at); !errors.Is(err, domain.ErrNotFound) {
@@ -215,7 +215,7 @@ func MemoryStore(t *testing.T, newStore func(t *testing.T) memory.Store) {
 		t.Parallel()
 		st := newStore(t)
 		insert(t, st, rec("a", "mem_1", "one", t0), rec("a", "mem_2", "two", t0.Add(time.Minute)), rec("b", "mem_3", "three", t0))
-		if err := st.RecordFailure(ctx, memory.Failure{ID: "mfl_1", Namespace: "c", Stage: "extraction", Error: "bad json", Attempts: 3, Input: "x", CreatedAt: t0}); err != nil {
+		if err := st.RecordFailure(ctx, domain.MemoryFailure{ID: "mfl_1", Namespace: "c", Stage: "extraction", Error: "bad json", Attempts: 3, Input: "x", CreatedAt: t0}); err != nil {
 			t.Fatal(err)
 		}
 		nss, err := st.Namespaces(ctx, live.Now)
@@ -283,7 +283,7 @@ func MemoryStore(t *testing.T, newStore func(t *testing.T) memory.Store) {
 					// Every writer also resends one shared turn: it is kept once.
 					shared := rec("a", fmt.Sprintf("mem_s%di%d", w, i), "shared", t0)
 					shared.Memory.Conversation, shared.DedupeKey = "c", "user:shared"
-					if _, err := st.InsertMemories(ctx, []memory.Record{r, shared}); err != nil {
+					if _, err := st.InsertMemories(ctx, []domain.MemoryRecord{r, shared}); err != nil {
 						errs <- err
 						return
 					}

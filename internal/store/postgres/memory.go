@@ -15,7 +15,6 @@ import (
 	"github.com/pgvector/pgvector-go"
 
 	"capsuled/internal/domain"
-	"capsuled/internal/memory"
 )
 
 // MemoryStore implements memory.Store on the database.
@@ -24,19 +23,17 @@ type MemoryStore struct{ db *DB }
 // Memory returns the memory store.
 func (db *DB) Memory() *MemoryStore { return &MemoryStore{db: db} }
 
-var _ memory.Store = (*MemoryStore)(nil)
-
 const memoryColumns = "id, namespace, kind, role, content, conversation, metadata, created_at, updated_at, valid_from, invalid_from, superseded_by, expires_at"
 
 // InsertMemories stores recs in one transaction (see memory.Store). Two
 // replicas inserting the same record at once store it once.
-func (s *MemoryStore) InsertMemories(ctx context.Context, recs []memory.Record) ([]memory.Stored, error) {
+func (s *MemoryStore) InsertMemories(ctx context.Context, recs []domain.MemoryRecord) ([]domain.StoredMemory, error) {
 	tx, err := s.db.pool.Begin(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("insert memories: %w", interpret(err))
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after Commit
-	out := make([]memory.Stored, 0, len(recs))
+	out := make([]domain.StoredMemory, 0, len(recs))
 	for _, rec := range recs {
 		m := rec.Memory
 		meta, err := memMarshalMeta(m.Metadata)
@@ -52,7 +49,7 @@ func (s *MemoryStore) InsertMemories(ctx context.Context, recs []memory.Record) 
 			nullString(rec.DedupeKey), meta, m.CreatedAt, m.UpdatedAt, m.ValidFrom, m.InvalidFrom, nullString(m.SupersededBy),
 			m.ExpiresAt, nullVector(rec.Vector), nullString(rec.VectorModel)).Scan(&id)
 		if err == nil {
-			out = append(out, memory.Stored{ID: id, Created: true})
+			out = append(out, domain.StoredMemory{ID: id, Created: true})
 			continue
 		}
 		if !errors.Is(err, pgx.ErrNoRows) {
@@ -63,7 +60,7 @@ func (s *MemoryStore) InsertMemories(ctx context.Context, recs []memory.Record) 
 			err := tx.QueryRow(ctx, `SELECT id FROM memories WHERE namespace = $1 AND coalesce(conversation, '') = $2 AND dedupe_key = $3`,
 				m.Namespace, m.Conversation, rec.DedupeKey).Scan(&id)
 			if err == nil {
-				out = append(out, memory.Stored{ID: id})
+				out = append(out, domain.StoredMemory{ID: id})
 				continue
 			}
 			if !errors.Is(err, pgx.ErrNoRows) {
@@ -77,7 +74,7 @@ func (s *MemoryStore) InsertMemories(ctx context.Context, recs []memory.Record) 
 		if owner != m.Namespace {
 			return nil, fmt.Errorf("insert memory %s: %w: the id belongs to another namespace", m.ID, domain.ErrConflict)
 		}
-		out = append(out, memory.Stored{ID: m.ID})
+		out = append(out, domain.StoredMemory{ID: m.ID})
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return nil, fmt.Errorf("insert memories: %w", interpret(err))
@@ -118,7 +115,7 @@ func (s *MemoryStore) GetMemories(ctx context.Context, ns string, ids []string) 
 }
 
 // UpdateMemory replaces a memory's mutable fields.
-func (s *MemoryStore) UpdateMemory(ctx context.Context, rec memory.Record) error {
+func (s *MemoryStore) UpdateMemory(ctx context.Context, rec domain.MemoryRecord) error {
 	m := rec.Memory
 	meta, err := memMarshalMeta(m.Metadata)
 	if err != nil {
@@ -168,12 +165,12 @@ func live(n int) string {
 	return fmt.Sprintf("($%d OR expires_at IS NULL OR expires_at > $%d) AND ($%d OR invalid_from IS NULL)", n, n+1, n+2)
 }
 
-func liveArgs(f memory.LiveFilter) []any {
+func liveArgs(f domain.LiveFilter) []any {
 	return []any{f.IncludeExpired, f.Now, f.IncludeSuperseded}
 }
 
 // ListMemories pages through a namespace's memories, newest first.
-func (s *MemoryStore) ListMemories(ctx context.Context, ns string, f memory.ListFilter) ([]domain.Memory, string, error) {
+func (s *MemoryStore) ListMemories(ctx context.Context, ns string, f domain.MemoryListFilter) ([]domain.Memory, string, error) {
 	limit := f.Limit
 	if limit <= 0 {
 		limit = 50
@@ -238,7 +235,7 @@ func parseCursor(c string) (time.Time, int64, error) {
 
 // SearchText ranks memories by full-text relevance (ts_rank_cd) against the
 // words of query; any word matches.
-func (s *MemoryStore) SearchText(ctx context.Context, ns, query string, limit int, f memory.LiveFilter) ([]memory.Hit, error) {
+func (s *MemoryStore) SearchText(ctx context.Context, ns, query string, limit int, f domain.LiveFilter) ([]domain.MemoryHit, error) {
 	terms := memTerms(query)
 	if len(terms) == 0 || limit <= 0 {
 		return nil, nil
@@ -252,8 +249,8 @@ func (s *MemoryStore) SearchText(ctx context.Context, ns, query string, limit in
 	if err != nil {
 		return nil, fmt.Errorf("search memories: %w", interpret(err))
 	}
-	return collect(rows, func(r pgx.Row) (memory.Hit, error) {
-		var h memory.Hit
+	return collect(rows, func(r pgx.Row) (domain.MemoryHit, error) {
+		var h domain.MemoryHit
 		err := r.Scan(&h.ID, &h.Score)
 		return h, err
 	})
@@ -286,14 +283,14 @@ func memTerms(text string) []string {
 }
 
 // Vectors returns the namespace's vectors of one embedding model.
-func (s *MemoryStore) Vectors(ctx context.Context, ns, model string, f memory.LiveFilter) ([]memory.Vector, error) {
+func (s *MemoryStore) Vectors(ctx context.Context, ns, model string, f domain.LiveFilter) ([]domain.MemoryVector, error) {
 	rows, err := s.db.pool.Query(ctx, "SELECT id, vector FROM memories WHERE namespace = $1 AND vector_model = $2 AND vector IS NOT NULL AND "+live(3),
 		append([]any{ns, model}, liveArgs(f)...)...)
 	if err != nil {
 		return nil, fmt.Errorf("memory vectors: %w", interpret(err))
 	}
-	return collect(rows, func(r pgx.Row) (memory.Vector, error) {
-		var v memory.Vector
+	return collect(rows, func(r pgx.Row) (domain.MemoryVector, error) {
+		var v domain.MemoryVector
 		var pv pgvector.Vector
 		if err := r.Scan(&v.ID, &pv); err != nil {
 			return v, fmt.Errorf("memory vectors: %w", err)
@@ -304,7 +301,7 @@ func (s *MemoryStore) Vectors(ctx context.Context, ns, model string, f memory.Li
 }
 
 // Recent returns the namespace's newest memories.
-func (s *MemoryStore) Recent(ctx context.Context, ns string, kind domain.MemoryKind, limit int, f memory.LiveFilter) ([]domain.Memory, error) {
+func (s *MemoryStore) Recent(ctx context.Context, ns string, kind domain.MemoryKind, limit int, f domain.LiveFilter) ([]domain.Memory, error) {
 	rows, err := s.db.pool.Query(ctx, "SELECT "+memoryColumns+" FROM memories WHERE namespace = $1 AND "+live(2)+
 		" AND ($5 = '' OR kind = $5) ORDER BY valid_from DESC, seq DESC LIMIT $6",
 		append(append([]any{ns}, liveArgs(f)...), string(kind), limit)...)
@@ -348,8 +345,8 @@ SELECT coalesce(m.namespace, f.namespace), coalesce(m.live, 0), coalesce(m.turns
 	CASE WHEN m.last IS NULL THEN f.last WHEN f.last IS NULL THEN m.last ELSE greatest(m.last, f.last) END
 FROM m FULL JOIN f ON f.namespace = m.namespace ORDER BY 1`
 
-func scanStats(r pgx.Row) (memory.NamespaceStats, error) {
-	var st memory.NamespaceStats
+func scanStats(r pgx.Row) (domain.NamespaceStats, error) {
+	var st domain.NamespaceStats
 	if err := r.Scan(&st.Name, &st.MemoryCount, &st.Turns, &st.Facts, &st.Notes, &st.Failures, &st.CreatedAt, &st.UpdatedAt); err != nil {
 		return st, fmt.Errorf("namespace stats: %w", err)
 	}
@@ -358,7 +355,7 @@ func scanStats(r pgx.Row) (memory.NamespaceStats, error) {
 }
 
 // Namespaces lists the namespaces that hold memories or failures, by name.
-func (s *MemoryStore) Namespaces(ctx context.Context, now time.Time) ([]memory.NamespaceStats, error) {
+func (s *MemoryStore) Namespaces(ctx context.Context, now time.Time) ([]domain.NamespaceStats, error) {
 	rows, err := s.db.pool.Query(ctx, namespaceStats, now, "")
 	if err != nil {
 		return nil, fmt.Errorf("list namespaces: %w", interpret(err))
@@ -367,18 +364,18 @@ func (s *MemoryStore) Namespaces(ctx context.Context, now time.Time) ([]memory.N
 	if err != nil {
 		return nil, err
 	}
-	slices.SortFunc(out, func(a, b memory.NamespaceStats) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b domain.NamespaceStats) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
 }
 
 // Namespace returns one namespace's counts.
-func (s *MemoryStore) Namespace(ctx context.Context, ns string, now time.Time) (memory.NamespaceStats, error) {
+func (s *MemoryStore) Namespace(ctx context.Context, ns string, now time.Time) (domain.NamespaceStats, error) {
 	if ns == "" {
-		return memory.NamespaceStats{}, domain.ErrNotFound
+		return domain.NamespaceStats{}, domain.ErrNotFound
 	}
 	st, err := scanStats(s.db.pool.QueryRow(ctx, namespaceStats, now, ns))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return memory.NamespaceStats{}, domain.ErrNotFound
+		return domain.NamespaceStats{}, domain.ErrNotFound
 	}
 	return st, err
 }
@@ -427,7 +424,7 @@ func (s *MemoryStore) ExportNamespace(ctx context.Context, ns string, fn func(do
 }
 
 // RecordFailure stores a failure.
-func (s *MemoryStore) RecordFailure(ctx context.Context, f memory.Failure) error {
+func (s *MemoryStore) RecordFailure(ctx context.Context, f domain.MemoryFailure) error {
 	_, err := s.db.pool.Exec(ctx, `INSERT INTO memory_failures (id, namespace, stage, error, attempts, conversation, input, created_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, f.ID, f.Namespace, f.Stage, f.Error, f.Attempts, nullString(f.Conversation), f.Input, f.CreatedAt)
 	if err != nil {
@@ -437,14 +434,14 @@ func (s *MemoryStore) RecordFailure(ctx context.Context, f memory.Failure) error
 }
 
 // Failures lists a namespace's failures, newest first.
-func (s *MemoryStore) Failures(ctx context.Context, ns string, limit int) ([]memory.Failure, error) {
+func (s *MemoryStore) Failures(ctx context.Context, ns string, limit int) ([]domain.MemoryFailure, error) {
 	rows, err := s.db.pool.Query(ctx, `SELECT id, namespace, stage, error, attempts, coalesce(conversation, ''), input, created_at
 		FROM memory_failures WHERE namespace = $1 ORDER BY created_at DESC, id LIMIT $2`, ns, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list failures: %w", interpret(err))
 	}
-	return collect(rows, func(r pgx.Row) (memory.Failure, error) {
-		var f memory.Failure
+	return collect(rows, func(r pgx.Row) (domain.MemoryFailure, error) {
+		var f domain.MemoryFailure
 		err := r.Scan(&f.ID, &f.Namespace, &f.Stage, &f.Error, &f.Attempts, &f.Conversation, &f.Input, &f.CreatedAt)
 		f.CreatedAt = utc(f.CreatedAt)
 		return f, err
@@ -489,7 +486,7 @@ func scanMemoryWith(r pgx.Row, extra ...any) (domain.Memory, error) {
 	return m, nil
 }
 
-func memSearchText(rec memory.Record) string {
+func memSearchText(rec domain.MemoryRecord) string {
 	if rec.SearchText != "" {
 		return rec.SearchText
 	}

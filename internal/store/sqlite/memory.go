@@ -13,7 +13,6 @@ import (
 	"unicode"
 
 	"capsuled/internal/domain"
-	"capsuled/internal/memory"
 )
 
 // MemoryStore implements memory.Store on the database.
@@ -22,18 +21,16 @@ type MemoryStore struct{ db *DB }
 // Memory returns the memory store.
 func (db *DB) Memory() *MemoryStore { return &MemoryStore{db: db} }
 
-var _ memory.Store = (*MemoryStore)(nil)
-
 const memoryColumns = "id, namespace, kind, role, content, conversation, metadata, created_at, updated_at, valid_from, invalid_from, superseded_by, expires_at"
 
 // InsertMemories stores recs in one transaction (see memory.Store).
-func (s *MemoryStore) InsertMemories(ctx context.Context, recs []memory.Record) ([]memory.Stored, error) {
+func (s *MemoryStore) InsertMemories(ctx context.Context, recs []domain.MemoryRecord) ([]domain.StoredMemory, error) {
 	tx, err := s.db.write.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("insert memories: %w", interpret(err))
 	}
 	defer tx.Rollback()
-	out := make([]memory.Stored, 0, len(recs))
+	out := make([]domain.StoredMemory, 0, len(recs))
 	for i, rec := range recs {
 		m := rec.Memory
 		if rec.DedupeKey != "" {
@@ -41,7 +38,7 @@ func (s *MemoryStore) InsertMemories(ctx context.Context, recs []memory.Record) 
 			err := tx.QueryRowContext(ctx, "SELECT id FROM memories WHERE namespace = ? AND conversation IS ? AND dedupe_key = ?",
 				m.Namespace, memNullString(m.Conversation), rec.DedupeKey).Scan(&id)
 			if err == nil {
-				out = append(out, memory.Stored{ID: id})
+				out = append(out, domain.StoredMemory{ID: id})
 				continue
 			}
 			if !errors.Is(err, sql.ErrNoRows) {
@@ -52,7 +49,7 @@ func (s *MemoryStore) InsertMemories(ctx context.Context, recs []memory.Record) 
 		err := tx.QueryRowContext(ctx, "SELECT namespace FROM memories WHERE id = ?", m.ID).Scan(&owner)
 		switch {
 		case err == nil && owner == m.Namespace:
-			out = append(out, memory.Stored{ID: m.ID})
+			out = append(out, domain.StoredMemory{ID: m.ID})
 			continue
 		case err == nil:
 			return nil, fmt.Errorf("insert memory %s: %w: the id belongs to another namespace", m.ID, domain.ErrConflict)
@@ -72,7 +69,7 @@ func (s *MemoryStore) InsertMemories(ctx context.Context, recs []memory.Record) 
 		if err != nil {
 			return nil, fmt.Errorf("insert memory %s: %w", m.ID, interpret(err))
 		}
-		out = append(out, memory.Stored{ID: m.ID, Created: true})
+		out = append(out, domain.StoredMemory{ID: m.ID, Created: true})
 	}
 	if err := tx.Commit(); err != nil {
 		return nil, fmt.Errorf("insert memories: %w", interpret(err))
@@ -117,7 +114,7 @@ func (s *MemoryStore) GetMemories(ctx context.Context, ns string, ids []string) 
 }
 
 // UpdateMemory replaces a memory's mutable fields.
-func (s *MemoryStore) UpdateMemory(ctx context.Context, rec memory.Record) error {
+func (s *MemoryStore) UpdateMemory(ctx context.Context, rec domain.MemoryRecord) error {
 	m := rec.Memory
 	meta, err := memMarshalMeta(m.Metadata)
 	if err != nil {
@@ -164,12 +161,12 @@ func (s *MemoryStore) DeleteMemory(ctx context.Context, ns, id string) error {
 // memLiveSQL is the condition of live memories; its arguments come from memLiveArgs.
 const memLiveSQL = "(? OR expires_at IS NULL OR expires_at > ?) AND (? OR invalid_from IS NULL)"
 
-func memLiveArgs(f memory.LiveFilter) []any {
+func memLiveArgs(f domain.LiveFilter) []any {
 	return []any{f.IncludeExpired, millis(f.Now), f.IncludeSuperseded}
 }
 
 // ListMemories pages through a namespace's memories, newest first.
-func (s *MemoryStore) ListMemories(ctx context.Context, ns string, f memory.ListFilter) ([]domain.Memory, string, error) {
+func (s *MemoryStore) ListMemories(ctx context.Context, ns string, f domain.MemoryListFilter) ([]domain.Memory, string, error) {
 	limit := f.Limit
 	if limit <= 0 {
 		limit = 50
@@ -233,7 +230,7 @@ func memParseCursor(c string) (int64, int64, error) {
 }
 
 // SearchText ranks memories by BM25 against the words of query.
-func (s *MemoryStore) SearchText(ctx context.Context, ns, query string, limit int, f memory.LiveFilter) ([]memory.Hit, error) {
+func (s *MemoryStore) SearchText(ctx context.Context, ns, query string, limit int, f domain.LiveFilter) ([]domain.MemoryHit, error) {
 	match := memFTSQuery(query)
 	if match == "" || limit <= 0 {
 		return nil, nil
@@ -246,9 +243,9 @@ func (s *MemoryStore) SearchText(ctx context.Context, ns, query string, limit in
 		return nil, fmt.Errorf("search memories: %w", interpret(err))
 	}
 	defer rows.Close()
-	var out []memory.Hit
+	var out []domain.MemoryHit
 	for rows.Next() {
-		var h memory.Hit
+		var h domain.MemoryHit
 		if err := rows.Scan(&h.ID, &h.Score); err != nil {
 			return nil, fmt.Errorf("search memories: %w", err)
 		}
@@ -286,16 +283,16 @@ func memFTSQuery(text string) string {
 }
 
 // Vectors returns the namespace's vectors of one embedding model.
-func (s *MemoryStore) Vectors(ctx context.Context, ns, model string, f memory.LiveFilter) ([]memory.Vector, error) {
+func (s *MemoryStore) Vectors(ctx context.Context, ns, model string, f domain.LiveFilter) ([]domain.MemoryVector, error) {
 	rows, err := s.db.read.QueryContext(ctx, "SELECT id, vector FROM memories WHERE namespace = ? AND vector_model = ? AND vector IS NOT NULL AND "+memLiveSQL,
 		append([]any{ns, model}, memLiveArgs(f)...)...)
 	if err != nil {
 		return nil, fmt.Errorf("memory vectors: %w", interpret(err))
 	}
 	defer rows.Close()
-	var out []memory.Vector
+	var out []domain.MemoryVector
 	for rows.Next() {
-		var v memory.Vector
+		var v domain.MemoryVector
 		var raw []byte
 		if err := rows.Scan(&v.ID, &raw); err != nil {
 			return nil, fmt.Errorf("memory vectors: %w", err)
@@ -307,7 +304,7 @@ func (s *MemoryStore) Vectors(ctx context.Context, ns, model string, f memory.Li
 }
 
 // Recent returns the namespace's newest memories.
-func (s *MemoryStore) Recent(ctx context.Context, ns string, kind domain.MemoryKind, limit int, f memory.LiveFilter) ([]domain.Memory, error) {
+func (s *MemoryStore) Recent(ctx context.Context, ns string, kind domain.MemoryKind, limit int, f domain.LiveFilter) ([]domain.Memory, error) {
 	q := "SELECT " + memoryColumns + " FROM memories WHERE namespace = ? AND " + memLiveSQL
 	args := append([]any{ns}, memLiveArgs(f)...)
 	if kind != "" {
@@ -353,12 +350,12 @@ const memNamespaceStatsSQL = `SELECT namespace,
 	FROM memories`
 
 // Namespaces lists the namespaces that hold memories or failures, by name.
-func (s *MemoryStore) Namespaces(ctx context.Context, now time.Time) ([]memory.NamespaceStats, error) {
+func (s *MemoryStore) Namespaces(ctx context.Context, now time.Time) ([]domain.NamespaceStats, error) {
 	rows, err := s.db.read.QueryContext(ctx, memNamespaceStatsSQL+" GROUP BY namespace ORDER BY namespace", millis(now))
 	if err != nil {
 		return nil, fmt.Errorf("list namespaces: %w", interpret(err))
 	}
-	stats := map[string]*memory.NamespaceStats{}
+	stats := map[string]*domain.NamespaceStats{}
 	var names []string
 	for rows.Next() {
 		st, err := memScanStats(rows)
@@ -374,7 +371,7 @@ func (s *MemoryStore) Namespaces(ctx context.Context, now time.Time) ([]memory.N
 		return nil, err
 	}
 	memSortStrings(names)
-	out := make([]memory.NamespaceStats, 0, len(names))
+	out := make([]domain.NamespaceStats, 0, len(names))
 	for _, n := range names {
 		out = append(out, *stats[n])
 	}
@@ -382,34 +379,34 @@ func (s *MemoryStore) Namespaces(ctx context.Context, now time.Time) ([]memory.N
 }
 
 // Namespace returns one namespace's counts.
-func (s *MemoryStore) Namespace(ctx context.Context, ns string, now time.Time) (memory.NamespaceStats, error) {
+func (s *MemoryStore) Namespace(ctx context.Context, ns string, now time.Time) (domain.NamespaceStats, error) {
 	rows, err := s.db.read.QueryContext(ctx, memNamespaceStatsSQL+" WHERE namespace = ? GROUP BY namespace", millis(now), ns)
 	if err != nil {
-		return memory.NamespaceStats{}, fmt.Errorf("namespace: %w", interpret(err))
+		return domain.NamespaceStats{}, fmt.Errorf("namespace: %w", interpret(err))
 	}
-	stats := map[string]*memory.NamespaceStats{}
+	stats := map[string]*domain.NamespaceStats{}
 	var names []string
 	for rows.Next() {
 		st, err := memScanStats(rows)
 		if err != nil {
 			rows.Close()
-			return memory.NamespaceStats{}, err
+			return domain.NamespaceStats{}, err
 		}
 		stats[st.Name] = &st
 		names = append(names, st.Name)
 	}
 	rows.Close()
 	if err := s.addFailures(ctx, stats, &names, ns); err != nil {
-		return memory.NamespaceStats{}, err
+		return domain.NamespaceStats{}, err
 	}
 	st, ok := stats[ns]
 	if !ok {
-		return memory.NamespaceStats{}, domain.ErrNotFound
+		return domain.NamespaceStats{}, domain.ErrNotFound
 	}
 	return *st, nil
 }
 
-func (s *MemoryStore) addFailures(ctx context.Context, stats map[string]*memory.NamespaceStats, names *[]string, only string) error {
+func (s *MemoryStore) addFailures(ctx context.Context, stats map[string]*domain.NamespaceStats, names *[]string, only string) error {
 	q := "SELECT namespace, count(*), min(created_at), max(created_at) FROM memory_failures"
 	var args []any
 	if only != "" {
@@ -430,7 +427,7 @@ func (s *MemoryStore) addFailures(ctx context.Context, stats map[string]*memory.
 		}
 		st, ok := stats[ns]
 		if !ok {
-			st = &memory.NamespaceStats{Namespace: domain.Namespace{Name: ns, CreatedAt: fromMillis(first), UpdatedAt: fromMillis(last)}}
+			st = &domain.NamespaceStats{Namespace: domain.Namespace{Name: ns, CreatedAt: fromMillis(first), UpdatedAt: fromMillis(last)}}
 			stats[ns] = st
 			*names = append(*names, ns)
 		}
@@ -442,8 +439,8 @@ func (s *MemoryStore) addFailures(ctx context.Context, stats map[string]*memory.
 	return rows.Err()
 }
 
-func memScanStats(rows *sql.Rows) (memory.NamespaceStats, error) {
-	var st memory.NamespaceStats
+func memScanStats(rows *sql.Rows) (domain.NamespaceStats, error) {
+	var st domain.NamespaceStats
 	var created, updated int64
 	if err := rows.Scan(&st.Name, &st.MemoryCount, &st.Turns, &st.Facts, &st.Notes, &created, &updated); err != nil {
 		return st, fmt.Errorf("namespace stats: %w", err)
@@ -498,7 +495,7 @@ func (s *MemoryStore) ExportNamespace(ctx context.Context, ns string, fn func(do
 }
 
 // RecordFailure stores a failure.
-func (s *MemoryStore) RecordFailure(ctx context.Context, f memory.Failure) error {
+func (s *MemoryStore) RecordFailure(ctx context.Context, f domain.MemoryFailure) error {
 	_, err := s.db.write.ExecContext(ctx, `INSERT INTO memory_failures (id, namespace, stage, error, attempts, conversation, input, created_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, f.ID, f.Namespace, f.Stage, f.Error, f.Attempts, memNullString(f.Conversation), f.Input, millis(f.CreatedAt))
 	if err != nil {
@@ -508,16 +505,16 @@ func (s *MemoryStore) RecordFailure(ctx context.Context, f memory.Failure) error
 }
 
 // Failures lists a namespace's failures, newest first.
-func (s *MemoryStore) Failures(ctx context.Context, ns string, limit int) ([]memory.Failure, error) {
+func (s *MemoryStore) Failures(ctx context.Context, ns string, limit int) ([]domain.MemoryFailure, error) {
 	rows, err := s.db.read.QueryContext(ctx, `SELECT id, namespace, stage, error, attempts, conversation, input, created_at
 		FROM memory_failures WHERE namespace = ? ORDER BY created_at DESC, id LIMIT ?`, ns, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list failures: %w", interpret(err))
 	}
 	defer rows.Close()
-	var out []memory.Failure
+	var out []domain.MemoryFailure
 	for rows.Next() {
-		var f memory.Failure
+		var f domain.MemoryFailure
 		var conv sql.NullString
 		var at int64
 		if err := rows.Scan(&f.ID, &f.Namespace, &f.Stage, &f.Error, &f.Attempts, &conv, &f.Input, &at); err != nil {
@@ -571,7 +568,7 @@ func scanMemoryWith(r scanner, extra ...any) (domain.Memory, error) {
 // scanMemoryRow is scanMemoryWith without extra columns, for collect.
 func scanMemoryRow(r scanner) (domain.Memory, error) { return scanMemoryWith(r) }
 
-func memSearchText(rec memory.Record) string {
+func memSearchText(rec domain.MemoryRecord) string {
 	if rec.SearchText != "" {
 		return rec.SearchText
 	}

@@ -26,7 +26,7 @@ func TestMemoriesSurviveReopen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Memory().InsertMemories(ctx, []memory.Record{{Memory: domain.Memory{
+	if _, err := db.Memory().InsertMemories(ctx, []domain.MemoryRecord{{Memory: domain.Memory{
 		ID: "mem_keep", Namespace: "ns", Kind: domain.MemoryNote, Content: "remember the lighthouse", CreatedAt: at, UpdatedAt: at, ValidFrom: at,
 	}, Vector: []float32{1, 2}, VectorModel: "m"}}); err != nil {
 		t.Fatal(err)
@@ -41,7 +41,7 @@ func TestMemoriesSurviveReopen(t *testing.T) {
 	if err != nil || m.Content != "remember the lighthouse" {
 		t.Fatalf("after reopen: %+v %v", m, err)
 	}
-	hits, err := db.Memory().SearchText(ctx, "ns", "lighthouse", 5, memory.LiveFilter{Now: at})
+	hits, err := db.Memory().SearchText(ctx, "ns", "lighthouse", 5, domain.LiveFilter{Now: at})
 	if err != nil || len(hits) != 1 {
 		t.Fatalf("index after reopen: %+v %v", hits, err)
 	}
