@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"mime/multipart"
+	"net/http"
 	"strings"
 	"time"
 
@@ -286,6 +287,9 @@ func (s *Server) readUpload(mr *multipart.Reader) (capsule.NewItem, error) {
 			break
 		}
 		if err != nil {
+			if mb := (*http.MaxBytesError)(nil); errors.As(err, &mb) {
+				return in, tooLargeUpload(s.cfg.MaxUploadBytes)
+			}
 			return in, domain.Invalid("", "malformed multipart body: %v", err)
 		}
 		if n >= maxFormParts {
@@ -306,6 +310,9 @@ func (s *Server) readUpload(mr *multipart.Reader) (capsule.NewItem, error) {
 				if _, ok := domain.AsError(err); ok {
 					return in, err
 				}
+				if mb := (*http.MaxBytesError)(nil); errors.As(err, &mb) {
+					return in, tooLargeUpload(s.cfg.MaxUploadBytes)
+				}
 				return in, domain.Invalid("file", "could not read the upload: %v", err)
 			}
 			in.File = up
@@ -313,6 +320,9 @@ func (s *Server) readUpload(mr *multipart.Reader) (capsule.NewItem, error) {
 		}
 		raw, err := io.ReadAll(io.LimitReader(part, maxFormField+1))
 		part.Close()
+		if mb := (*http.MaxBytesError)(nil); errors.As(err, &mb) {
+			return in, tooLargeUpload(s.cfg.MaxUploadBytes)
+		}
 		if err != nil {
 			return in, domain.Invalid(name, "could not read the field: %v", err)
 		}

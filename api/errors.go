@@ -23,6 +23,7 @@ var errorClass = map[domain.Kind]struct {
 	domain.KindNotFound:        {http.StatusNotFound, "not_found_error"},
 	domain.KindConflict:        {http.StatusConflict, "conflict_error"},
 	domain.KindTooLarge:        {http.StatusRequestEntityTooLarge, "request_too_large"},
+	domain.KindUnsupportedType: {http.StatusUnsupportedMediaType, "unsupported_media_type_error"},
 	domain.KindUnprocessable:   {http.StatusUnprocessableEntity, "unprocessable_entity_error"},
 	domain.KindRateLimited:     {http.StatusTooManyRequests, "rate_limit_error"},
 	domain.KindInternal:        {http.StatusInternalServerError, "server_error"},

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"mime"
 	"net/http"
 	"strings"
 
@@ -42,29 +41,45 @@ func (s *Server) gate(next http.Handler) http.Handler {
 			return
 		}
 
+		// No body is read, parsed or validated before these checks: the
+		// Content-Type must be one the operation takes (415), the size is
+		// capped before the first read (413), and JSON may not nest deeper
+		// than MaxJSONDepth (400).
 		opts := s.validationOptions
-		if isMultipart(r) {
-			// Uploads stream to disk in the handler, which enforces their
-			// schema; validating here would buffer them in memory.
-			o := *opts
-			o.ExcludeRequestBody = true
-			opts = &o
-		} else if r.Body != nil && r.Body != http.NoBody {
-			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+		if hasBody(r) && op.RequestBody != nil {
+			// (An operation without a request body never reads one.)
+			mt, err := checkMediaType(r, op)
 			if err != nil {
-				var tooLarge *http.MaxBytesError
-				if errors.As(err, &tooLarge) {
-					writeError(w, r, s.log, &domain.Error{Kind: domain.KindTooLarge, Code: "body_too_large",
-						Message: fmt.Sprintf("request body is over the limit of %d bytes", s.cfg.MaxBodyBytes)})
-					return
-				}
-				writeError(w, r, s.log, &domain.Error{Kind: domain.KindInvalid, Code: "unreadable_body", Message: "could not read the request body"})
+				writeError(w, r, s.log, err)
 				return
 			}
-			ri.Body = body
-			r.Body = io.NopCloser(bytes.NewReader(body))
+			if mt == "multipart/form-data" {
+				// Uploads stream to disk in the handler, which enforces their
+				// schema and the file's limit; validating here would buffer
+				// them in memory. The whole body is capped all the same.
+				r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxUploadBytes+multipartOverhead)
+				o := *opts
+				o.ExcludeRequestBody = true
+				opts = &o
+			} else {
+				body, err := s.readBody(w, r, mt)
+				if err != nil {
+					writeError(w, r, s.log, err)
+					return
+				}
+				ri.Body = body
+				r.Body = io.NopCloser(bytes.NewReader(body))
+			}
 		}
-		in := &openapi3filter.RequestValidationInput{Request: r, PathParams: params, Route: route, Options: opts}
+		vr := r
+		if opts.ExcludeRequestBody {
+			// kin-openapi reads the whole body into memory for its security
+			// check; an upload's body is the handler's alone.
+			c := *r
+			c.Body = http.NoBody
+			vr = &c
+		}
+		in := &openapi3filter.RequestValidationInput{Request: vr, PathParams: params, Route: route, Options: opts}
 		if err := openapi3filter.ValidateRequest(r.Context(), in); err != nil {
 			writeError(w, r, s.log, s.validationError(err))
 			return
@@ -76,16 +91,43 @@ func (s *Server) gate(next http.Handler) http.Handler {
 	})
 }
 
+// readBody reads a JSON (or JSON Lines) body within MaxBodyBytes and checks
+// its nesting depth and number of values.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, mediaType string) ([]byte, error) {
+	var buf bytes.Buffer
+	if n := r.ContentLength; n > 0 && n <= s.cfg.MaxBodyBytes {
+		buf.Grow(int(n) + 1) // +1: ReadFrom needs room to see EOF without growing
+	}
+	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	body := buf.Bytes()
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return nil, &domain.Error{Kind: domain.KindTooLarge, Code: "body_too_large",
+				Message: fmt.Sprintf("request body is over the limit of %d bytes", s.cfg.MaxBodyBytes)}
+		}
+		return nil, &domain.Error{Kind: domain.KindInvalid, Code: "unreadable_body", Message: "could not read the request body"}
+	}
+	maxValues := MaxJSONValues
+	if mediaType == "application/x-ndjson" {
+		maxValues = MaxJSONLinesValues
+	}
+	switch tooDeep, tooMany := jsonShape(body, MaxJSONDepth, maxValues); {
+	case tooDeep:
+		return nil, &domain.Error{Kind: domain.KindInvalid, Code: "nesting_too_deep",
+			Message: fmt.Sprintf("the request body nests arrays and objects more than %d deep", MaxJSONDepth)}
+	case tooMany:
+		return nil, &domain.Error{Kind: domain.KindTooLarge, Code: "too_many_values",
+			Message: fmt.Sprintf("the request body holds more than %d JSON values", maxValues)}
+	}
+	return body, nil
+}
+
 func routeError(r *http.Request, err error) error {
 	if errors.Is(err, routers.ErrMethodNotAllowed) || strings.Contains(err.Error(), routers.ErrMethodNotAllowed.Error()) {
 		return &domain.Error{Kind: domain.KindNotFound, Code: "method_not_allowed", Message: fmt.Sprintf("%s is not allowed on %s", r.Method, r.URL.Path)}
 	}
 	return &domain.Error{Kind: domain.KindNotFound, Code: "route_not_found", Message: fmt.Sprintf("no operation at %s %s", r.Method, r.URL.Path)}
-}
-
-func isMultipart(r *http.Request) bool {
-	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	return mt == "multipart/form-data"
 }
 
 // authorize authenticates the request and checks the operation's scope and

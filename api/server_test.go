@@ -51,7 +51,7 @@ func (fakeLimiter) Allow(key string) (bool, time.Duration) {
 }
 func (f fakeLimiter) Charge(key string, n int) { f.charged[key] += n }
 
-func newTestServer(t *testing.T, deps Deps) (http.Handler, *bytes.Buffer) {
+func newTestServer(t testing.TB, deps Deps) (http.Handler, *bytes.Buffer) {
 	t.Helper()
 	spec, err := LoadSpec(context.Background())
 	if err != nil {

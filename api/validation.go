@@ -24,12 +24,29 @@ func newValidationOptions() *openapi3filter.Options {
 	return &openapi3filter.Options{
 		AuthenticationFunc:  openapi3filter.NoopAuthenticationFunc,
 		SkipSettingDefaults: true,
+		// Without this every schema error formats its schema and value,
+		// and a failed oneOf formats all its branches' errors: quadratic in
+		// the body's depth. The reason and the JSON pointer are all the
+		// error body uses.
+		SchemaValidationOptions: schemaOptions,
 	}
 }
 
+// schemaOptions are the schema validation options of every validation here.
+var schemaOptions = []openapi3.SchemaValidationOption{openapi3.DisableSchemaErrorDetails()}
+
 // validationError turns a kin-openapi request validation error into a 400
-// that names the offending field.
+// that names the offending field, its message and param capped in length.
 func (s *Server) validationError(err error) error {
+	e := s.validationErrorFull(err)
+	if de, ok := domain.AsError(e); ok {
+		de.Message = capText(de.Message, maxErrorMessage)
+		de.Param = capText(de.Param, maxErrorParam)
+	}
+	return e
+}
+
+func (s *Server) validationErrorFull(err error) error {
 	var re *openapi3filter.RequestError
 	if !errors.As(err, &re) {
 		return domain.Errorf(domain.KindInvalid, "invalid request: %v", err).WithCode("invalid_request")
@@ -56,20 +73,10 @@ func (s *Server) validationError(err error) error {
 		if errors.Is(re.Err, openapi3filter.ErrInvalidRequired) || strings.Contains(re.Error(), "value is required") {
 			return &domain.Error{Kind: domain.KindInvalid, Code: "missing_body", Message: "a request body is required"}
 		}
-		if strings.Contains(re.Error(), "header Content-Type") || strings.Contains(re.Error(), "unsupported content type") {
-			return &domain.Error{Kind: domain.KindInvalid, Code: "unsupported_content_type", Message: "unsupported Content-Type: send application/json" + multipartHint(re)}
-		}
 		return &domain.Error{Kind: domain.KindInvalid, Code: "invalid_body", Message: cleanReason(re)}
 	default:
 		return &domain.Error{Kind: domain.KindInvalid, Code: "invalid_request", Message: cleanReason(re)}
 	}
-}
-
-func multipartHint(re *openapi3filter.RequestError) string {
-	if re.RequestBody != nil && re.RequestBody.Content.Get("multipart/form-data") != nil {
-		return " or multipart/form-data"
-	}
-	return ""
 }
 
 // refine descends into a failed oneOf: when exactly one variant claims the
@@ -87,7 +94,7 @@ func refine(se *openapi3.SchemaError) (*openapi3.SchemaError, []string) {
 			break
 		}
 		var inner *openapi3.SchemaError
-		if err := v.VisitJSON(se.Value); err == nil || !errors.As(err, &inner) {
+		if err := v.VisitJSON(se.Value, schemaOptions...); err == nil || !errors.As(err, &inner) {
 			break
 		}
 		ptr = append(ptr, inner.JSONPointer()...)
@@ -128,7 +135,7 @@ func claims(v *openapi3.Schema, value any) bool {
 		if !has || !sent || prop.Value == nil {
 			continue
 		}
-		return prop.Value.VisitJSON(got) == nil
+		return prop.Value.VisitJSON(got, schemaOptions...) == nil
 	}
 	return true
 }

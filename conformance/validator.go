@@ -50,6 +50,9 @@ func NewValidator(ctx context.Context) (*Validator, error) {
 			AuthenticationFunc:    openapi3filter.NoopAuthenticationFunc,
 			IncludeResponseStatus: true,
 			SkipSettingDefaults:   true,
+			// As the server does: formatting each schema error's schema
+			// and value costs time quadratic in a hostile body's depth.
+			SchemaValidationOptions: []openapi3.SchemaValidationOption{openapi3.DisableSchemaErrorDetails()},
 		},
 		errorSchema: es.Value,
 	}, nil

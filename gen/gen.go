@@ -1747,6 +1747,9 @@ type Unavailable = ErrorResponse
 // Unprocessable defines model for Unprocessable.
 type Unprocessable = ErrorResponse
 
+// UnsupportedMediaType defines model for UnsupportedMediaType.
+type UnsupportedMediaType = ErrorResponse
+
 // ListItemsParams defines parameters for ListItems.
 type ListItemsParams struct {
 	// Status Only items in this state.
@@ -7097,6 +7100,8 @@ type AskCapsuleResponse struct {
 	JSON404 *NotFound
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Unprocessable
 	// JSON429 the response for an HTTP 429 `application/json` response
@@ -7147,6 +7152,11 @@ func (r AskCapsuleResponse) GetJSON404() *NotFound {
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r AskCapsuleResponse) GetJSON413() *TooLarge {
 	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r AskCapsuleResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
 }
 
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
@@ -7243,6 +7253,8 @@ type QueryCapsuleResponse struct {
 	JSON404 *NotFound
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Unprocessable
 	// JSON429 the response for an HTTP 429 `application/json` response
@@ -7287,6 +7299,11 @@ func (r QueryCapsuleResponse) GetJSON404() *NotFound {
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r QueryCapsuleResponse) GetJSON413() *TooLarge {
 	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r QueryCapsuleResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
 }
 
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
@@ -7484,6 +7501,8 @@ type QueryCapsuleByHostResponse struct {
 	JSON404 *NotFound
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Unprocessable
 	// JSON429 the response for an HTTP 429 `application/json` response
@@ -7528,6 +7547,11 @@ func (r QueryCapsuleByHostResponse) GetJSON404() *NotFound {
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r QueryCapsuleByHostResponse) GetJSON413() *TooLarge {
 	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r QueryCapsuleByHostResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
 }
 
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
@@ -7754,6 +7778,8 @@ type CreateCapsuleResponse struct {
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -7796,6 +7822,11 @@ func (r CreateCapsuleResponse) GetJSON409() *Conflict {
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r CreateCapsuleResponse) GetJSON413() *TooLarge {
 	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r CreateCapsuleResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -8200,6 +8231,8 @@ type AddItemResponse struct {
 	JSON404 *NotFound
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -8247,6 +8280,11 @@ func (r AddItemResponse) GetJSON404() *NotFound {
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r AddItemResponse) GetJSON413() *TooLarge {
 	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r AddItemResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -8767,6 +8805,8 @@ type CreateChatCompletionResponse struct {
 	JSON404 *NotFound
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -8813,6 +8853,11 @@ func (r CreateChatCompletionResponse) GetJSON404() *NotFound {
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r CreateChatCompletionResponse) GetJSON413() *TooLarge {
 	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r CreateChatCompletionResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -8994,6 +9039,8 @@ type CreateKeyResponse struct {
 	JSON403 *Forbidden
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -9031,6 +9078,11 @@ func (r CreateKeyResponse) GetJSON403() *Forbidden {
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r CreateKeyResponse) GetJSON413() *TooLarge {
 	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r CreateKeyResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -9329,6 +9381,8 @@ type CreateMemoryChatCompletionResponse struct {
 	JSON404 *NotFound
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -9377,6 +9431,11 @@ func (r CreateMemoryChatCompletionResponse) GetJSON404() *NotFound {
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r CreateMemoryChatCompletionResponse) GetJSON413() *TooLarge {
 	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r CreateMemoryChatCompletionResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -9986,6 +10045,8 @@ type ImportMemoryNamespaceResponse struct {
 	JSON403 *Forbidden
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -10023,6 +10084,11 @@ func (r ImportMemoryNamespaceResponse) GetJSON403() *Forbidden {
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r ImportMemoryNamespaceResponse) GetJSON413() *TooLarge {
 	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r ImportMemoryNamespaceResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -10201,6 +10267,8 @@ type CreateMemoryResponse struct {
 	JSON403 *Forbidden
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -10238,6 +10306,11 @@ func (r CreateMemoryResponse) GetJSON403() *Forbidden {
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r CreateMemoryResponse) GetJSON413() *TooLarge {
 	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r CreateMemoryResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -10531,6 +10604,8 @@ type UpdateMemoryResponse struct {
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -10578,6 +10653,11 @@ func (r UpdateMemoryResponse) GetJSON409() *Conflict {
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r UpdateMemoryResponse) GetJSON413() *TooLarge {
 	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r UpdateMemoryResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -10652,6 +10732,10 @@ type SetMemoryExpiryResponse struct {
 	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -10689,6 +10773,16 @@ func (r SetMemoryExpiryResponse) GetJSON403() *Forbidden {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r SetMemoryExpiryResponse) GetJSON404() *NotFound {
 	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r SetMemoryExpiryResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r SetMemoryExpiryResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -10853,6 +10947,8 @@ type CreateAccessTokenResponse struct {
 	JSON403 *Forbidden
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -10890,6 +10986,11 @@ func (r CreateAccessTokenResponse) GetJSON403() *Forbidden {
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r CreateAccessTokenResponse) GetJSON413() *TooLarge {
 	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r CreateAccessTokenResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -11984,6 +12085,13 @@ func ParseAskCapsuleResponse(rsp *http.Response) (*AskCapsuleResponse, error) {
 		}
 		response.JSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest Unprocessable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -12126,6 +12234,13 @@ func ParseQueryCapsuleResponse(rsp *http.Response) (*QueryCapsuleResponse, error
 			return nil, err
 		}
 		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest Unprocessable
@@ -12316,6 +12431,13 @@ func ParseQueryCapsuleByHostResponse(rsp *http.Response) (*QueryCapsuleByHostRes
 			return nil, err
 		}
 		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest Unprocessable
@@ -12565,6 +12687,13 @@ func ParseCreateCapsuleResponse(rsp *http.Response) (*CreateCapsuleResponse, err
 			return nil, err
 		}
 		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
@@ -13007,6 +13136,13 @@ func ParseAddItemResponse(rsp *http.Response) (*AddItemResponse, error) {
 			return nil, err
 		}
 		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
@@ -13558,6 +13694,13 @@ func ParseCreateChatCompletionResponse(rsp *http.Response) (*CreateChatCompletio
 		}
 		response.JSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -13776,6 +13919,13 @@ func ParseCreateKeyResponse(rsp *http.Response) (*CreateKeyResponse, error) {
 			return nil, err
 		}
 		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
@@ -14107,6 +14257,13 @@ func ParseCreateMemoryChatCompletionResponse(rsp *http.Response) (*CreateMemoryC
 			return nil, err
 		}
 		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
@@ -14745,6 +14902,13 @@ func ParseImportMemoryNamespaceResponse(rsp *http.Response) (*ImportMemoryNamesp
 		}
 		response.JSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -14953,6 +15117,13 @@ func ParseCreateMemoryResponse(rsp *http.Response) (*CreateMemoryResponse, error
 			return nil, err
 		}
 		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
@@ -15288,6 +15459,13 @@ func ParseUpdateMemoryResponse(rsp *http.Response) (*UpdateMemoryResponse, error
 		}
 		response.JSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -15395,6 +15573,20 @@ func ParseSetMemoryExpiryResponse(rsp *http.Response) (*SetMemoryExpiryResponse,
 			return nil, err
 		}
 		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
@@ -15590,6 +15782,13 @@ func ParseCreateAccessTokenResponse(rsp *http.Response) (*CreateAccessTokenRespo
 			return nil, err
 		}
 		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
@@ -17032,6 +17231,8 @@ type UnavailableJSONResponse struct {
 
 type UnprocessableJSONResponse ErrorResponse
 
+type UnsupportedMediaTypeJSONResponse ErrorResponse
+
 type AskCapsuleRequestObject struct {
 	Capsule CapsulePath `json:"capsule"`
 	Body    *AskCapsuleJSONRequestBody
@@ -17124,6 +17325,22 @@ func (response AskCapsule413JSONResponse) VisitAskCapsuleResponse(w http.Respons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AskCapsule415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response AskCapsule415JSONResponse) VisitAskCapsuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -17324,6 +17541,22 @@ func (response QueryCapsule413JSONResponse) VisitQueryCapsuleResponse(w http.Res
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type QueryCapsule415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response QueryCapsule415JSONResponse) VisitQueryCapsuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -17547,6 +17780,22 @@ func (response QueryCapsuleByHost413JSONResponse) VisitQueryCapsuleByHostRespons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type QueryCapsuleByHost415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response QueryCapsuleByHost415JSONResponse) VisitQueryCapsuleByHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -17839,6 +18088,22 @@ func (response CreateCapsule413JSONResponse) VisitCreateCapsuleResponse(w http.R
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCapsule415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateCapsule415JSONResponse) VisitCreateCapsuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -18381,6 +18646,22 @@ func (response AddItem413JSONResponse) VisitAddItemResponse(w http.ResponseWrite
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AddItem415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response AddItem415JSONResponse) VisitAddItemResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -19099,6 +19380,22 @@ func (response CreateChatCompletion413JSONResponse) VisitCreateChatCompletionRes
 	return err
 }
 
+type CreateChatCompletion415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateChatCompletion415JSONResponse) VisitCreateChatCompletionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateChatCompletion429JSONResponse struct{ RateLimitedJSONResponse }
 
 func (response CreateChatCompletion429JSONResponse) VisitCreateChatCompletionResponse(w http.ResponseWriter) error {
@@ -19352,6 +19649,22 @@ func (response CreateKey413JSONResponse) VisitCreateKeyResponse(w http.ResponseW
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateKey415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateKey415JSONResponse) VisitCreateKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -19797,6 +20110,22 @@ func (response CreateMemoryChatCompletion413JSONResponse) VisitCreateMemoryChatC
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateMemoryChatCompletion415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateMemoryChatCompletion415JSONResponse) VisitCreateMemoryChatCompletionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -20590,6 +20919,22 @@ func (response ImportMemoryNamespace413JSONResponse) VisitImportMemoryNamespaceR
 	return err
 }
 
+type ImportMemoryNamespace415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response ImportMemoryNamespace415JSONResponse) VisitImportMemoryNamespaceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ImportMemoryNamespace429JSONResponse struct{ RateLimitedJSONResponse }
 
 func (response ImportMemoryNamespace429JSONResponse) VisitImportMemoryNamespaceResponse(w http.ResponseWriter) error {
@@ -20832,6 +21177,22 @@ func (response CreateMemory413JSONResponse) VisitCreateMemoryResponse(w http.Res
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateMemory415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateMemory415JSONResponse) VisitCreateMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -21249,6 +21610,22 @@ func (response UpdateMemory413JSONResponse) VisitUpdateMemoryResponse(w http.Res
 	return err
 }
 
+type UpdateMemory415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response UpdateMemory415JSONResponse) VisitUpdateMemoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UpdateMemory429JSONResponse struct{ RateLimitedJSONResponse }
 
 func (response UpdateMemory429JSONResponse) VisitUpdateMemoryResponse(w http.ResponseWriter) error {
@@ -21376,6 +21753,36 @@ func (response SetMemoryExpiry404JSONResponse) VisitSetMemoryExpiryResponse(w ht
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetMemoryExpiry413JSONResponse struct{ TooLargeJSONResponse }
+
+func (response SetMemoryExpiry413JSONResponse) VisitSetMemoryExpiryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetMemoryExpiry415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response SetMemoryExpiry415JSONResponse) VisitSetMemoryExpiryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -21591,6 +21998,22 @@ func (response CreateAccessToken413JSONResponse) VisitCreateAccessTokenResponse(
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateAccessToken415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateAccessToken415JSONResponse) VisitCreateAccessTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -22849,297 +23272,303 @@ func (sh *strictHandler) CreateAccessToken(w http.ResponseWriter, r *http.Reques
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3vchu3li/6KijOVJn0bVGU/Ge8pZqachxnb5/YccZ2JnNP6GGD3SCJrSbANNCSGEdV+XTrfLx16jzD",
-	"foXz/TxKnuTWWgvoRje7SUq2bCfXHxKLZAONPwsL6+9vveslernSSihreifveiue86WwIsdPT/jKFJn4",
-	"ntsFfEyFSXK5slKr3knvzUKwhB64Y5jiS8H6nH393WuW8anIBsNe1JPw4AqaRz14onfSc016US8XPxcy",
-	"F2nvxOaFiHomWYglhxf9cy5mvZPePx1WgzukX82hG9N30NvVVdR7ZsWye4DSiuUdw2TK+rG0y8nvv/0j",
-	"7hoZPLt1WCturcih4X9BXz89Pvjv/OCX0cFf3r47ih7ev/rnXtSz6xX0ZWwu1RwH+EIsdb7uHuISf/eD",
-	"XIrtg6Sn9x0m9LbnMGFBzYonYtdIcavxyRN2xKxmR8ePWLLgOU+AbpiesUzACEzEUjmX1kQsHsYRiydx",
-	"NFbxQcy4Sll8EkfMWJ5bqebsQtoF464h0zm1ZP14nukpz2ImDbMLwVIx40Vmx6ocBLzPVoPTK5FzGPNg",
-	"OFbtS1g2vTENlmtVUmH5zb8XIl9/Jss3ZF/Tcp3gCtFSBksX4VhS5hc5WLGfcRqtS3azJbqCtTYrrYxA",
-	"1vIVT//KrbjguFiJVlYoC3/y1SqTCW7h4d8NLN67PV/5NM91/sq9hF65uQnFythc8CUTai6VYLmYFUak",
-	"EcuFERbXKdFKiQTawEoaoSyb83zK52LYu4pg5K/Ez4Uw9uOOPKeXwklY8mymc9g6nbNpLviZYZzlRSZO",
-	"WYwsPCYyw/nMpMhSHPoTrWaZTD76wI0u8kQwnuWCp2smLqUBstY5TEZpy6RiHKjZCmYX3DKeZfoCRi8N",
-	"DvwbnU9lmgr1cUee5CIVykqesYwnZ7ScJtErgYO31Q0IHyuWJA3ThTUyhQvI0GwOMmksTsbR/Ru5FLqw",
-	"n5b8U5niBnBlLkQO+2Dlkuj8mYJbhGcfb4CPFSuUuFyJxIqUzbjMilycOu5uDJ/Dcue5dHRdHggi7u+0",
-	"/UYXKv144/1BnSl9odhSpyKLPClEKHRE7Eyso4AmdO4uAD/YZ8tVJpZCWfERh/wd7PU5lxmfZgK3eyEN",
-	"mxYyQ16SaDWT84JuUBzoK27Fc7mUH3WUL89FzjhbifzgTKxZDnwhg0GAULQQPHXy6Sth8/XB45kV+eaV",
-	"+1okWqUGrtgLLi2bipnOgWpsvpZqPqxdZU4eksqKuchhTFdR743Wz3k+Fx/3iE51uoa9KFaZ5inyElgO",
-	"YCRuDa6i3g+KF3ahc/nLx9yXF9IYqeZRdQFFrKBDABfouT6jK0lcrkCoCvhnY+N+/PHHg8eFXcCPCbdi",
-	"c/firwTPRR637VIptV7RSnh6/rSsVAPJpmIlVCpUsmYJV8BZp0ByPFmIlKSwlFs+5QYviVyUEhxsuMIH",
-	"8WT2E50KFvuHJ0U1y3gQITGk0pxBJ7Miy1g/NlbnfC4m8DEe4N1q6R08PdAqWwfPwHcT+C4eDBkeIsbh",
-	"ELE4OFExM3SCPu6h+0Gtcp0Au/+oO/qjyLIDT9PTwjK5XGljJGzGQuSC9WdI2By4NjNiyYF0mRE8Txbs",
-	"YiGBneKC69lsMESlwL0cxvY4gSm90Wckwqxy0FOsJFmYjouZcJwkDAL+6qXcigO4jjf1tahsI1X3JhTK",
-	"ygxG5R4eVh2Vax5Vsr1pV1uq36GrJV+zwohTJpYru2ZLwRUKOKiuWrE0Lee0fCvPc77Gz34hNp+EXyb0",
-	"9bueUMWyd/JTb4rMoPe2TXGtVLifXL+1XqJweWvrVpt61bWe/l0kFsbyOE2/kZl4ZsUykPjrezeTmWhf",
-	"N/jlFE/qiue2JrnAT2QxAVVOYyueZWt8+sWzF08ZjAWWtCSGqVQcNbKNFYPOygXbvEdzmbq3wjDuNPpf",
-	"8svnQs1B4z9+8KCl96WwHLjQZueP2X97/fI7RssVMW6YFZe20enDBw/uPWzpFsh6QlcYXWD7UX2RS3g4",
-	"HPXo/qNdVIF71LHBb8SlbWwwT1NJO/J9sNUznhkRNXY/4E2bBADLwfrcsqU2lj1iL+RXg8byPLr36NHD",
-	"0aOot5TKf3e0Yxfah0fmiyW/DL98eL9l0h916f0Cta6+ObvZqtOF277o7jJGLXJZmFKz6TvLEbDqZCFA",
-	"okJlTuTwZ14og3tTMpxCZhZ5hL/mW5hP1EOBjAaCvfdOjkbNm+WVMEUGXEDk1XUhQOG1Wmcs4VnG5vJc",
-	"gCZcSblLfimXMJaj0QjJw31q4+BLfjmxRa5MbSSPNoSWIlf0Am8zy7Re1V/2cNe7cL+kVu2r739lfTRt",
-	"3R/95SGbrq0wEWqZKIZcLKQlrts8DfD4jqPQIK9yNJ30ZXAt3t2Qgoh4RMr6jiBIMCeKGAzbzkl5CbYZ",
-	"QlY6B9UWn4mILyxEtpoVGZvJ3NiIgQQIvBRuAnEuQZQULFkU6qx2w26TddAE6WbecveGO7gxej/Elgnk",
-	"hSDCRX0cVF6kXZG6eU3cTCYyNacMD271vK1oD+TjtEZ+bhRTrTPBFUkBOptA720r6U+NU4zg/CD1IzV5",
-	"4h21Ea/NeYK7vtc6PjZncGRa5Rd/2ra9r4tWI09+wXL7LmtT9/vtB95B5LAgT3iWbZI5z+fF0rt22rw3",
-	"WXbHsPKpiPHwTgcy5Ixoo5XUBQjVm13/uFg701iWoRUHzw9Pwxc5rRFPwuA0ICkjSM7kJLMgi8yRlluH",
-	"QPbpVkKGNhNkPi0SsvyldBzgK7x9Ca29U56cAfsqR7WbstzrEl20SQN/g9PcJ+YfoVwwoQ9OTxNLw/qg",
-	"lA1AUypyJdK9XylTU6PoHbJ3gyhx/aKAUBpTaSxk7a1d5AhnZoMUt0pK3BhpLFcgnroHI/JpwMKNi9Ho",
-	"XmIXUp3hn4JNM52ctdJD6mxXky4efLHQGbGjCHfeMKmSrEg7V1wVyyktOJ3azp7p5zugca+yNeOZVmJn",
-	"nzOppFmAQm50l0IUssK9GZfnCR3Mq8a7jnbyLmwSlZvYHHd93cOVqo2/nWDc1r+gE7iVclSROUMPibta",
-	"iZez3slPNbH0aHT/0YN/aVE69lw90Ai+57l1ktUzanP84GFzJd8G/KemR7UpPOhnImN621ibM9tsr7Oa",
-	"RlwemVa59AZEE1JMNe2j40c7OAgObOvOvoLzcE2OcC7J9AK88pT8nMZ7OeMNhvD7b/+g7w6DL2NiE6xQ",
-	"mTCGxe6cO5qVao5OZZRT4Jju3oFqBz+v3dq9PdFWPcxFVLTsEIid1Z22eQUlueBWpNcyXNX2+l27/Lzt",
-	"nR03fvu9Fr6sNtzae6LaTLcs0XPZZgLyivleG+cXe9e+YadbhvKdW4b60UGt6+E9lukLkR8k3IhmMAEK",
-	"HEqJnC3Wq4VQZjNoJ4gf+ckFjvT/7cT9efD23Sh6eHTlfxn82z+37fKTBbdPFlomos1k1rjz/CkxVq96",
-	"US8j5thxdQSUolJx2U4kmZ6vcj01u+wlHQe5Wu1ldSttv3FrvK65mTTSqrfm/dm6z7CCernKhD8qzcMJ",
-	"q7s/xwh2pEUmcEdjk6J+UPLS+YQDa6RU9uH9VmuyTFtPtQtb2jFGCpV6hUoRtgLhu7U/t04B8SQLbodJ",
-	"tWBtFGPWBk79TKq5yFe5bJcqNk1f+5DAD/jQxs6DaucGW62yn1lU7qJ/yW5KeAKs6kOQQ6HO9qKHP9Cm",
-	"D5GP38rW8yxzouYeRPC2yVluSha7ySGwoNYP7vnz5y9AnVpwe1CtkA+aGLKn5yJfU2yQ14RhR/OZC2Dh",
-	"SSJWVqRjVSpiMJSI0cxkJu0a3RfO4HhKfZlGT6lGw6aL2GM8F0zOlc5Fii4DGCU+Q7FnDfNFmk7mQrmA",
-	"vskq18tV3dpa27XAfgQtzUokkmcT9AXVTaPOqtzSLoObM6U2Xap13fLqBGXn6OggqPJcTXk6udD5Lp19",
-	"q94RIdlPrFiuMuc73/S47KTsWh+Tswuez9//ugQxU6pCwDnj2SS4PXevvUgWer8nZ0jEKllPVkLxzK5r",
-	"zUaBPfs4UL8PjjsnUOnjRJsTofckmA2lYi/y9K1A4JkYm0+kmujCrgq731tJQmqd/VHLpDI9l3YylXzL",
-	"Br/bbLZzt0MpqznojsbBJJb8clIxpuCYhnaJjm6azo/giK9ykdDVRS3qXPHr8nfGM8kx3DZuHUlcs93s",
-	"N5Rr3HcvcUQmkDGvJ8p5c0ldWx8d38dB+8+brGMp1WTlWEY5tdBEtfOIQA8tPHW0y15Z3uuNQB9znhwc",
-	"xWymcwwTkeKcZ3htnTIjBIv/+vQNOzw/OsT2hh5sC/jecGc/3OlWVc2j0+kI2735K57zLBNw39R9FzVe",
-	"sPtYrHJhhErEh+dtdH9OwlO7x8bXLM6OyU3EbAbSWv3muXe8lxVlJayk+7ya4LUI0MeRT7xkuv20+Kif",
-	"b+hp7MAWuapf8rs3JmxlJtxct70RHfL07oU3Z3K1TZ7pfCXGtkymwl4IoW7UA6jkLaEf8L1zDZFLFDMZ",
-	"HjpJcllmHjDlrOB7mW5bTacBU9xpZQ1YYau5Fi/c6wt3+LJdop0LE7jRXUhtJ9pdCjso+jU+HdwgxuZF",
-	"YotcpE6M2KcL1+KlawBKoFgiMy1yUbshjq95QxAHLK0/DX4PFBFHLOaF1fCv14viiEIoKSdlVihMwQhy",
-	"WKiFtwKj287YYhox6hJ/0IXdTm1ec4QmvagHXYZpQG/b6G9XnkuK1linS791C9DiJXrsQoG0EtXwWX+p",
-	"c4ERIOz+aBQxivyU6pxnMqXbBJ6LB0P2zJqxcqZcE+pSp0xacoIzraq4EoOXpUBND7/EkBfUhMeKrgMK",
-	"73OZP/tanl/bYrp53HYdEDh7Z1t4Zeio16tJq3RZuwBH0TUvMOj2/YQfmxcKxEenjN5Yai2MmEzhyJMf",
-	"eD+xvzAUcttkgzsu3YbtwdsYSrFzt5HhdcDamp6a2IpLeyjOhbIHxMZiDGE/YZwZ0tPQ1Y6xzCfOmft3",
-	"o5X30mBTE8GpGKuVIH84XSQSiDzn64gJlZZ5bhg6Iq3IeUaNfd8/ff3yu6dv47HqY5CXTy7iLsxgyJ5y",
-	"+Ba6h54prIa4jmIYzOD682ErY+VCvGdcZsbFSGNU85yrxpmpWMxOK2zDlreLxTRil9+2mOtCjWAzClSV",
-	"+TNDdvfuf/BccmUxXezk7l1cznP3nTQsWWgjFJuuWZzrTMRD9ti3HqsL+JHB9/BonIpzkYEADnyc+Ar8",
-	"BXSKHN5bxWNY4xg4UMykGRNrIyVszqUylqKtoN87phyMVtn6lHG1ZtouRE6vNSITiTW0O0lhrF76Bm5/",
-	"3ac7xk2A0Toyni4xqOqSJ9aF2uoLxc55VggzVn0MWal1eMfQO8Ulqus+dvdcMJhVyvMUfzeDiBnNeDkv",
-	"zBqkYfq3Acv386p4slvXCO1ovFpmXA2X1wfjbCyMNMxdDyznuDR2wZUbPJHlftT4td+/SpvcITbgHu/7",
-	"9A9m/5434gB2NYB7aN9nn+DKlE+/xRNT2b83PXois3wvC/rX+GRbIMd+Tq2d+tLtO7k6fFW0Bu13Qznx",
-	"6wRrfDoneblJGx7XzbmhKd75WG8WndxwcNeiPUajLTFs10E92PB1v+2czLdifcPgdnpnmyBbJrTCPe1T",
-	"YFGS9IkhcKlOMZrO5fI2c0T2nm3dwBWsYHn7tQTh+KjprdafLYkv9Rk2M/c/zCwbKfK754mZx/uT/2t4",
-	"vN7vg23WwahXKPlzIdzPbX4rF1bhBtJNc96n9545FTXj0miPLU20Ohe5IX8ReSVDojjenWlxk1ysM6nS",
-	"mgTfU9qKIJvAfZzxpJ237ZvesbHanoWG/p/7LS8gXXKW6xYhvrLUXNR8/FumfI0kD6IHTHy7GTnUT+nt",
-	"HCxrs4lLdqzt472Ho1DhfPTwfi0Z42F70HfHGqTfipYouDOx02EA7dB+mOSiI1zu8ffP2JlYD9nrBci0",
-	"WiXilLItQHxccIPKkLE6pzjX7fsJYyrf17qpKE89oW3HWMkWEyHohRFzUXMElyDVGWhxK57bKFQ04AXo",
-	"b9lPbA0iNHeZfvHlez37xo2OHn5bznKfuNRbiUPdXOQPHJAaeCzfKyS1wXzqDFbpWsBGqTH2fEhGz9k1",
-	"okD+I2mvF2i6LXLgJn/fxxjyoWNjdxu99DVf1GJc2/WafUNyN/S9bUS96wQ6yuxdi+gaIn9FDjtTe/cI",
-	"ZK0bSjaTvny6SnPKqWjjX0ueLKQSB7ngKebk04mJmCkoRStGS9pEaTuZ6UKl8V5hxMsuM82PoPRfoPkp",
-	"12oeoZ0AQTAMOTc3ukKkn65UM8JGofgeq9k040sRUUoP5visuF2g7QtGvNfI23OMMZEo4wZd6bjEaMqj",
-	"dEfLbYGZL4JSbSrUEcGCbga776QqdNJlddPkI9q+t7u0Wtr7NqL5m+AZAZ41A+pEcrY1YKKp9lkuO+LW",
-	"zoKvS3tuY4T6rHV4G1/QmoaHSJ+h6F7BYLSJmCAWt4dcN8bh+m8by7PlSue2K6dSLqvUwS0oA60rZM7k",
-	"atUWfvpcKmEYmR1lyvqEUVPK+OjzGLALIGsHLmUXIhdtSActqoyHNCuHXo2kdf5wXW0SShU+3xJktSuC",
-	"ntjZBES0lrwxccle/+3xwfED71llOpdzqXhGabXXTcuTau4SdCkvb69zjwADnYl2NfiBTfNVe2So15i2",
-	"3TGw2t/Cc++jIBn5i9gziLU6WLtG9ZqeLHPp0/Q6ifT75d/v5sbQTbFKN8J098ni384CMDq1wunEzaKm",
-	"ITGEW+8WukHPwb7Vlqq5Bo3JlFvhSXl3fkZJKwFbBP3DDbKVI0KbD5DQgUyhxSWj4PUbh/BJkRud+8MM",
-	"z7AVegD2v4jbEkXc67qW5vXGnfFzIQpcajT3Qr+oEaRrNFMAa+hcszduYg3u73jjXkvlethBhaQc2K6J",
-	"tarToc1yfziam+QxdXC2jBs7Kcz2znYe7k5u22EN2TnDVS5m8rJdeiNF/44hCIIAizQCwTEXiZ4rCfdv",
-	"ewq2w/16r/ne1LK5VQ1CNuZYlZt/+aaoopTaojaSxGq7WZtqB0V+AIbizD03yw57UYagdup1+xhNd0eP",
-	"3+DE7GFa3e0Oaz91Plqm3cL5I8GtZNyKnM14YpkpQK0SKWJxnCLnrTC8Fjoj0LObDXEf2Ya26b2lm+1C",
-	"tVe264vxjc4pUujEOerRNx+46vsuvtasBD8TuXeCc4PgCIPhnuc5F23AZAh/kztEHK2y9QnLRSbOuUpE",
-	"xBZyvhAICjvFrMWA31QhONXeTabr/ZJ4SLC4FrHupCeMBQBamoqELwXDd3tUWIQ7Aa3EcJne0Kpesi+v",
-	"pTg5rGEI2Ty/NbGrxs6ChajNsHGAmmtcO7rdXOcbAmxtgSGxVixX1nSqQB+H/Xi1aH+mUiZktEJ7iUsL",
-	"FyVmVXHFOow0OxRf62xBXjCrOt1tEtugEOqtEpvLhW8jEppebS137u0HuN7qtPKeF923peetFmIKxy8+",
-	"YXzTVsDcmTxlMRxefCgtcrRL4Wl26y9SBkfBxVQCS7zIpbUCO9BKDE5ZrLQV8Un5QypzkdhsHcKIOdwM",
-	"dPxF5AZsE6tpMh9scT9ndaSe/bLLFVgfrRPZUtgkoYzUiDrLUzZdt2aEkAes72Jk3VNjVc8yGZywhb5g",
-	"yyJZ+A6sZlIhAhLlmiCKKqVNYnBVc0XqGzYt0rmwtSD7OnzVmVCMHqoSL/9OmNduAARcUULWodPSXy2E",
-	"WHcHbmNrpZoPGgBuo9HOTJwWjlsf419zXayMI36prG4eJViXVKRFCcdaBfynIpfn5fHBgDnQKkDUKKMQ",
-	"65k6IcZIQFUdpPNKJDpP26McM8ThnWHEJ5r0CFlKXMLfdwyLqYvYAVxRCLULpMNuUez7qOEIn7mkfYNa",
-	"IpvS+OcmR+9MbNxPrm74PfcXij8LkfYDx3nUsvg3Ducm52ZaOW53UPHrskII65cRtkkmMduBuPhYSeDY",
-	"NsQlBt6SYggt8tLU1ErCSEEY2KxfclngaGOFkLgYxT/Axv4e78NeSGNFOqArI2D/7DGjiHBCPczWY+Vx",
-	"faWFKSFKO0crSqHO3AWEdnslWC7nixISux6zfkLjKajIAbbFIPS4nhk09JnD+CBVxUG9Q2RGuJhoauwD",
-	"5eNaYGo8iFBfKYyo9BSJ2KQ0ZQwd8dfkKltjRDjFq4u2FP1AXN3UNAN5CnfchfTDS0980k5f6QpJ3RVS",
-	"oHuH54IWxW/jIGKxPqM0oZiMlLGLyacrHUH0gI2LFHNHx6pKHkVSO6wsPYfvyr+vDl2pCRO7okGNJCF0",
-	"sG2xiu5gF4Kn1zPWVexgc1GfEXkLnmfSWTMMRc/Tn56KG5QbWDyuh9Tt+ntPiMGq3BIH1cN32s5IiIk/",
-	"0Yo4eD3AZjOYpslNNz2t0a5LhN74EvmQzg1F0mx+vUtaXUoVfnu0cVh+3n2f0TtfJzzjBDqItXLa/MdR",
-	"b2737e9lngrYDmwkbtBKqmvoIM057Aq/y24yj+xG81Di+sNXtzj5qy0nwA/7evQfkq4bxXsfIOzTp+83",
-	"xOMPARS0CexDSWptzFZfqFJM2sM80gKyU/bQyn7gxR9CE8cJtDDUzblm8Ladxp5yIp0mkWYq6ibwmsup",
-	"3fylK4DrOljcnWkIVdyQD48uB1JdteVXOxei5cn6GuBl87UAkSVtze0RrUhnL7y06J7YUS1jPwxCf/H5",
-	"t24d8zM1050nzIn6DWOCXKLCi8lsWQoXvS8yFe2pFYDYsC1CxclGXdDGr5zAFQp6XpxqX0EaYFd/z+V5",
-	"ILj3lfbVS1KCkK/kmEH3BrW7TrUV2yaK6A5bfq+rXN37kHEryI2q5uKGtn/ntawtVW2EtX2rza25Y90u",
-	"gK20+AFYYJ2ub2zprUfz120SgT2i+nM4OUGUyqPjf2m3TziA/JtkI+xT8OEFGeMYXahAFt7hFVj0IuYL",
-	"gxyNRoPrVnz4ubvKqCsxgU/cWhmGqHchzSJzNLKNCH70z7XA4eftV3BYv2B/1GAXjux1/7JkwvZwtkZ1",
-	"PL4sYeGxRk9/Rj5hsSxTvtAkLC4tfTsYXrMkT1l950O8R6YtIR3PVCoua8uA1gAXdQu9tTNOBMSV7RCg",
-	"PxeCSSzlNpOi9Bc0+rr98L5GiHb5JPMddIwsiAdsd0y/8j5oJhX7aRSxo7ft3ugu4IhNoIhaZGCH/xih",
-	"CDB4NcWaGDosKbr/Fb4RUbjrdT6INFsz34z1EeER7jEaDJqfXJmGwf5jcQGGDQp69YxxY3QiMem/NE51",
-	"EFBLIJhzWaaXNc83hSQ6v3hXZOLWwEOih4ACdzCk/WOUdlRheSUSoZL1NT1g3+diJnKmxIXDyTAnDKfA",
-	"fv9//l/WP/r9f/zPCyHnCzv4P/+bvv+/GH3xf/738X/1f/8f/5PPxeGCZ7NJJmfE+ZvgzCJrJDM216zB",
-	"brB6hcPeYVxVFIXE5CyNMg9oq+YhbYsEpd1q0/7KoU9Svm4k64WpevcePqj7wYajURs0Ii1OHWJmeG/v",
-	"c96mvodJZxvX144yAJ05F365fPvdlfCI+DefDwdaA0ZrcaOLSxtHLP670WpC7cqPROYx6+Nhrn03cEBO",
-	"HpWKZ8zyOetXSB6U8OdKfMTEWOLBduCm/SHevs+4VHvkBoZt/tvrl9+9pkqS12v4upzkGz4nS0lnzxvU",
-	"EKxam9dnK67A3jGkO5OyqgG8l9MMOkzsPlh41zUceOIPl2vfA9DepusQEOls7FNzIC60PDgXe45n9wjq",
-	"9LRpwuk4qyj5187bHQT/WnJLBw9zvhDrZjAM17aRn9kys8YaXu258G6kbTOm8N0GjHep7gaxuSfOX1B+",
-	"vsglZtLzdCnbId5fC/v0ciX31+/q6/g0wOvRMxZXnvQYnYRxkCoeO4GwYfPf6QWoOedb6gjh8F1QapIJ",
-	"nhsXen3DRJF6cnt1RR49uPdwNNqlbLZdcXUAwp2cy6FC68KQ33JiLLc3RA2uOUBvALDaMZ0GGOLOKU2m",
-	"PDkTar9oRf/w5IKbCSIO7gX3ViEodnvedqUfpxLrKE+qIzBp3iq7hlF2odaTymhwvbYznmWwCPu1mud8",
-	"uSS/xc619WWgW2vTEs+KwkJ2Du2NNn+7xLHpKblGcPbbqzoX3RNidk5gT7tjSUpeP7F0T+xsUu3dpLSg",
-	"vdsjum/zuNRAwD51CrlDEfgQ+ePhkFoxb3Msfk8UhEcM7Q0UNZlbU0ew+FQlycqHN8UYFwN6I82jkYe1",
-	"/fLvTNqqoWxskk6mTS2BOCwJ6lrefAK+g70nsdkgmEhn0c3Qy9ZSFdz9SjEbzVKqm/r4lhKemwW4w2qd",
-	"e63RnqduV9HItgVqR+fYE1Qg9ssUN+uJ398rKN7LoNtchXV0uGs4S2tbsm/q3lXnEl0H8q9J0/t7TanT",
-	"rnX4wMy8yaMJzeUGYC7XYumN7rrmivgqLYcJNu4AXSOrjCdiobNU5EP2tSYQ2TRlcdCE0qYQhEJYkRvM",
-	"JDC2mDr0zgUVsEWk2Vy4wEO0d9wfjVi/G+S5Jcium6PEMOjYJVLVhhfVBoeDJQU9LqGmt42iF3VECDRX",
-	"LVirChglLZbLdXzqoGWzAtFiXRj+tcs0fI5hBj+gF/V6KHe79ML3CTS/cQbhjWKCN5eji3m0VHdpqZzR",
-	"hNJuA+62tboFO7A96j1GLQNpdNm6x+bzwUlChKwPIeL+GLhtr2EWIVWfZ2wmM2AoaAtZoTNCqESYqpwY",
-	"/Mz4apVhTLQyMhVVWZfhWL2RS0F5F6++ecLu3bv3lyH7wRUDPxNrU3EnxZegrwEPORPrjvpgIp1gBPD+",
-	"UfDUiIKwr9HKeSiu/Tbf7rovLD1YZosPGUOBK9dxLbK3RmMPttbKCISq0nDgnG51f9eOpJ3dkZ5nUqXm",
-	"WtAapYu4Untaihrxywl6us1kJfKJx6Jor76AYdFLrtbkHMc11Mp5R52X3AVsXDcsYzcb3i96tIp9bhbM",
-	"7X3jDqAmUPvS812Bbp2JdcR4lsG8CAd/WRjKah+yx3Qfj5U0TEh0xnBmMEyU9c1C53YBR3sG8oL4OR7U",
-	"zCW4Uj4a+mSs4ImIxVTOQ6LMoaSKWR83BuP15+gxmlt8JLP0fwz7Rw8alrNYroAdqGIpcgnC2zoqeYPT",
-	"ZwxIFXBSTOQ8SO77scrEJTWCt1GwdMz6Tm8cDNnTSw68H0b7btzLuJqPeyds3BNq3IvYuLcWPIdv3o17",
-	"cyvgr+PR8Qh+yaz79OAKPqY5n1n3JL0HPiC3vLqKiT01jMH3jtsqyko16YhC+DrXqzJWCJ4B/jcVmb5A",
-	"or1W/MGyRLXz0tBiPc3lpv82pu9jNiuMMOyrF8cPXFlHZQLWfcpiI5ZcWZlg2gn9TPkt94+PKVzAP+GD",
-	"kCQcrtnglMVnYn2h8xSb4iugZegHLkfn++hFPdeoVXPIK//5dmcdPUaRCZMKBiVkj6P7+yQgEgRrkUu7",
-	"Rn8eHefHSSKMwaROTP4UPBe596hWeU8cH2MobrB+Yuzk99/+MdjYjMfMyLkSaUReANj/WsslMBuXW8mV",
-	"h32tAipc/iiCnLD+9y9fU/YLSTko1ePCoGkFR1pdPQtrV1i2fSUdsk7XXPxb+4k565hGObSIuehDpCmH",
-	"n8Kma7SgpUupSjRAbhZTzfM0wo9Pnj8D1gODB6lgj5FfoeY801uSz7DohxHZ7GChMdnJiPxcJoKQFucC",
-	"SbcSVtgz4Hgz4LZ2kQsxVmWmmonYhcwFFlblFivVl3tQpReXVVBPxmqsjobs7t1Xtdzju3fZ77/9Lxbj",
-	"Rr2bciMmRZ5dHcJvh5XQauLIWYlcsbwTxtVYMbY5aPccldMQJIXRyKqaQP2YjmccYR/o5p/4r1icC57S",
-	"vyud28lCZKtZARq1iQfuQsEoJczLY3mhjK/igd35uhqOBTjXR8QKZWXGpHWDaOt+OFbHsEikV7WskIuH",
-	"xTWqkrqaq/VvZeD1v373Oj7BUcEzLHjGrxAvc67pTAVZhSjiUl4cJcRBNzU8AUQaHKt7MGYHWU9xl/VR",
-	"O/qjYePv8QkjfudXSZ/DRUyvoKfvGCfTAen80z+xx2maC2OEgc8kbK+4XbjrAY0MGbcgO7soMsoTZ7nW",
-	"lsXv6BMOIWZ9rEBCF+NYxXB+Tg4Pj47/ZTgajoZHJ49Gj0bxYMjehJV872CUGo2BLfmKaWU17Cc3bKYR",
-	"/R7J/Neg+K9rwH5lFSP0X43VrwcHB/gfNIor8o/Zr/URH54fxcw9FZDAxnPlQ+GKb/bmvcmH/jlYEljM",
-	"AxhCSuEr8TviN1cnh9Vzw7JnYCATU8xm8hJaw0dqHZXFg/wOIPA2z0v7Dy8LJkArRp1QrUtMFC2zYWOk",
-	"FUdYX63/po2NBzBFIojCLvDw48MVVVTtxWUiVmRjXiDIKVvleipIeaPMyCXwjcTETAmRmrGKH6O+In/B",
-	"Hk7YV8hqXdGmJBcYAsozV7oJxMnqSxaIlIrdvetugLt3x6ofu6sifr/7YKxifyOUoundu+ENefcug5dZ",
-	"97Id9+VYxUuHCEBXpl3kupgv3Mmtrs74dONijsoK2SWwRCv+hC87VX2LLIYoBF8qLS0/k2qs4ssDr9If",
-	"4M/xKYtxZWIml8TQqXgQ/jpk34LSvORrlvA8X1MdCixcYcaqKs5Bmx4WsODKBRpjkYugfAWQ0gFbSmNw",
-	"lkuegcYqkIWjnh6V+4ZsBJMzAjo4YXfv3h8dwb4fOHCFgEh8oGA5fRcs5s+EzgMWrAuLBgQJk2HB3Ogd",
-	"9+AdeBgQ+TlgjVTMy9lgPQwxsUqfJz7V6ZrFNcjo2GkJ2NqJ+r4mEyoLIHDQX2hbpT8TnYpxD3QAF9eG",
-	"WdkhKjISBw2pX4dGBqUF2seMd+NNkyE3dsIFGhvHqg7szPoBqnMAUO1KvP109HborEJ0bhDbhbi1W5xf",
-	"KSj9V2JfIXf2HPr+aASs1FuL3UgmOC9gsiWh4EgixgnH2lWN52UwMQORn9RQeIjsw0ASesZyrrAcFhYn",
-	"KyFvy5MzzVEKdsM5guHwGhsMRkP0C5Od8hoFutb3oPVK5Phg2JIOJRBlVQPGtbkPbUq876qJn5nLX3e0",
-	"HOENHpEYHBB17kUO1+tfoNdEq1kmk2A9nR1CFzncpA7dmDRP1/II5+A3wmo9yXg+F9AYqRsLs2aapyRf",
-	"YHKSXEo/neNjaF6oVa6BgWKgBqyRXVeDuBBZduC2dVpYhFUxBgVekH5YXwznww29r4TScwqgfyHONOdW",
-	"THAc1WtWIj8Axgy/0RhPWQyy8vrg8cyKPGaGr427WjWKu275HhBVuvu97JCzaTE/dTqRIVQFB9QQHCMm",
-	"U9/Lkd9aYLJiKeDeqLpDD5DH16YrSho2LWRWdkCL6ZAMgoGoCt5AqLlUgkpiAD/NhRGWYbU4Zdmc51MY",
-	"p+vvnp+WTMQkQPdu7xp5aCpWQqWg77KEKxjzFLlIshDlMJGErVwKXdj2rlKZurKJBqPMFUVu/1pxVw/T",
-	"US5p/J8Hzgty8Cx1tpBMJsLB8JPZu/d4BSM5OB6OKGnBZiLQznoBRnlvNDyip/RKKL6SvZPeveFoeA9x",
-	"3+0CNe8WOe6QGwwxWmnTlqpYKNr9VCcF7bDXYjKtV57d1OGhmA6FuWisqoqF0viTfhIUVmVVXVVvvp7p",
-	"IkcFzPjbZ6xwtYCnzTVQNOp1hBRSAjwRuQxIWqnVjD1lsKn4eawSZ+vjhEhS08jCfJJK72P/WvueUsVQ",
-	"+PC2IGBkUV0zZP8aWHHo96m2i2p0lGq0EvlYoWUSpUw8y3Fp1CpUhqIavj3L0NhvvMp46nRPGh71AstQ",
-	"IrLBcAanoYEWVg80TLQPwur4G4+egm0dK6FSU0nlVbhFuxKKRwlBReIlv5wgFkk8Vg4IzrUQqb/lFZkA",
-	"B3ibUuUF2AQUwNxIqQGpcxHZoN0LCRsrot3EhURJR5zLFMum4pIScU3hcHmboAOXmZEWi6uNf3HHgBHj",
-	"rMiVSFla5J4MkchR93MVUakRJgQpIBzB0wg3A4c1Vg9HI0obdIH6Mr2M2Yg2Fk2YMRsNhuxVOcPU6dVw",
-	"4JnS+BKUQkNy47lgmZhZuPNBZMp5ImKU1YCKhALWDhISwcQgJZTopHcMc3KMSzyA0caknmC4ji8qiwhq",
-	"A5pNYPrgKh2rCxgiLrlfJdy8mM5bHMjnjmHjnNCITjzxFBcalTu4tuW8yJ1yN1ZckYGaKBvuWNdvyMPj",
-	"8KTTgYW5IxMAeoXnywJJ3JL+CIoEirkO4ax5raDj7MHoOMLLA5Ql4PbceA5G3MzLUqC7lapQXAu4jlGd",
-	"4IbgiwiDp1QjJGEcBbJRH2QpnPSFpIPQQ75N73mWAuc3Z09KOPkqLKEzr6N6xJcC/J7bRe/qLfk7hbFf",
-	"6XTd8MOi05HEwEMfFVqlNmyvPXrmnfhXdZ8q1sCDLxwuFfR0PBp92DdTitjVhqvnzQb3KBVXmTPPJKJS",
-	"o8GThMH992mIbW8up3L4FU/LWUOTo91NflDc2QcITeX+6N7uRt/ofCrTVChqcX93i++0/QYEbGxwtMcr",
-	"3mj9HCRfbHB8vM9EAqGXWv1ld6tX3IrncKHR7B/ss8rPlBW54hk1ONpr8s8qEZSaHe+1m3/lVlyQQ/TB",
-	"PhvzQ1AyBtvssTXuHW9IgCSnSLFc8nxNAhbxsDsmkKJItkIDZ6Xlh0IVZoDyucFMEI/K/jbqNS0hlbDo",
-	"EkPg7W1SYJkd3y4HEgq1MOGtdIdA4tbunJFxiu78JbegmLtb10R4FYMCnhvrsy/hBVSiPCKhIHb+87j8",
-	"DHdnPwWmtpRKGisTYJWvobkr5d+deRwx8pKi9sGTXBuDcgxZh72Q5Vx9cOGxI7qmgZEThEYiRMqORqMh",
-	"i33qfhxGc4xVEM6BARzrjfANKnPtWonUCY7GyiwrV6tYjZXVG4KfE7/gHuVqTWtaBX74EWEESIQKe8qt",
-	"MHCdpvixdDu3xoegMWTbjTZWsBI0XpR13v9O+/fAOPtZ3mo1lIuPfK/VMqZbrrYXbWeKxM4vF9jnfIFd",
-	"91qp3Q9/a/F5Nf1doSeGBX6cwfvdEuQA+QVGP6ciqvXT/FdhXSG4WzwV7g0t5+FxJs9BdAtiDHonP70N",
-	"F++5PBdKGDNkx6ORs7A5CFN0f+BdWuI9mnC5fIoMroRz+WxbiRfukZ1LAQr54crnzFaL0Iyl2Dz/9Abv",
-	"7Pk+10thF6IwlE1DIXLb1yNo46bE+n7ybLpmuS4sOXHJwh0hMJNK1mwhjdXznIM2XhZEG3QumDNBDdd8",
-	"mW1btZcroR5//+z1SiTXIyLf8X552Js6gnsxuzcclaatYa+BHufsaC5GwpvRWuomXm17he+e9f/vxy+e",
-	"D7bv0JuFNGWLiIXriNkqgQqMLgW48UvDlSs21LYhO8Q7TIVGIJ/Sb8BN3ZnqoQdCs4RCUF+HJO8MIBmf",
-	"iszbBWN0wLKF4KnIWT/e5RUegEACbVxGQKqFIWFMBRAogQGBGnrwBFoY5zkeK+8300pE3rgwuk/9UBi/",
-	"H0RQj3SH2EI+5d4X8eOL+PEnFj/wIJFU3qiuWQZthIIGhb14ruBcuVTDoMYO/kZ2XGAGZGym4+tblFb8",
-	"+ODAdYZRZwf0GOa1FXnWO+ntH2iCRXtyCVNrVh6twjxTnWBpypYO6g96KWmY6YRn8BgG/pSIIM3wUWtX",
-	"YbwmfYR/DPDlq7fXl/QWrRvwHpLel93+aLsNFzFaTLbK1K8ETyVIrZ9GrIbXr4cB67jl932nKaZwferK",
-	"g8mMbhmRnBlm+JpdLNbbhaZyxbyc74PJrM6F8z+YUzLxe/vEkD1HdxP6NPBlnbLT+dFhWCKzdd+gsydV",
-	"dcRb2zf3jufStMqdfggRCGUgnQ0/5j37B1Cnn8u6g9cZNKtIlyVfMyPE+/BTL2LXKeQJxvBVxq/bkB9r",
-	"77iWHHn0oSm0SytS4qICa/zMxcY9yPmJC0G6odj4+R8YIqlKErnJwSAEqiYvre7yCmJ889gQJnl4bGp0",
-	"e78lI8hDkf/JlJI/ALHQ0gc+KwrezjL0FbhgDpdBiClzMhPmPSgq6hSiOglm9LEY3R+Fyf0JyfCvwjZp",
-	"0NMfkh2FAiHUu3mvi/49/FedzPCwTPPtFDQpqXfj/c3afpn3zPrYS2O5RQYu4QEyCfoE+x5ZfHvRntQf",
-	"lMi/uoqaL/+ezwUz8pfOtxEmfPiyABx+VM8g3gm212bNjJW4tDFLasU6V7k4l7owWLCza2iUrR4ObRfC",
-	"yttb5DKwzl3S/kslcCZURQGT2b8wm0+iUWwYaiLEm/YG0igMQirdJ87J8qk4UNThC3icpqaMdgR2+XMh",
-	"CirWN9PB8E8rfHTgLWi2wmALLIeHQZkuT0IailJdx6zvAm+BH3tBwGKLQb1GnUv78okdYxVT4PWQPU5T",
-	"NBC4mEYstBoXuYxdPKeL+l/wahbOZeaWb6yooIcJQkH7x6PRgEllrOApDBBTrjCXmPmSrQKeOnLBtIYv",
-	"xVj5QaAHhnJllT7QqyH70fkecGQR41VdgjuGFblk0oxVbBb8+MHDEwrGXFAJAlwa6tdHZsIuYAwJ0pdh",
-	"MfzpWiGUBbAun2A2VmP1DQhWrL8sMitXPLeHM50vD1JuuSsECV9SN3EtyN9VvKCAVlgqDEvlKo2Ydngm",
-	"2Zp+r6oy9I2Ss5nHv+dTDM3HzLOQ7+nECntA8ZfxYMheFyuK0zth6A7FFYrYC56fpZgx9bc3L55H7Puv",
-	"v4nG6uuXT/4zYk9e/8fhm9f/EWG2zCEm72RSuUQtl/WR6FScOsQDwvsAknL0NFaUIDRkP2CSh3GlKYGK",
-	"UmnOTsnuWjNPunQQygLx1UjG6uF99kJ+NfB+paN7uPA/YiDNBZf2X0HRjquwbR/sg2tU8QAgUyo3KVKs",
-	"mY3Xz1hhHxOfdODRc6N6HQDG8VhitJQ07WGkaQpXyC5p4UcurUs3Dk81HSWdMzqWXVcmjLX9Mu/AK928",
-	"s/+mL1im1ZwWL2bwf+PrvWx7b3ON2sfxMJQpHu4UKW4raDZN34hLlN8q60zUazmmBGSU6NShN8JhDIbx",
-	"hgZ89/Au3Ub7vh34Qv3tH9XHiJTYFsqhKEkL+C0V3CAql8QqLzicQqzBRGXlgbU7Nk8VVhKeEUT3h7Rk",
-	"dY4WjVhlYRCXnPvFCfoHENYep2kl2rjAmT7cI5QZbdwtG9ycjv0PbsPuRare4Tv4Zw8jmOPjXyxgfwAL",
-	"mAr4WCXr3oqpq50sbp9pvymLEX0hs09i4WrS2CdVJ6OdjwMd7Wf8chzxMBclrO/HGlmX9+4VDaX9rB1/",
-	"tLMWkTL+hbV/gjP377DylXZUs4U4A0AIEuQSYrlPnsXSprcvRhx6wPpt18Ubqlhzq1cGvmMLKaPOjqmm",
-	"4vLPF0F4bd/xH+AA+J27Y9isyLJGkjnrX3h0fpeSjjnEzuwx+CNdSw1stO6w6ZdKYMq19y90QMtRwBzx",
-	"ASXK9GVENzhh0o5VF+xcWfCgBTmugRo3ViVsHF+tKLEOM6Rj6C8uIT1WIieDVL9CQHShvWMVh2jw8YDy",
-	"ZF0aOHK4ykQUYAKMVQcy3VjdvYtF3Yd37+IaYB4ZtZSILejA+U5ZVeiuJVB7rGJsFMZp+6bQy0oqRbVA",
-	"YU2mYsHPpS7yE1TUy4/MLOTKjFWhUqoHWY7EDB221/nRIX5nYodGIK2bxhvYLD+NTXAKmQfv4ZjdOJOq",
-	"Co6ngLKxIqALKik8XdPeGERBwj/QhOwwd2Hv7hpbTBEM7J1HUjph4xJnncCUqk+IvoS2YHwMIeURZmnA",
-	"LhbaCG9XxuTJsXLo8qdoQ0TjpFYh9eFthugl+GUrXgfmU77QOWb8K0rJt8W0LGdYTN2ryyIeC0S7r1cF",
-	"GKsQeb8K1t+Kt482dv8ShOrSJQVjGag4quEY5JhD2495YXU8OGWx0krEbuZYd0DPZhESM3GkGFYAUzst",
-	"ywR3ewK9RQ71MK2m5R6FEztW/tvKD8DdstTG583UsHJuNOXMCRxD6+wAT2tZQIPsFQ5d2GBSiAf8lYrF",
-	"5XPxwEEL4hL8GnTwa4XChsGyyppW8KoS+uRXBuSHtlcgLF/TZ0xeXPjKWU4ROPD33/6XwxSsQaHctBO6",
-	"S6i1TKumBFKY6oQyhoPk4Vim5oT9hPjU6du47GcTtsT3irDEP/kh/f7bP95exSzn6kykLdgj0CzsJvLD",
-	"MOjoSfRyyQ+MAIJGwFSqofWr388yv3fJ12wqkPORVwK9Z2bBV+KEOWwyVzEpD9CkF+haI3+GAjZKsGb9",
-	"mCbv1qBtYX7/7R8DYliYMAbNDAINOpgzh14D/xolVythXSM8zZWTxqmcwDYfe0Q8OMMVmpmt5uniLIBO",
-	"lcbBO476CkOr795FHC8rVSEmM6l4NnE3FQgQc4EHhNKTeZpO5kI5eXZCPCgeqz4BrIap3DYvxKA6SyfM",
-	"CNvVATyPbgpmNXn0YCwuqF3xjJVIKv4OHTqYG4I5JLdfKla5SAilMZPcMD2DW4tfTjYKKcSnMDLEqS7B",
-	"gFI5w0RyS9hupsYHYpEsdHzioXGydQDpArcfAjSHNaIz4FVusMGzFwuhXGKVlwYkOknbZmisXrl3+vYI",
-	"CkSg/IQxQ8cBnvRU3idfliNo18tgCAycahDSD1LNHQ54zHKx1OfCEGbKJi7N77/9g7473ASrGRLOX5aJ",
-	"bFJKLqbsGTmLKUGeYHtLSCh4cshiFZeOOcWIK4MwYIRDK/Kckpy+00Jm9kAqjzdDoN4BPAFm+4ufC56V",
-	"SaWUfO+/C8Q8ODE+Q60UM55iv3QsKvkGfZGlLOFHEYiZK53JZI3HFHFBx6pEusE0xGch6rJLk+ufP3/+",
-	"ImJZxpd8mKxWEXuJf0fs9V+fczUfkKtSK0K+r5LuhuwxK2/r0lcKu+9WxQGpLbQCaai6ywnthy70Qhnv",
-	"/52UncVRiFBQvcOjtVD/p0R85TLUIOIMizM9X+V6amLWRz6Al+5qEnxNRMRGA7jtXeGT8ucIe5B2MpUc",
-	"P5my1OVEU61LgnomjWniSjGPVXiZez5aGDGZCr4sr8FySKBlTKxYrjJuRUxiBxCiYxITbugvuqkQPyp8",
-	"gL6m3ki/8DteEueKI+6wcMDH1YYhXqsjOCxDg+RWKwDj3rjJu1CMQpYegLjW95+Yhh/OHVJSsLn8BZg5",
-	"Fsl3v56ikNm2n4RhS+D8WJZB5ylbSZEIU6pbWXbwQir5/MXB84cH58esUAk3Ih2rH3Wefg/PBu9F+Cix",
-	"nAqKH0E5/44ZVB5/vNr0zC2YBzFVGPzgRkmcJApjNNgqK0yFLYeM5Y5hPm6ikruGhHV2rhM+LTKer72D",
-	"naB2W0fHZlQlqh8fHJQzAWIRcF/FBwdaqcuDVOYxO2Txk8ffv/7h+dOvJy+/++4/J18/ewUUWH754uXX",
-	"T5/Tt2Pl+GzKLafD4PSew+aaUkquYxkhEC3pTlph3AScarzlv3r66g1cSDRaU0bU9GH7XAkckI0LSjJe",
-	"8vwMZFiW6QuRj9UUdDu/vdDkAHecCI5kFwS1NNoDkGCy70GxYpmeO5KmSrtSzYGsKSCDiO2EVTEZJR4j",
-	"KKGYky/OhSrjU07oqohhgU4clvOTBbdPygPxZFFUtxG2RdU6FZnlRGt0OwbRNWOV6wzYV6iU5HA9cFip",
-	"VMAljh0YUL2d+EHRquXdThesD2SBxwqC6sTH+iSNxe4qiwfu0ncrMKEgHjOslQQmXL68EDRuJ0gNCIZn",
-	"rNwi/PT1y++evo2d2hW3FyiO3elxIbZu7vjAcKxAWkRIX7KNUo4W3lJTMeeKrjplmcO1q61+DXXYrftY",
-	"4cJ7vKDGOIkOHGy20srtrUjLe9jDvmMsl8c3JUxo/315zPEOKjeuLdTGZd/UqOS2En1qL/lE0RyNmWL5",
-	"j+ZBumlvtHdd9uMQ25BkO3Lil1YHwned+RBDvHLcESiJ/UvAxsexOf9BgNiattxmeRCUxmtW7AWV6m+z",
-	"YMNP3mFzJtbbw/m/hQdu8Zx+K9ZdEeRvqFCcCeDpFYJ74e2QfskebYn1dgURDOuTLZ+sv0YkubBwb4eB",
-	"3yG9wAJ10AvWKtiVOvqtWN9q2ui3Yv2pUkYpgg4m2E2jLggZ0TtR8MMF/9yZ+J85JbSsDTJkz8oNwaq1",
-	"Lt+olLF94bL9j0LAOw/fnYl1IzyuCVlwrs8oVh8JJUP1oMJHIpG0sygYwSY14z2AHfojd3uMuRvDltgx",
-	"rO6XWI+PTuK0/QGJR0zMZiLBYlGaNE8lLq238g3Zs1QsV9o6GLHr8PyuQI1PR3xfiO6TBfWB2uu56nVl",
-	"h235HW5b7xgmU9aPz8Qaqz0NysyKFUccR5dYcVbKGpUEEKYZrLiFafdOev8FXf30+OC/84NfRgd/efvu",
-	"KHp4/+qfW2pg+/CKjgp0W7CHQQ332jmhDLt7hUyvjJuNWnWRUwIxqqEUZ9kzLEovfSKTF/KFofIysrIt",
-	"VrVncpGJc46ZZuSjyOBSsawwIvdWwohJhf5YV79eOcuCd/cHdfGcJahWFc/lp5XvRENWUKzMuwy4qt1i",
-	"kSvntVHSsl6h65SGXc0IYfmnokyLK9FP7lwX0JdEAao9uGH4uF7Yznd+eAhEd2sIv18sJ18sJ38Uy8mf",
-	"Evm+wvBqFAL+6e1V9K4spfvT2zo63uMmi6+qkZo6e3WFwqQKK5OGlyk90HGduh+v6pdVVQQwsOTUT5eD",
-	"E0NVo2K1OMiFztJGEJEbJCZ8slwkOk9FOlYupBLjibjMilwMSiiviPzZFOdWY+hNECtCbi+MIMfgPNNT",
-	"ngWDksYFL8X0UyvoKcyHGPt31eRvkSeWb9lmq6qm/AXhrIHYebNjVeKhOYIMaCqALNiESnmvM3T4rvx7",
-	"q15PyVSmdMhCNxE7F4nVuRME6eD4w7IhvEVYoguDPnKuDHdBeRhc6lECq3NB51Rpu5Bq3nYmaECNU/FR",
-	"DoVL6Ws7Fz/6glTpl7S/P8ahK2GyKtLDw4Z0jsRH3u1rH7io/Wrai9w3iB1B7T8+pT9TM72T/X+h8c+d",
-	"xl8q0SRvCpq50U1yY2Wyntmx9SY6FJcrndtOAe9pcAttWgn6vqgzxqgUII0KuJm87QE0rCytqiBFFOHw",
-	"winqLryXI54J69eAUy4PVAqHKR4M2TdCpC4+bqywYK0TBuUSBh/g9+cC4W8xhaEK060GTGF5XI0V/QKd",
-	"td15T3FV3osT+AnUuUGJc7aNLbwoCcCZkzAgugsMy20OreLnziP+dEeeKKV2rXHDKpSez/PUO9GxW7H7",
-	"hieWBYoZqnSEh+PimICxkSXRUARVGXyL0UxTno4V1fe2EtQurEmR+5rGA4oDdJIsVoguDXkYkCBRvKuU",
-	"QzVHv1Xd03waPm9ENsNgKuAAICbPeZ5mwpjtit43filu8Z6vvWmbquf35csx/sjH+JUnxU1jBJVRfQ+r",
-	"ykc50XQVXh81oPmyLoC8V2hz0s37xgUYExMkz8QpJTyWCTYI+uYXZ1C5CQLTDKXQBdrqCeLnEsyZzhko",
-	"sy6SOC6bxbQvmUtJcHl9NKAVt4ugPK/l+VxYDOqFx8eKsvNimcbNgvnejV8zHJkzuVpB30Y7maMURzBc",
-	"EuFz7IWkpxc8XwLfGZwyruglyD6rN/jav+VLMNkAhBPFOJvlwiyYxJSDKYKwKREkFLhkAek8LE6VwVUm",
-	"1jdkbzC340yIVWnLCBwvqfDgflKrNub4bNkl/ezjmnhvwYfOIpybJb8k2FdERB2N2gSijwjkhcvSXYa3",
-	"tEkQiXz+Rok/UZzODdk+bWnlB8XQmPcQ3vZi1f5tncJXCaP5s8tFKxvfqXy2TbBVX0iVIzruWHnQRvZg",
-	"FJXp1cej0cDBKTqsYFderQ4ZjFEeKwpfp8B3GMmiVqun/9WL4wcUn0YImMplclA92ipzKhqrVCgjnA3T",
-	"RAwlQCy9JxK5ynXCM0w8jTwAqlkSeGSCZfimWhVmEI3VNJhurRK+rzJ/ypSGcUs1H7KnTjctNxeL1wZa",
-	"6ownlBReVplnhQLGzbg5g9913qZEjpXXIt0vmTR2q4wpxU7gaio17GBB2nEff+6CZ77v0aL9F0ebcQjR",
-	"u9Y+z6RK90a/Ju78LTTp7DC8aCYy7Rry0fGjG454C4b2gxDu8vi9ELSvA51NR+da2Nkdc/P5Kc6qcm1w",
-	"0W19VnR/vW7f3rpatE0f8mf3iz70KVxkOvfM3gZ78anVoS4N5TVZ/iq9A5EtK9Ml8DoWK21FXCIaDxz8",
-	"dmLjiHFDrF2dwDVSKYIRfKwLzeyZbeB/O0DvXfFCtxrM7sXnTxLP7o2W7QfZGWVoN77IxZ/78f8xl+ir",
-	"c6cnlblIbLZm/drBGNyufHz4jp7bAyU2OFxfcGL/bA5jzzRuwS/sw6ao3vKm7ad/sSAwFjRCWSZbrDiD",
-	"LV7k2zcqb5WcvkS0/yFcxjcm8PcSpHajBBKFVWIXt8li80A9QZBPMiOQCZNAllyw0gHl+JvgvCG4Ql0P",
-	"HyuHnzIVTKQY8Ne/P/qLD+oO1Jd4cMJ4moIIKi6quEdEXGiTvn5ADP1blb7CV3yi4OrtzMDXEfiTMoX/",
-	"P9esvCHboUNbXq4VXlbElsLylFsOdx6mEx4QVItcio8k7x2iAWT93s6s63O4okVg+CtCWV1yFIC1wnjL",
-	"mEw0ZsJtzPocF+eUqSLLWJIJnhO3o2kMyPAYW5uVJW1YH9dU6YsBmRhDWyXJI5hmbUQmEGxW6XysMmmQ",
-	"MTorZdywF3noUllGRXrwrJXIpU5lwsyFEKs2LvnaSyxPaelvh1G+Fpb6/yy5pFv80qgM9wtt4Rcx6nPn",
-	"Z68Fmqvw8IVcze/fDfkWwkPtyH7wkHX9CjwjWXAH3FSCRoXyTxCwRlB7BmGC1sRum4W5MS2N+uj0MtA4",
-	"b/PkwBu2WmppgDen+j8ISVb0F20S6Nsmcni59R7PMKd/TAQKJKEUIuBZvuS2rRZ/e/arqkiUIMe680hf",
-	"SMQhZUbOlUjreAAlBFvCs0yqeZX3TeCimDK54OcO+LKeYElpNtRRWEyPEm6DaLgytzJiiue5vhDpWFkd",
-	"RHKYmDRy0h766Nrz6ZrYvLrJcHT3R/cc8CDmaEbu+jQuMq1x03o/6L2Ho8AT+ujhffSFklPQ6pVhFzpH",
-	"QAUqVmcNppdimBrCEgzZ42DxjAd8XErMkoWvuo2/IaHcpgUY3xBcrrdp8A3n1MEUcFm+WHs/flY9nPpm",
-	"4nQJ59i8hPbMuV8GwlMXTwQGiGyuKx3flTlIPTfMtbZDFr+bciMmRZ5dYb5t/I5+xm8Oz4/iUxY75aDj",
-	"IXzCdd7Vz2YRkRimXuRZ76QXPtmLeogRPs3o1FQ/1VymvYW1q5PDw6PjfxmOhqPh0cmj0aMRLNDbckE3",
-	"w+hCGYH1A5gttCN6nzJiaW14qEl+paYgXWzkrwVdlFaiDXuNW4bIl+al0r1eWvEVxNGPHA7J16/Y7LEE",
-	"h0Loz5BJBu2RslqmhDdkxBaCZ5jsD7OyuUzCtu42vHp79f8FAAD//w==",
+	"7L3vchu3si/6KijuXWXSd0RR8p+VJdWqXYrjrOUTO862nZ19T+jNAWdAEktDgBlgJDGOqtanW+fjrVPn",
+	"GdYrnO/nUfIkt7obmMEMZ0hKtuwk1x8Si+QAgz+N7kb/+fW7XqKXK62EsqZ38q634jlfCity/PSEr0yR",
+	"ie+4XcDHVJgklysrteqd9N4sBEvogXuGKb4UrM/ZV9++Zhmfimww7EU9CQ+uoHnUgyd6Jz3XpBf1cvFT",
+	"IXOR9k5sXoioZ5KFWHJ40b/mYtY76f3LYTW4Q/rVHLoxfQu9XV9HvWdWLLsHKK1Y3jNMpqwfS7uc/PqP",
+	"f8ZdI4Nntw5rxa0VOTT8L+jrx7OD/84Pfh4d/Pntu6Po8cPrf+1FPbteQV/G5lLNcYAvxFLn6+4hLvF3",
+	"P8il2D5IenrfYUJvew4TFtSseCJ2jRS3Gp88YUfManZ0/AVLFjznCdAN0zOWCRiBiVgq59KaiMXDOGLx",
+	"JI7GKj6IGVcpi0/iiBnLcyvVnF1Ku2DcNWQ6p5asH88zPeVZzKRhdiFYKma8yOxYlYOA99lqcHolcg5j",
+	"HgzHqn0Jy6a3psFyrUoqLL/590Lk69/I8g3ZV7RcJ7hCtJTB0kU4lpT5RQ5W7CecRuuS3W6JrmGtzUor",
+	"I5C1fMnTv3IrLjkuVqKVFcrCn3y1ymSCW3j4dwOL927PVz7Nc52/ci+hV25uQrEyNhd8yYSaSyVYLmaF",
+	"EWnEcmGExXVKtFIigTawkkYoy+Y8n/K5GPauIxj5K/FTIYz9uCPP6aVwEpY8m+kctk7nbJoLfm4YZ3mR",
+	"iVMWIwuPicxwPjMpshSH/kSrWSaTjz5wo4s8EYxnueDpmokraYCsdQ6TUdoyqRgHaraC2QW3jGeZvoTR",
+	"S4MD/1rnU5mmQn3ckSe5SIWykmcs48k5LadJ9Erg4G0lAeFjxZKkYbqwRqYggAzN5iCTxuJkHN2/kUuh",
+	"C/tpyT+VKW4AV+ZS5LAPVi6Jzp8pkCI8+3gDPFOsUOJqJRIrUjbjMityceq4uzF8Dsud59LRdXkgiLi/",
+	"1fZrXaj04433e3Wu9KViS52KLPKkEKHSEbFzsY4CmtC5EwB+sM+Wq0wshbLiIw75W9jrCy4zPs0EbvdC",
+	"GjYtZIa8JNFqJucFSVAc6CtuxXO5lB91lC8vRM44W4n84FysWQ58IYNBgFK0EDx1+ukrYfP1wdnMinxT",
+	"5L4WiVapARF7yaVlUzHTOVCNzddSzYc1Ueb0IamsmIscxnQd9d5o/Zznc/Fxj+hUp2vYi2KVaZ4iL4Hl",
+	"AEbi1uA66n2veGEXOpc/f8x9eSGNkWoeVQIoYgUdAhCgF/qcRJK4WoFSFfDPxsb98MMPB2eFXcCPCbdi",
+	"c/fiLwXPRR637VKptV7TSnh6/rSsVAPJpmIlVCpUsmYJV8BZp0ByPFmIlLSwlFs+5QaFRC5KDQ42XOGD",
+	"eDL7iU4Fi/3Dk6KaZTyIkBhSac6hk1mRZawfG6tzPhcT+BgPULZaegdPD7TK1sEz8N0EvosHQ4aHiHE4",
+	"RCwOTlTMDJ2gj3vovlerXCfA7j/qjv4gsuzA0/S0sEwuV9oYCZuxELlg/RkSNgeuzYxYciBdZgTPkwW7",
+	"XEhgp7jgejYbuDNqitVK51akL0Qq+Ruc7sdmJfcMe0IvPIABeI1LK0G8v7wwMcvPhWF9pBWepkCVXKEw",
+	"cz8ti8zKFc/tISzUARAnzPTa7ymSx1kCm/dGn5OytsrhBVaS1k+MwUw4zh56gb96KbfiABSPzZtpVLaR",
+	"qpvcCmVlBuvvHh5WHZXUFVW3GNN+Qat+h66WfM0KI06ZWK7smi0FV6jK4cXciqVp4UjlW3me8zV+9gux",
+	"+ST8MrGOKIQqlr2TH3tTZHu9t21X9Oqy+qPrt9ZLFC5vbd1qU6+61tO/i8TCWM7S9GuZiWdWLIO7TX3v",
+	"ZjIT7esGv5wiTwLiqOlo8BPZhuDSqrEVz7I1Pv3i2YunDMYCS1oSw1QqjnfPjRWDzsoF29QYcpm6t8Iw",
+	"7jX6X/Kr50LN7aJ3cvzoUUvvS2E5kPRm52fsv71++S2j5YoYN8yKK9vo9PGjRw8et3QLZD0hYU2iej+q",
+	"L3IJD4ejHj38YhdV4B51bPAbcWUbGwynnHbku2CrZzwzImrsfsC0NgkAloP1uWVLbSz7gr2QXw4ay/PF",
+	"gy++eDz6IuotpfLfHe3YhfbhkaFmya/CLx8/bJn0R116v0Ctq2/Ob7fqpFq0L7pTO/C+vCxMeYfrOxsZ",
+	"CKVkIUB3xGuryOHPvFAG96ZkOIXMLPIIr9C0MJ+oh6onDQR7750cjZoi55UwRQZcQOSVYBRwtbdaZyzh",
+	"Wcbm8kKABKr0+SW/kksYy9FohOThPrVx8CW/mtgiV6Y2ki82ZF+RK3qBtw5mWq/qL3u86124X1Kr9tX3",
+	"v7I+GvEejv78mE3XVpjIiddsDRtgies2TwM8vuMoNMirHE0nfRlci3e3pCAiHpGyviMIuoIQRQyGbeek",
+	"FIJtJh/Se1B7MBHxhYXIVrMiYzOZGxsx0HWBl4IkEBcSlGbBkkWhzmsSdpsShMZWN/MW2Rvu4Mbo/RBb",
+	"JpAXgggXLQ9wuUfaFamb18TNZCJTc8rw4FbP24r24CaQ1sjPjWKqdSa4Ii1AZxPovW0l/alxV0A4P0j9",
+	"SE2eeEdtxGtznuCu77WOZ+Ycjkyr/uJP27b3ddFq5MkvWG7fZW3qfr/9wDuIHBbkCc+yTTLn+bxYeidW",
+	"m58qy+4ZVj4VMR7KdCBDzog2WkldgLa92fUPi7UzAmYZ2qvw/PA0fJG7H+NJGJwGJGUE6ZmcdBZkkTnS",
+	"cusQyBLfSsjQZoLMp0VDlj+XLhJ8hbekoV17ypNzYF/lqHZTlntdoos2beBvcJr7xPwj1Asm9MHdSMXS",
+	"sD5cPwdwJyxyJdK9XylTU6PoHbp3gyhx/aKAUBpTaSxk7a1d5AhnZoMUt2pK3BhpLFegnroHI/LewMKN",
+	"i9HoQWIXUp3jn4JNM52ct9JD6qx0ky4efLnQGbGjCHfeMKmSrEg7V1wVyyktOJ3azp7p53sG2CHcFTOt",
+	"xM4+Z1JJs5jkghvddSEKWeHejMvzhA7mVeNdRzt5FzaJyk1sjru+7uFK1cbfTjBu61/QCdxKOarInEmL",
+	"1F2txMtZ7+THmlp6NHr4xaM/tVw69lw9uBF8x3PrNKtn1Ob40ePmSr4N+E/tHtV24UGPGrkN2sbanNlm",
+	"e53VbsTlkWnVS29BNCHFVNM+Ov5iBwfBgW3d2VdwHm7IES4kGZmAV56SR9d4f268wRB+/cc/6bvD4MuY",
+	"2AQrVCaMYbE7545mpZqj+xz1FDimu3eg2sHf1m7t3p5o6z3MxY607BConZVM2xRBSS64FemNDFe1vX7X",
+	"rj9ve2eHxG+Xa+HLasOtvSeqzXTLEj2XbSYgfzHfa+P8Yu/aN+x0y1C+dctQPzp463r8gGX6UuQHCTei",
+	"GTaBCodSImeL9WohlNkMTwoiZX50ITL9fztxfx68fTeKHh9d+18G//avbbv8ZMHtk4WWiWgzmTVknj8l",
+	"xupVL+plxBw7REdAKSoVV+1Ekun5KtdTs8te0nGQq9VeVlJpu8St8brmZtJIq96a8rN1n2EF9XKVCX9U",
+	"mocTVnd/jhHsSItO4I7GJkV9r+SV834H1kip7OOHrdZkmbaeahegtWOMFBT2Ci9F2AqU79b+3DoFxJMs",
+	"uB0m1YK1UYxZGzj1M6nmIl/lsl2r2DR97UMC3+NDGzsPVzs32GqV/cyichf9S3ZTwhNgVR+CHAp1vhc9",
+	"/I42fYh8/E62nmeZUzX3IIK3Tc5yW7LYTQ6BBbV+cC+eP38B16kFtwfVCvnwkCF7eiHyNUVB+Zsw7Gg+",
+	"c6E6PEnEyop0rMqLGAwlYjQzmUm7RveFMzieUl+m0VOq0bDpYhMZzwWTc6VzkaLLAEaJz1CUXcN8kaaT",
+	"uVDOEzdZ5Xq5qltba7sW2I+gpVmJRPJsgr6gumnUWZVb2mUgOVNq03W1rltenaLsHB0dBFWeqylPJ5c6",
+	"33Vn33rviJDsJ1YsV5mLEtj0uOyk7Fofk/NLns/fX1yCmilVIeCc8WwSSM/day+Shd7vyRkSsUrWk5VQ",
+	"PLPrWrNRYM8+Dq7fB8edE6ju40SbE6H3JJiNS8Ve5OlbgcIzMTafSDXRhV0Vdr+3kobUOvujlkllei7t",
+	"ZCr5lg1+t9ls526HWlZz0B2Ng0ks+dWkYkzBMQ3tEh3dNJ0fwRFf5SIh0UUt6lzxq/J3xjPJMbA4bh1J",
+	"XLPd7DeUG8i7lzgiE+iYN1PlvLmkflsfHT/EQfvPm6xjKdVk5VhGObXQRLXziEAPLTx1tMteWcr1RkiT",
+	"uUgOjmI20zkGxEhxwTMUW6fMCMHivz59ww4vjg6xvaEH20LbN9zZj3e6VVXz6HQ6wnZv/ornPMsEyJu6",
+	"76LGC3Yfi1UujFCJ+PC8jeTnJDy1e2x8zeLsmNxEzGagrdUlz4PjvawoK2ElyfNqgjciQB8xP/Ga6fbT",
+	"4sOBvqansQNb5Kou5HdvTNjKTLi5aXsjOvTp3QtvzuVqmz7T+UqMbZlMhb0UQt2qB7iSt4R+wPfONUQu",
+	"UczZeOw0yWWZY8GUs4LvZbptNZ0GTHGnlTVgha3mWhS4N1fu8GW7VDsXJnArWUhtJ9oJhR0U/RqfDiSI",
+	"sXmR2CIXqVMj9unCtXjpGsAlUCyRmRa5qEmI4xtKCOKApfWnwe+BIuKIxbywGv7196I4omBRyr6ZFQqT",
+	"TYJsHWrhrcDotjO2mEaMusQfdGG3U5u/OUKTXtSDLsOEp7dt9LcroydFa6y7S791C9DiJTpzoUAYZeiH",
+	"z/pLnQuMAGEPR6OIUYyrVBc8kylJE3guHgzZM2vGyplyTXiXOmXSkhOcaVXFlRgUlgJvevglhrzgTXis",
+	"SBxQeJ/LcdrX8vzaFtPN47brgMDZO9/CK0NHvV5NWrXLmgAcRTcUYNDt+yk/Ni8UqI/uMnprrbUwYjKF",
+	"I09+4P3U/sJQcHGTDe4Qug3bg7cxlGrnbiPD64C1NT01sRVX9lBcCGUPiI3FGGF7wjgzdE9DVztGbZ84",
+	"Z+7fjVbeS4NNTQSnYqxWgvzhJEgkEHnO1xETKi0z+jB0RFqR84wa+75//Orlt0/fxmPVxyAvH9TrwnUH",
+	"Q/aUw7fQPfRMYTXEdRTDYAbXnw9bGSsXzD7jMjMuGhzjt+dcNc5MxWJ2WmEbtrxdLKYR1Py2xVwX3gg2",
+	"o0BVmSk0ZPfv/wfPJVcWE+NO7t/H5bxw30nDkoU2QrHpmsW5zkQ8ZGe+9Vhdwo8MvodH41RciAwUcODj",
+	"xFfgL6BT5PDeKh7DGsfAgWImzZhYG13C5lwqYynaCvq9Z8rBaJWtTxlXa6btQuT0WiMykVhDu5MUxuql",
+	"b+D21326Z9wEGK0j4+kSg6queGJdqK2+VOyCZ4UwY9XHkJVah/cMvVNc4XXdx+5eCAazSnme4u9mEDGj",
+	"GS/nhfmRNEz/NmD5fl4VT3brGqEdjVfLjKvhMhhhnI2FkYY58cByjktjF1y5wRNZ7keNX/n9q26TO9QG",
+	"3ON9n/7e7N/zRhzArgYgh/Z99gmuTPn0Wzwxlf1706MnMsv3sqB/hU+2BXLs59TaeV+6eydXh6+K1qBd",
+	"NpQTv0mwxqdzkpebtOFx3ZwbmuKdj/V20ckNB3ct2mM02hLDdhN8hw1f99vOyXwj1rcMbqd3timyZeou",
+	"yGmf7IuapE8MAaE6xWg6l7XczBHZe7Z1A1ewgqX0awnC8VHTW60/WxJf6jNsYhR8mFk2wAB2zxNzrPcn",
+	"/9fweL3fR9usg1GvUPKnQrif2/xWLqzCDaSb5rxP7z1zKmrGpdEeW5podSFyQ/4i8kqGRHG8O9PiNrlY",
+	"51KlNQ2+p7QVQTaB+zjjSTtv2ze9Y2O1PQsN/T8PW15Ad8lZrluU+MpSc1nz8W+Z8g2SPIgeMPHtduRQ",
+	"P6V3c7CszSYurbO2jw8ej8IL5xePH9aSMR63B313rEH6jWiJgjsXOx0G0A7th0kuOsLlzr57xs7Feshe",
+	"L0Cn1SoRp5RtAerjghu8DBmrc4pz3b6fMKbyfa2bivqUS6DEWMkWEyHcCyPmouYIGEKqc7jFrXhuo/Ci",
+	"AS9Af8t+amsQobnL9Isv3+vZN2509PDbcpb7xKXeSRzq5iJ/4IDUwGP5XiGpDeZTZ7BK1wI2yhtjz4dk",
+	"9JxdIwr0P9L2esFNt0UP3OTv+xhDPnRs7G6jl77hi1qMa7tes29I7sZ9bxtR7zqBjjJ7NyK6hspfkcPO",
+	"1N49AlnrhpLNpC+frtKccira+NeSJwupxEEueIroA3RiImYKStGK0ZI2UdpOZrpQabxXGPGyy0zzA1z6",
+	"L9H8lGs1j9BOgHAfhpybG10hplFXqhmhwFB8j9VsmvGliCilB3N8Vtwu0PYFI95r5O05xphIlHGDrnRc",
+	"YjTlUbqj5bbAzBdBqTYVvopgQTeD3TKpCp10Wd00+Yi27+2uWy3tfRvR/E3wjKDdmgF1IjnfGjDRvPZZ",
+	"Ljvi1s6Dr0t7bmOE+rx1eBtf0JqGh0ifo+peAX60qZigFreHXDfG4fpvG8uz5UrntiunUi6r1MEtKAOt",
+	"K2TO5WrVFn76XCphGJkdZcr6hMZT6vjo8xiwSyBrB6NlFyIXbUgHLVcZD95WDr0aSev8QVxtEkoVPt8S",
+	"ZLUrgp7Y2QRUtJa8MXHFXv/t7OD4kfesMp3LuVQ8o7Tam6blSTV3CbqUl7fXuUeAgc5Euxr8wKb5qj0y",
+	"1N+YtskYWO1v4Ln3uSAZ+bPYM4i1Oli7RvWanixz6dP0Jon0++Xf7+bG0E2xSjfCdPfJ4t/OAjA6tUIk",
+	"xc2ipiExhFvvFrpBz8G+1ZaquQaNyZRb4Ul5d35GSSsBW4T7hxtkK0eENh8goQOZQotLRsHrNw7hkyI3",
+	"OveHGZ5hK/QA7C+I2xJF3Ou6lub1hsz4qRAFLjWae6FfvBGkazRTAGvoXLM3bmIN7u94415L5XrYQYV0",
+	"ObBdE2u9Toc2y/3haG6Tx9TB2TJu7KQw2zvbebg7uW2HNWTnDFe5mMmrdu2NLvr3DEEQBKirESiOuUj0",
+	"XEmQv+0p2A7h7L3me1vL5tZrELIxx6rc/Ms3RRWl1Ba1kSRW283aVDso8gMwFGfuuV122IsyBLXzXreP",
+	"0XR39PgtTsweptXd7rD2U+ejZdotnD8Q3ErGrcjZjCeWmQKuVSJFLI5T5LwVWtlCZwTvdrsh7qPb0Da9",
+	"t3azXan2l+36Ynytc4oUOnGOevTNB676vouvNSvBz0XuneDcIDjCYLjnec5FGzAZwt/kDhFHq2x9wnKR",
+	"iQuuEhGxhZwvBMLfTjFrMeA3VQhOtXeT6Xq/JB5SLG5ErDvpCWMBgJamIuFLwfDdHv8W4U7gVmK4TG9p",
+	"VS/Zl7+lOD2sYQjZPL81tavGzoKFqM2wcYCaa1w7ut1c52uCpm2BIbFWLFfWdF6BPg778dei/ZlKmZDR",
+	"Cu0lriwISsyq4op1GGl2XHytswV5xazqdLdJbINCqLdKbS4Xvo1IaHq1tdy5tx9AvNVp5T0F3Tel560W",
+	"YgrHLz5hfNNWwNyZPGUxHF58KC1ytEvhaXbrL1IGR8HFVAJLvMyltQI70EoMTlmstBXxSflDKnOR2Gwd",
+	"wog53Ax0/EXkBmxTq2kyH2xxf8vXkXr2yy5XYH20TmVLYZOEMlIjvi5P2XTdmhFCHrC+i5F1T41VPctk",
+	"cMIW+pIti2ThO7CaSYUISJRrgnixlDaJwVXNFalv2LRI58LWguzr8FXnQjF6qEq8/Duhe7sBEHBFCVmH",
+	"TksvWgix7h5IY2ulmg8aAG6j0c5MnBaOWx/jX3NdrIwjfqmsbh4lWJdUpEWJ01oF/Kcilxfl8cGAObhV",
+	"gKpRRiHWM3VCjJGAqjpI55VIdJ62RzlmiDg8w4hPNOkRspS4gr/vGRZTF7EDuKIQahdIh92i2vdRwxF+",
+	"45r2LaqmbGrjvzU9emdi4356dcPvub9S/JtQaT9wnEcti3/jcG5ybqaV43YHFb8ua6Gwfhlhm2QSsx2I",
+	"i4+VBI5tQ1xi4C0phtAiL01NrfiNFIT2zfollwWONlYIiYtR/ANs7OV4H/ZCGivSAYmMgP2zM0YR4YR6",
+	"mK3HyuP6SgtTQjx6jlaUQp07AYR2eyVYLueLEvy7HrN+QuMpqJwDtsUg9LieGTT0mcP4INX/wXuHyIxw",
+	"MdHU2AfKx7XA1HgQ4X2lMKK6p0jEJqUpY+iIF5OrbI0R4RSvLtpS9AN1dfOmGehTuOMupB9eeuKTdvpK",
+	"V5jxrmQEyR2eC1oUv42DiMX6nNKEYjJSxi4mn0Q6gugBGxcp5o6OVZU8iqR2WFl6Dt+Vf18fuqIaJnbl",
+	"kRpJQuhg22IV3cEuBE9vZqyr2MHmoj4j8hY8z6SzZhiKnqc/PRU3KDeweNwMqdv1954Qg1VhKQ5XD99p",
+	"OyMhJv5EK+Lg9QCbzWCaJjfd9LRGu4QIvfEl8iGdG4qk2fx6l7a6lCr89mjjsPy0W57RO18nPOMEOohV",
+	"gdr8x1Fvbvft72WeCtgObCRu0UqqG9xBmnPYFX6X3WYe2a3mocTNh6/ucPLXW06AH/bN6D8kXTeK9z5A",
+	"2KdP32+oxx8CKGgT2IeS1NqYrb5UpZq0h3mkBWSn7KGV/cCLP8RNHCfQwlA355rB23Yae8qJdJpEmqmo",
+	"m8BrLqd285euAK6bYHF3piFUcUM+PLocSCVqy692LkTLk/U1QGHzlQCVJW3N7RGtSGcvvLbonthRLWM/",
+	"DEIv+Pxbt475mZrpzhPmVP2GMUEu8cKLyWxZCoLel9OK9rwVgNqwLULF6UZd0MavnMIVKnpenWpfQRpg",
+	"V3/P5UWguPeV9tVLUoKQr/SYQfcGtbtOtRXbJoroDlt+r1+5uvch41aQG1XNxS1t/85rWVuq2ghr+1ab",
+	"W3PHul0AW2nxA7DAOl3f2tJbj+av2yQCe0T153BygiiVR8d/ardPOID822Qj7FPw4QUZ4xgJVCAL7/AK",
+	"LHoR84VBjkajwU0rPvzUXU/VlZjAJ+6sDEPUu5RmkTka2UYEP/jnWuDw83YRHNYv2B812IUj+7t/WTJh",
+	"ezhbow4gX5aw8Fijpz8jn7BYlilfaBIWV5a+HQxvWJKnrL7zId4j05aQjmcqFVe1ZUBrgIu6hd7aGScC",
+	"4sp2CNCfCsEkFq2bSVH6Cxp93X14XyNEu3yS+Q46RhbEA7Y7pl95HzSTiv04itjR23ZvdBdwxCZQRC0y",
+	"sMN/jFAEGLyaYk0MHRZP3V+Eb0QU7nqdDyLN1sw3Y31EeAQ5RoNB85Mr0zDYfywuwLBBQa+eMW6MTiQm",
+	"/ZfGqQ4CagkEcy7L9Krm+aaQROcX74pM3Bp4SPQQUOAOhrR/jNKOKiyvRCJUsr6hB+y7XMxEzpS4dDgZ",
+	"5oThFNiv/8//y/pHv/6P/3kp5HxhB//nf9P3/xejL/7P/z7+r/6v/+N/8rk4XPBsNsnkjDh/E5xZZI1k",
+	"xuaaNdgNVq9w2DuMq4qikJicpVHmAW3VPKRtkaC0W223v3Lok5SvG8l6Yareg8eP6n6w4WjUBo1Ii1OH",
+	"mBk+2Puct13fw6SzDfG1owxAZ86FXy7ffnclPCL+zefDgdaA0Vrc6OLKxhGL/260mlC78iORecz6eJhr",
+	"3w0ckJNHpeIZs3zO+hWSByX8uRIfMTGWeLAduGl/iLfvMi7VHrmBYZv/9vrlt6+pxOTNGr4uJ/mGz8lS",
+	"0tnzBjUEq9bm9dmKK7B3DOnOpKxqAO/lNIMOE7sPFt5NDQee+MPl2vcAtLfpOgREOhv71ByICy0PzsWe",
+	"49k9gjo9bZpwOs4qav6183YPwb+W3NLBw5wvxLqhMqx+So38zJaZNdbwes+FdyNtmzGF7zZgvMvrbhCb",
+	"e+L8BeXny1xiJj1Pl7Id4v21sE+vVnL/+119HZ8GeD16xuLKkx6jkzAOUsVjpxA2bP47vQA153xLHSEc",
+	"vgtKTTLBc+NCr2+ZKFJPbq9E5NGjB49Ho12XzTYRVwcg3Mm5HCq0Lgz5LSfGcntL1OCaA/QWAKsd02mA",
+	"Ie6c0mTKk3Oh9otW9A9PLrmZIOLgXnBvFYJit+dtV/pxKrFi9KQ6ApOmVNk1jLILtZ5URoObtZ3xLINF",
+	"2K/VPOfLJfktdq6trw/dWpuWeFYUFrJzaG+0+ds1jk1PyQ2Cs99e17nonhCzcwJ72h1LUvL6iSU5sbNJ",
+	"tXeT0oL2bo/ovs3jUgMB+9Qp5A5F4EPkj4dDasW8zbHMP1EQHjG0N1DUZG5NHcHiU5UkKx/eVGNcDOit",
+	"bh6NPKztwr8zaauGsrFJOpk2tQTisCSoa3n7CfgO9p7EZoNgIp1FN0MvW0tVcPcrxWw0S6lu3se3lPDc",
+	"LMAdVuvca432PHW7ika2LVA7OseeoAKxX6a4WU/84V5B8V4H3eYqrKPD3cBZWtuSfVP3rjuX6CaQf02a",
+	"3t9rSp12rcMHZuZNHk1oLrcAc7kRS2901zVXxFdpOUywcQfoGlllPBELnaUiH7KvNIHIpimLgyaUNoUg",
+	"FMKK3GAmgbHF1KF3LqiALSLN5sIFHqK94+FoxPrdIM8tQXbdHCWGQccukao2vKg2OBwsXdDjEmp62yh6",
+	"UUeEQHPVgrWqgFHSYrlcx6cOWjYrEC3WheHfuEzDbzHM4Hv0ot4M5W7XvfB9As1vnUF4q5jgzeXoYh4t",
+	"1V1aKmc0obTbgLttrW7BDmyPeo9Ry0AaXbbusfnt4CQhQtaHUHF/CNy2NzCL0FWfZ2wmM2AoaAtZoTNC",
+	"qESYqpwY/Mz4apVhTLQyMhVVWZfhWL2RS0F5F6++fsIePHjw5yH73hUDPxdrU3EnxZdwXwMeci7WHfXB",
+	"RDrBCOD9o+CpEQVh36CV81Dc+G2+3U1fWHqwzBYfMoYCV67jWmRvjcYeba2VEShVpeHAOd3q/q4dSTu7",
+	"Iz3PpUrNjaA1Shdxde1pKWrErybo6TaTlcgnHouivfoChkUvuVqTcxzXUCvnHXVechewcdOwjN1seL/o",
+	"0Sr2uVkwt/e1O4CaQO1Lz3cFunUu1hHjWQbzIhz8ZWEoq33Izkgej5U0TEh0xnBmMEyU9c1C53YBR3sG",
+	"+oL4KR7UzCW4Uj4a+mSs4ImIxVTOQ6LOoaSKWR83BuP15+gxmlt8JLP0fwz7Rw8alrNYroAdqGIpcgnK",
+	"2zoqeYO7zxjQKuCkmMh5kNz3Y5WJK2oEb6Ng6Zj13b1xMGRPrzjwfhjtu3Ev42o+7p2wcU+ocS9i495a",
+	"8By+eTfuza2Av45HxyP4JbPu06Nr+JjmfGbdk/Qe+IDc8vo6JvbUMAY/OG6rKCvVpCMK4atcr8pYIXgG",
+	"+N9UZPoSifZG8QfLEtXOa0OL9TSXm/7bmL6P2awwwrAvXxw/cmUdlQlY9ymLjVhyZWWCaSf0M+W3PDw+",
+	"pnAB/4QPQpJwuGaDUxafi/WlzlNsiq+AlqEfuByd76MX9Vyj1ptDXvnPtzvr6DGKTJhUMCghexw93CcB",
+	"kSBYi1zaNfrz6DifJYkwBpM6MflT8Fzk3qNa5T1xfIyhusH6ibGTX//xz8HGZpwxI+dKpBF5AWD/ay2X",
+	"wGxcbiVXHva1Cqhw+aMIcsL63718TdkvpOWgVo8Lg6YVHGklehbWrrBs+0o6ZJ2uufi39hNz3jGNcmgR",
+	"c9GHSFMOP4VN12hBS5dSlWiA3CymmudphB+fPH8GrAcGD1rBHiO/xpvzTG9JPsOiH0Zks4OFxmQnI/IL",
+	"mQhCWpwLJN1KWWHPgOPNgNvaRS7EWJWZaiZilzIXWFiVW6xUX+5BlV5cVkE9GauxOhqy+/df1XKP799n",
+	"v/7jf7EYN+rdlBsxKfLs+hB+O6yUVhNHzkrkiuWdMK7GirHNQbvnqJyGIC2MRlbVBOrHdDzjCPtAN//E",
+	"f8XiXPCU/l3p3E4WIlvNCrhRm3jgBApGKWFeHssLZXwVD+zO19VwLMC5PiJWKCszJq0bRFv3w7E6hkWi",
+	"e1XLCrl4WFyjKqmruVr/VgZe/+Xb1/EJjgqeYcEzfoV4mXNNZyrIKkQVl/LiKCEOuqnhCSDS4Fg9gDE7",
+	"yHqKu6yP2tEfDRt/j08Y8Tu/SvoCBDG9gp6+Z5xOB6TzL//CztI0F8YIA59J2V5xu3DiAY0MGbegO7so",
+	"MsoTZ7nWlsXv6BMOIWZ9rEBCgnGsYjg/J4eHR8d/Go6Go+HRyRejL0bxYMjehJV872GUGo2BLfmKaWU1",
+	"7Cc3bKYR/R7J/Jeg+K9rwH5hFSP0X43VLwcHB/gfNIor8o/ZL/URH14cxcw9FZDAxnPlQ+GKb/bmvcmH",
+	"/jlYEljMAxhCSuEr8TviN9cnh9Vzw7JnYCATU8xm8gpaw0dqHZXFg/wOIPA2z0v7Dy8LJkArRp1QrUtM",
+	"FC2zYWOkFUdYX67/po2NBzBFIojCLvDw48MVVVTtxVUiVmRjXiDIKVvleiro8kaZkUvgG4mJmRIiNWMV",
+	"n+F9Rf6MPZywL5HVuqJNSS4wBJRnrnQTqJPVlyxQKRW7f99JgPv3x6ofO1ERv588GKvYS4RSNb1/P5SQ",
+	"9+8zeJl1L9shL8cqXjpEABKZdpHrYr5wJ7cSnfHphmCOygrZJbBEK/6ELztVfYsshigEXyotLT+Taqzi",
+	"qwN/pT/An+NTFuPKxEwuiaFT8SD8dci+gUvzkq9ZwvN8TXUosHCFGauqOAdteljAgisXaIxFLoLyFUBK",
+	"B2wpjcFZLnkGN1aBLBzv6VG5b8hGMDkjoIMTdv/+w9ER7PuBA1cIiMQHCpbTd8Fi/kzoPGDBurBoQJAw",
+	"GRbMjd7xAN6BhwGRnwPWSMW8nA3WwxATq/R54lOdrllcg4yO3S0BWztV39dkwssCKBz0F9pW6c9Ep2Lc",
+	"gzuAi2vDrOwQFRmJg4bUr0Mjw6UF2seMd+NNkyE3dsoFGhvHqg7szPoBqnMAUO1KvP149HborEJ0bhDb",
+	"hbi1W5xfKCj9F2JfIXf2HPrhaASs1FuL3UgmOC9gsiWh4EgixgnH2lWN52UwMQOVn66h8BDZh4Ek9Izl",
+	"XGE5LCxOVkLelidnmqMW7IZzBMPhNTYYjIboFyY75TUKdK0fQOuVyPHBsCUdSiDKqgaMa/MQ2pR431UT",
+	"PzOXv+5oOUIJHpEaHBB17lUO1+ufoddEq1kmk2A9nR1CFzlIUoduTDdP1/II5+A3wmo9yXg+F9AYqRsL",
+	"s2aap6RfYHKSXEo/naNH0LxQplgR/PFkKVLJ0epUHwb0ds8wZ8k8eAOU4orrYS3L2iZZfi78CI+P6RWr",
+	"XAOPxlgQ2Aa7rl5wKbLswFHOtLCI3GIM6tSgYLG+GM6HG1fLEq3P3TH9C3Exc27FBKdavWYl8gPg/fAb",
+	"LcMpi0EdXx+czazIY2b42jjprVGjdjv0iAjfqRBlh5xNi/mpu3YZAm5wWBDBSWUy9b0ceeoBPi6WAkRT",
+	"1R06mTyEN0lBadi0kFnZAS2mA0sIBqIqBAWh5lIJqroBLDsXRliGBemUZXOeT2Gcrr8HfloyEZMAQLy9",
+	"a2TTqVgJlcKVmiVcwZinyKiShSiHiafEyqXQhW3vKpWpq8xoMJBdUXD4LxUD90gg5ZLG/3ngHC0Hz9LY",
+	"a8XuKyBQSarxWbnweATI9MUvBOMsDuk3blAtSkzWR+vSpTRirO7ff3j06P79rhMSuwIrPMXKlK7IJFE/",
+	"6BVFZuWK5/YQSPsg5ZYT+EaZ9/WQvZBfsj6dUMMe4+dTVo4ARNwRirgYphKc70GE1rwqg+zBUTT603EQ",
+	"42lY//jxcXT08KGrIgA/jRWhqXtopI03YYnGyZKr9YR6gTeh3gDrSUY9+DxWJX6SG8HjhywVYhWsHwro",
+	"EfQJjaWa4/jhIXezgL1FiH00AQoPi1KKZmnYiudGpKfMlVVEnRYFPfup0LZayUdHxw4OHa1wmUyEKwBB",
+	"Dpfe2QoI9OB4OKJ0GZuJwC7QC9Dxe6PhET2lV0Lxleyd9B4MR8MHWHHALtDm03KDOOQGg9tW2rQlyRaK",
+	"mEKqk4IOvr8/Z1qvvKCrA5MxHV4jorGqamVK42XMSVDSl1UVfb3jZKaLHK/+xus9Y4WnA9ZyroHRoUWB",
+	"MGpKaDHiIgPSk2vVik8ZnHX8PFaJszJzwsKp2QLCTKbK4sD+UvuekhRR7fVWSBChUd0mwf4S2A/p96m2",
+	"i2p0lOS2EvlY4RnE+w2y+Lg0pxYqw0sCvj3L0M1kvLHi1Fk9aHjUCyxDiQUIwxmchq4BWL0pT87RMg2r",
+	"43Utegq2dayESk11H6wCfdrNH8hhEc4mXvKrCaLgxGPlIAhdC5F6/VKR8XmAvJBqfsAmECOjkVIDMiRE",
+	"dFbcCwmVLaLdxIVEHVtcyBQL9uKSEnFNged6a7SDNZqR/YQ4HvzFnVxGdL0iVyJlaZF7MkQiR6tDySax",
+	"2AknDFi0w0S4GTissXo8GtGJdikiMr2K2Yg2Fo3nMRsNhuxVOcPUWXTgwDOl8SV4/wnJjeeCZWJmQdsE",
+	"ZT3niYjxlgBUJBRIfNDNCaAIKaHExb1nmNOgXcoLjDamizEGivlyxojdN6DZBEY3ZJuXMERccr9KuHkx",
+	"nbc4uBk6OY5zQhlGovIUFxrNCqAwynmRO7PCWHFFrhGibFC9XL+haI/Dk04HFuaOTADoFZ4vS3NxS5YL",
+	"uMIS3yVsvaa2gS7bR6PjCHUKuKaDEsCN52DEzbyoHbKz6hIe10L9Y7zIckPAWYT+VF5gJaFrBVp5H7T4",
+	"UuK40JnyPc9S4Pzm/ElZyKAKiOnMKKoe8UUov+N20bt+S552YeyXOl03IgDQ3U0XkEMfj1wl1Wyvenvu",
+	"w0eu6958rL4IXzhENOjpeDT6sG+m5MTrDSfjmw3uUZpMZM48k4jKuzSeJEwreUhDbHtzOZXDL3lazhqa",
+	"HO1u8r3izjJFOD4PRw92N/pa51OZpkJRi4e7W3yr7ddwtcMGR3u84o3Wz0EnowaP9plIqUy+AF0SdFFs",
+	"fHy8T+PgIkWt/ry71StuxXOQhrR0j/bZomfKilzxjBoc7bVyz6prDTU73osU/sqtuCQ//qN9dvX7oNIR",
+	"ttljX9073tClhHx5xXLJ8zVpZ8QA75lABSPFDO3ylXEq1MgwcZnPDSYw+WICb6Ne04BXaZounwne3qZC",
+	"lqAO7UokgacLE4q0e4RtuHaHlGyqpDAsuU0Wpcg2EcrxsUIB65OG4QVUWT8ijSJ2YR9x+RkEbz8FjriU",
+	"ShorE+Czr6E5hfFsSZiPGDn38UbLk1wbg0oQOTW8huY81CAt2RHJeJAChPySCJGyo9FoyGKPOBGHQUhj",
+	"FUQhYdzReiPqiKqzu1YidVqnsTLLytUqVmNl9YbW6HQ3EMJcrWlNq3glPyIMXIrQzpRyC9c/mAR8LKMl",
+	"WsOa0Ia3TRyOFawEjRcVpfcXiP8e+BR+kyKxBs7ykYViLdG/RS6+aDtTpLN+ln5/WOl3U5lUEy5/a/Hz",
+	"Nn28ofeRBb7LwfuJGHL6/Qyjn1Ph4Dor+KuwrvjhHR4p94aWw3SWyQtQGoO4mt7Jj2/DxXsuL4QSxgzZ",
+	"8WjkTL4OthddfiiIS4xTEy6XTwvDlXBuzm0r8cI9snMprLiyhyufJ14tQjN+aJN50Bu8g/O7XC+FXYjC",
+	"UAYZhYVuX4+gjZsS6/vJs+ma5bqwFLhAXp0IwchUsmYLaaye53xpoqoI4KBzwZzxa7jmy2zbqr1cCXX2",
+	"3bPXK5HcjIh8x/thD2zeTtyL2YPhqDSqDXsNxERnwXNxQd6A11Ir9HrbK3z3rP9/n714Pti+Q28W0pQt",
+	"IhauI2ZoBZdvZ9UUlcnMFdhq25AduiGm/yN4VWnQ5qYeQODhNkKDiEIga1c9wZleMj4VmbdIxhh0wBaC",
+	"pyJn/XhXJMQAtBlo47JgUi3ITSRUAPsTmC6ooQcMoYVx0RJj5X3FWonImzVGD6kfSl3xgwhq8O7QeSiO",
+	"ovdZd/msu3zWXdp1FzyFdB9olKMto5xCLYXixDxLcbEPVPSjxkv+RuZn4CRkI6ez71uUzof44MB1hmGa",
+	"B/QYJoIWedY76e0fmYVVrnIJU2uW6q3iolOdYC3Xlg7qD3oVa5jphGfwGEbKlRA6zXhra1dhgDN9hH8M",
+	"MPXrtzdXExetG/AeauLn3f5ouw1SHG01WxXyV4KnElTeT6OTw+vXw4B13PH7vtUUhLs+dfX0ZEYiSiTn",
+	"hhm+ZpeL9XaNq1wxf0nw0ZdW58K5TcwpeSa8ZWTInqOXDF0x+LJOxevi6DCsKdu6b9DZk6qc6J3tm3vH",
+	"c2lalVY/hAg0OlDthh9TSP8O7uLPZd0v7UypVWjYkq+ZEeJ9+KnXz+sU8gSDXiuz210on7V33EgJPfrQ",
+	"FNp1pVLiskI3/Y3rnHuQ8xMXs/cpdM7f/mkjeqzUmNucKsJ7azLiShGoAP03zxxVAAjPXI3oH7bk33ng",
+	"/z/Ydeh3QCy09IGrjVIlsgxdHC6AxeXrYoKqzIR5D4qKOjWwToIZfSwu+XvhkH9AMvyrsE0a9PSHZEfh",
+	"T1hYwbyXlvAebrdOZnhYJtV3aqmUQr/x/mYlzcw7lH0YsrHcIgOX8AAZIz2cRY9szb1oT+qHMbymJtfX",
+	"UfPl3/G5YEb+3Pk2qsAQviwoxTCq5+vvhLZss6PGSlzZmCW10rirXFxIXRgsj9s1NMKGCIe2C8/o7R1y",
+	"GVjnrqvCSyVwJlSzBKEjPjObT3Id2bDyRIju7k2zURh4VTpunHvnU3GgqMMLcZampozwBHb5UyEKKo05",
+	"08HwT6tqBMBb0OaFMSJYfBIDUV1WkjQUmbuOWd8FGwM/9oqAxRaDekVIl2Tp06jGKqYchCE7o1B9H8eJ",
+	"ZY3jIpexi2F1OTYLXs3COevc8o0Vlc8xQfhr/3g0GjCpjBU8hQFigiOmBDBfIFnAU0cugNjwpRgrPwj0",
+	"/VBmutIHejVkPzivB44sYryqAnLPsCKXTJqxis2CHz96fEIBqAsq+IFLQ/36aFTYBQx9QfoyLIY/XSsE",
+	"jgHW5dM5x2qsvgbFivVb0hdc2VX4krqJa/kurr4MBfHCUmEoLldpxLRDD8rW9HtVA6VvlJzNfLUJPsUs",
+	"FczzDPmeTqywBxRzGg+G7LW/E50wdMTiCkXsBc/PU8xP/NubF88j9t1XX0dj9dXLJ/8ZsSev/+Pwzev/",
+	"iDAR4hATJTJMhkBnKeVYJToVLivCoesASTl6GitKxxuy713ChouBtZql0pyfktG2Ztt0yVeUc+Vr/4wV",
+	"ZXoMvEfr6AEu/A8Y/3PJpf0L3NLjKlTdxyjhGlU8AMiUiruKFCvUo/gZK+xj4vNvPFZ1VK+6wTgeSwzy",
+	"kqY9dDZNQYTs0hZ+4NK65P7wVNNR0jmjY9klMmGs7cK8Ax14U2b/TV+yTKs5LV7M4P9lZsq29zbXqH0c",
+	"j0Od4vFOleKuAoXT9I24Qv2tMu1EvZZjSrBhiU4dViocxmAYb2jA9w/vkzTa9+3AF+pv/6jeTaTEtiAS",
+	"RSmRwG+pvA1RuSRWecnhFGLFMzwiWGvHsXmqZ5TwjADxP6QZrHO0aAEry/C4VPjP7tc/uinsLE0rvcjF",
+	"+/RBCBGIgXEiOhC7TnYM7sJoRvfEw3fwzx4WNCcEPpvPfgfmMxUwwUpRvhM7WTtZ3D3Hf1PWDftMZp/E",
+	"PNaksU96F412Pg50tJ/lzHHEw1yUCNwfa2RdfsNXNJT2s3b80c5aRDf5z6z9E5y5f4eVr65WNUOKsx6E",
+	"eF4ug5j7bGOsQnz3asShry2xTVy8oeJSdyoy8B1bSBkv/JibK67+eIGPN/Za/w4OgN+5e4bNiixrZOWz",
+	"/qUvpOFy+DHp2tlMBr8nsdSAMeyO9n6pBOaoe+dEBwokheoRH1CizPdGOIgTJu1YdSFElrVJWkAeGwCP",
+	"Y1UiPPLVipIJMaU8hv7iEhpnJXKyZvUrsFIXkTxWcVi4wYOOuLx55HCVfSkAURirDhDJsbp//wWuwP37",
+	"uAaYO0ctJcKAOhzNU1bVpGyJLx+rGBuF4eW+KeKTSKWobC+syVQs+IXURX6Ct/zyIzMLuTJjVaiUSreW",
+	"IzFDB8N3cXSI35nYwTdI66bxBjbLT2MTzUPmwXs4ZnTOpKpi+imUbawIGYSqf0/XtDcGAcvwD7Q/OzAV",
+	"2Lv7xhZTxO1750HPTti4LIlAuGfVJwRKQ0MyPobVHxARbcAuF9oIb5TGhNGxcoUgTtEAiZZNrULqQ2mG",
+	"KED4ZSvACeaQviDAGK4Iw8AW07LyaDF1ry7r7SywMEW9gMdYhUUyqhyDraUx0EDvX4LoOLqkYKzYFkc1",
+	"4Icc84b7MS+sjgenLFZaidjNHEuE6NksQmImjhTDCmA6q2WZ4G5PoLfIAZSm1bTco3Bix8p/WzkRuFuW",
+	"2vi8jRtWzo2mnDmhiWidHeBpLWvdkL3CAYEbzGXx2NxSsbh8Lh44FFBcgl+CDn6pABMxTFdZ04ozV2LF",
+	"/MKA/NBwC4Tly2+NyQUMXzmzK2J8/vqP/+XgP2vYMbfthGQJtZZp1ZTwRFOdUJZ0kDAdy9ScsB8RSj59",
+	"G5f9bOK8+F4RQfxHP6Rf//HPt9cxy7k6F2kLWAs0C7uJ/DAMeokSvVzyAyOAoBHbmMrd/eL3s8xpXvI1",
+	"wlCptUMYRNebWfCVOHFIUb64WR4Avy/QL0fOEAVslBAI+zFN3q1B28L8+o9/DohhYZ4bNDOICeoQCR3c",
+	"D/xrlFythHWN8DRXHh535QS2eebBK+EMV8CDtpqnC9IAOlUaB+846isM6r5/HyH3rFSFmMyk4tnESSpQ",
+	"IOYCDwilZPM0ncyFcvrshHhQPFZ9wkIO09dtXohBdZZOmBG2qwN4Hn0czGpyB8JYXDi94hkroWe8DB06",
+	"XCBCJCWfYSpWuUgIUDWT3DA9A6nFryYbNU/iUxgZQsqX6EmpnGHyvPWwYSEfiEWy0PGJxxLK1gEGDkg/",
+	"xFIPy7lnwKvcYINnLxdCuXwwrw1I9LC2zdBYvXLv9O0RRamCB3MYBgye9FTeJ0eYI2jXy2AIDJzKhdIP",
+	"Us0dZH/McrHUF8IQyMwmkM+v//gnfXe4ie4zJEjOLBPZpNRcTNkzchZTomLB9pYYWvDkkMUqLr16ihFX",
+	"BmXACAfv5DkleYynhczsgVQeoIfw9wNIBkQ4ED8VPCtzYQlwwH8XqHlwYnxiXalmPMV+6VhU+g06Mktd",
+	"wo8iUDNXOpPJGo8pQviOVQkNhNmTz0KAdJfd1794/vxFxLKML/kwWa0i9hL/jtjrvz7naj4gP6dWVKSi",
+	"yhUcsjNWSuvS0Qq771bFARIutAJtqJLlBI9EAj3E8is7i6MQlaF6h4e3of5PifjKZahBLRoWZ3q+yvXU",
+	"xKyPfACF7moSfE1ExEYDkPauRlH5c4Q9SDuZSo6fTFmVdqKpLC2hstONaeKqpo9VKMw9Hy2MmEwFX5Zi",
+	"sBwS3DImVixXGbciJrUDCNExiQk39BdJKgTcCh+gr6k3ul/4HS+Jc8URIlw4jPJqwxBa2REcVoxCcqvV",
+	"anJv3ORdqEYhSw/wluv7T0zDD+ceXVKwufwZmDlQlf/1FJXMtv0kuGmqo4EVVHSespUUiTDldSvLDl5I",
+	"JZ+/OHj++ODimBUq4UakY/WDztPv4NngvYi3JZZTQcEnqOffM4MqXABFm565BfN4wwojJ9woiZNEYYAH",
+	"W2WFqcD4kLHcM8wHXVR615DA4S50wqdFxvO1984TKnbr6NiMCrr144ODciZALALkVXxwoJW6OkhlHrND",
+	"Fj85++7198+ffjV5+e23/zn56tkroMDyyxcvv3r6nL4dK8dnU245HQZ37zlsrillEjuWEWJG091JKwy6",
+	"gFONUv7Lp6/egECi0ZoyHKcP2+eqVYFuXFBu9JLn56DDskxfinyspnC389sLTQ5wx4ngSHdBcFijPegK",
+	"5igfFCuW6bkjaSqKLdUcyJqiOYjYTlgV0FHimsIlFKEExIVQZXDLCYmKGBboxMGuP1lw+6Q8EE8WRSWN",
+	"sC1erVORWU60RtIxCM0Zq1xnwL7CS0kO4oHDSqUChDh2YODq7dQPCnUtZTsJWB8FA48VBHmLj/VJG4ud",
+	"KIsHTui7FZhQBJAZ1qp3E5BhXggat1OkBgQ9NFZuEX786uW3T9/G7toVt9cSj93pcfG5bu74wHCszhxu",
+	"qLONUnYYSqmpmHNFok5Z5oAAa6tfAwh36z5WuPAeI6kxTqIDh3CvtHJ7K9JSDvsKDRgI5uFqCb7df18e",
+	"c5RB5ca1xem4vJ8aldxVilHtJZ8oFKQxU6zU0zxIt+2N9q7LfhyCQZJuR0780upAOMkzH5+IIscdgZLY",
+	"P0d7/A6iPX4nyHVNQ3CzDBCq8jUT+ILbLvM3/OS9PedivT2R4Bt44A4P+Tdi3RW7/oYKQpqgDAWiWpNo",
+	"ST8nvbZEmbvCJ4b1yRFApmMjklxYEPphyHlIL7BAHfSCNUl2Zbx+I9Z3mu36jVh/qkxXit2DCXbTqAt/",
+	"RqxU1BpxwX/rEuBz+F5HJmtZQGjInpW7iaWtXZpUqd376ob7n6OA8R6+OxfrRmBeE6bhQp9TigFSWYYX",
+	"kwpQipThzsqBhDPVjDQBXurP691x9W64YeLlsLqfo0w+OonT9gckHjExm4kEK8ppuvMqcWW9fXHInqVi",
+	"udLW4a7dRGB0hYh8OuL7THSfLJwQLtyeq95U8diWluK29Z5hMmX9+FyssSTcoEwIWXEEvnT5IOelolKp",
+	"D2F2xIpbmHbvpPdf0NWPZwf/nR/8PDr489t3R9Hjh9f/2lIo3wd2dJSp3IL0zJdV/SDCdHZyhYy+jJuN",
+	"gpaRu35iPEWpC7NnllXAilhpAW8IwlANKllZNasCVbnIxAXHBDnyjmQgVCwrjMi9fTJiUlEJGPRgS+Vs",
+	"Gj7QICie6WxQtdKZLq2ufCea0IKKht5ZwVVNikWu5t9G3dt6Gb9TGnY1I6ygMBVlNl+J+HLvpvDJpApQ",
+	"gdINk8vNAoa+9cND5L47w1P+bLP5bLP5/4XN5g9ZpKACPWuUGv/x7XX0rizW/ePbOpzgWVM+VPWOTZ03",
+	"u1KEUoW1j0NJTA90yGL343Vd0lVlRgMbUv1oOvw1vKdUfBoHudBZ2oh9coPEJFeWi0TnqUjHykWCYhgU",
+	"l1mRi0GJfRaRG57C82rSoIn6RSD7hRHkz5xnesqzYFDSuJirmH5qhZiF+ZBU+Laa/B0y1PIt26xk1ZQ/",
+	"Q8I1IE5vd6xKADlHkAFNBTANm/Aw73WGDt+Vf281ClAOmCn9yNBNxC5EYnXutEg6OP6wbGh+EZZiw1iV",
+	"nCvDXSwhxsR6WMXqXNA5VdoupJq3nQkaUONUfJRD4TIR287FD77wWPo5W/H3cehKaLCK9PCwIZ0j8ZFT",
+	"/sYHLmoXTXuR+waxYwmBj0/pz9RM72T/n2n8t07jL5VokjfF+txKktz6JlpPSNkqiQ7FFaj6nQre00AK",
+	"bZoY+r5sPIbWFKCNCpBM3nAB17MsrQpWRRSY8cLd8l1UMkcMF9avgcVcHagUDlM8GLKvhUhdWN9YYVVZ",
+	"pwxSCdygWkIuEC8YMy+q6OJqwBRNyNVY0S/QWZvMe4qr8l6cwE+gzg1KbLdtbOFFSQDOFoVx3F0AYG5z",
+	"aBV/6zziD3fkiVJqYo0bViET/TZPvVMduy92X/PEsuBihlc6wgBy4VfA2MgMaSjwq4wZxiCsKU/HCpYh",
+	"wqLgKcMKILkvaT6g8EWnyWKB+NIKiKEQEtW76nKo5uj0qvu4T8PnjchmGAMGHADU5DnP00wYs/2i97Vf",
+	"ijuU87U3bbvq+X35fIw/8jF+5Ulx0xhB5XLfw6ryUU40icKbgx00X9YFCvgKbU66KW9cXDQxQXJruIL6",
+	"ZV4QAt35xRlUPobANEOZf8Ft9QQxgwnaTecMLrMuADoum8W0L5nLpHDpiDSgFbeLoAyz5flcWIxFhsfH",
+	"ipIKY5nGJY4U4k9VMQA1w5E5l6sV9G200zlKdQSjPBH1x15KenrB8yXwncEp44peguyzeoOv8Vy+BHMk",
+	"QDlRjLNZLsyCScyUmCLwnBJBHoTLcZDOPeOuMrjKxPqG7A2mpJwLsSptGYHXJhUe0FBq1cYcny27tJ99",
+	"/BrvrfjQWYRzs+RXBHWLKLCjUZtC9BHBy3BZusstlzYJIpHfvlHic4TQe8kMoofKA4tBOe+h+e3F5/3b",
+	"OjW3Enf0J5d/Vza+V3mLm+i0vmAuRzjhsfIol+zRKCpTyo9Ho4HDn3Tgyq4SXh1jGeNLVhSyT8H+MJJF",
+	"rTJS/8sXx48orI4gQ5XLXqG6w1W2WDRWqVBGOAOoiRiqj1glUSRyleuEZ5hsG3nEWLMktM0EKyZOtSrM",
+	"IBqraTBdzLepyv9jFeX4lCkN45ZqPmRP3cW23FwsUhxccWc8oUR4lomZRe22UMD1GTfn8LvO226gY+Wv",
+	"oO6XTBq7VUGVYifSN5WUdlAo7UCZP3XhWT/08Nr+i6PNCIjoXWuf51Kle8OFE2v/Bpp0dhhKqYlMu4Z8",
+	"dPzFLUe8BXT8UYgPevxekOM3wRqno3MjsPGOufmcHGeSuTEa67Y+K7q/Wbdv7/xOte0y5c/u58vUp/Cv",
+	"6dwzexvsxae+S3Vdb16T2bC6tCCaZ2X3BF7HYqWtiEsI6IHDK09sHDFuiLWrExAj1S0ygo91jZs9sw3A",
+	"dIeAvitS6U5j8L3u/UnC8L3Fs/0gO4sO7cZnpfoPrVT/kEv0Erqjl8pcJDZbs37tVA3uVrk+fEfP7QGr",
+	"G5zMz8C6fzRXtec4d+CR9gFbVFd70+rUv1wQeg2avyyTLfajwRb/9d2bs7eqXZ8D8X8XzupbE/h7aWG7",
+	"YRWJwiqdjdtksXmgniAqKtkgyHhKqFQuTOqAQBFMcN4QjaJ+iR8rBzgzFUykGGrYfzj6s49FD+4+8eCE",
+	"8TQF/VVcVhGXCFHRprp9jxUL7lR1C1/xiWLCtzMDX7XhD8oUPpcX/bg8i058KZkrdLKILYXlKbccBCam",
+	"UB4QMI5cio+kLB6i6WX93j64m7PHokXb+CsCh11x1J61wjDRmIxDZsJtzPocF+eUqSLLWJIJnhOrpGkM",
+	"yOQZW5uV1YdYH9dU6csBGTdDKykpM5iXbkQmENpX6XysMmmQqzr7aNywVHmgWFkGc3qospXIpU5lwsyl",
+	"EKs2FvvaqztPaenvhsu+Fpb6/02yWLf4pTkbhBNt4ed8l8/cM+SerwWa5fCohzzUU8stuSRCf+1IEfFw",
+	"hP0K2yRZcAfKVQKChapaENVHMIoGIaDWxNyb5d4x8Y/66PSm0Djv8pzCG7ZapGmAtz9jvxOSrOgv2iTQ",
+	"t01U+HLrPVZlTv+YCO66hECJYHb5ktfCwwlOuiu/WFUkSnBy3Zm6LyRizDIj50qkdcSFEl4v4Vkm1bzK",
+	"rCfgWExKXfALB2paT2GlXCTqKKyySCnNQchgmb0aMcXzXF+KdKysDsJdTEzGA7ro9NGF6RNisXklN3F0",
+	"D0cPHKgkZsFGTlgbF77XkOve3/vg8Sjw+H7x+CH6fMn5afXKsEudI2QFVTG0BhN4MZYPgR+G7CxYPOPB",
+	"PJcS85Dhq24jd0god2npxjcEovwuDdvhnDqYAi7LZ6v27wxMBlhGM6+9xPlsSrA9IRGWgZ7XxVCBeyKP",
+	"7EJLcPUvUs9Kc63tkMXvptyISZFn15gOHb+jn/Gbw4uj+JTF7h7T8RA+4Trv6mezukwMUy/yrHfSC5/s",
+	"RT0Ej59mdOSqn2p+5d7C2tXJ4eHR8Z+Go+FoeHTyxeiLESzQ23JBNwMVQwWD9QMINbSXesc74qRtuPFJ",
+	"1aamoJpsZAgGXZTWsA27lFuGyBd8poLQXtXxdenR2R4OyRc22eyxBP5CTNiQwwbtkbJapoTiNWILwTPE",
+	"YoBZ2VwmYVsnSq/fXv9/AQAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -11,19 +11,20 @@ type Kind string
 
 // The kinds of error a client can see.
 const (
-	KindInvalid         Kind = "invalid_request"   // 400: the request is malformed
-	KindUnauthenticated Kind = "unauthenticated"   // 401: missing, unknown, revoked or expired credential
-	KindForbidden       Kind = "permission_denied" // 403: valid credential, but not for this scope or resource
-	KindNotFound        Kind = "not_found"         // 404: no such model, capsule, item, key, memory
-	KindConflict        Kind = "conflict"          // 409: the resource exists or changed
-	KindTooLarge        Kind = "too_large"         // 413: body or upload over its limit
-	KindUnprocessable   Kind = "unprocessable"     // 422: well-formed but semantically impossible
-	KindRateLimited     Kind = "rate_limited"      // 429: over a per-key rate limit
-	KindInternal        Kind = "internal"          // 500: a bug or an unexpected failure
-	KindNotImplemented  Kind = "not_implemented"   // 501: the operation is not available in this build
-	KindUpstream        Kind = "upstream_error"    // 502: an upstream engine refused, reset or sent garbage
-	KindUnavailable     Kind = "unavailable"       // 503: an upstream or a dependency cannot be reached
-	KindTimeout         Kind = "timeout"           // 504: an upstream did not answer in time
+	KindInvalid         Kind = "invalid_request"        // 400: the request is malformed
+	KindUnauthenticated Kind = "unauthenticated"        // 401: missing, unknown, revoked or expired credential
+	KindForbidden       Kind = "permission_denied"      // 403: valid credential, but not for this scope or resource
+	KindNotFound        Kind = "not_found"              // 404: no such model, capsule, item, key, memory
+	KindConflict        Kind = "conflict"               // 409: the resource exists or changed
+	KindTooLarge        Kind = "too_large"              // 413: body or upload over its limit
+	KindUnsupportedType Kind = "unsupported_media_type" // 415: a body of a Content-Type the operation does not take
+	KindUnprocessable   Kind = "unprocessable"          // 422: well-formed but semantically impossible
+	KindRateLimited     Kind = "rate_limited"           // 429: over a per-key rate limit
+	KindInternal        Kind = "internal"               // 500: a bug or an unexpected failure
+	KindNotImplemented  Kind = "not_implemented"        // 501: the operation is not available in this build
+	KindUpstream        Kind = "upstream_error"         // 502: an upstream engine refused, reset or sent garbage
+	KindUnavailable     Kind = "unavailable"            // 503: an upstream or a dependency cannot be reached
+	KindTimeout         Kind = "timeout"                // 504: an upstream did not answer in time
 )
 
 // Error is the one error type whose message is meant for the client.

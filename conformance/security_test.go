@@ -1,0 +1,233 @@
+package conformance_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+// The regression tests of the second security review (issue 15), one per
+// attack, each through the running server.
+
+// deepJSON nests n objects under "eq" around a scalar.
+func deepJSON(n int) string {
+	return strings.Repeat(`{"eq":`, n) + `1` + strings.Repeat(`}`, n)
+}
+
+// Attack 1: deeply nested JSON used to cost seconds and gigabytes of
+// validation. Bodies nested beyond 64 are refused before parsing, whatever
+// the operation and however the nesting is spelled; nesting inside strings
+// does not count. (api.BenchmarkHostileBodies and
+// api.TestHostileBodiesAllocateLittle measure the cost of the worst bodies.)
+func TestAttackDeeplyNestedJSON(t *testing.T) {
+	t.Parallel()
+	createCapsule(t, "deepjson")
+	chat := func(content string) string {
+		return `{"model":"svc-1","messages":[{"role":"user","content":` + content + `}]}`
+	}
+	for _, tc := range []struct{ name, path, body string }{
+		{"capsule query wishlist 9,990 deep", "/capsules/deepjson/query", `{"query":"x","wishlist":{"metadata":{"a":` + deepJSON(9990) + `}}}`},
+		{"capsule query 65 deep", "/capsules/deepjson/query", `{"query":"x","wishlist":{"metadata":{"a":` + deepJSON(62) + `}}}`},
+		{"chat message 3,000 deep", "/v1/chat/completions", chat(strings.Repeat("[", 3000) + strings.Repeat("]", 3000))},
+		{"memory chat 3,000 deep", "/v1/memory/chat/completions?namespace=deep", chat(strings.Repeat("[", 3000) + strings.Repeat("]", 3000))},
+		{"item metadata 100 deep", "/v1/capsules/deepjson/items", `{"content":"x","metadata":{"a":` + deepJSON(100) + `}}`},
+		{"key request 70 deep arrays", "/v1/keys", `{"name":"x","scopes":` + strings.Repeat("[", 70) + strings.Repeat("]", 70) + `}`},
+		{"unterminated 200 deep", "/v1/tokens", strings.Repeat("[", 200)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp := expect(t, do(t, req{method: "POST", path: tc.path, cred: srv.admin, body: tc.body}), http.StatusBadRequest)
+			if e := resp.Err(t); *e.Error.Code != "nesting_too_deep" || e.Error.Type != "invalid_request_error" || !strings.Contains(e.Error.Message, "64") {
+				t.Fatalf("error %+v", e.Error)
+			}
+		})
+	}
+	// 64 deep is allowed (and then validated as usual); brackets and braces
+	// inside strings, escaped quotes included, do not count.
+	ok := `{"content":"` + strings.Repeat(`[{\"`, 5000) + `","metadata":{"a":` + deepJSON(60) + `}}`
+	expect(t, do(t, req{method: "POST", path: "/v1/capsules/deepjson/items", cred: srv.admin, body: ok}), http.StatusCreated)
+	resp := expect(t, do(t, req{method: "POST", path: "/capsules/deepjson/query", cred: srv.admin,
+		body: `{"query":"x","wishlist":{"metadata":{"a":` + deepJSON(60) + `}}}`}), http.StatusBadRequest)
+	if e := resp.Err(t); *e.Error.Code != "invalid_value" {
+		t.Fatalf("64 deep: %+v", e.Error)
+	}
+}
+
+// Attack 1, continued: a validation error never echoes a large body. The
+// message and param are capped whatever the field name and value.
+func TestAttackHugeValidationError(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("k", 200000)
+	resp := expect(t, do(t, req{method: "POST", path: "/v1/keys", cred: srv.admin,
+		body: map[string]any{"name": "x", "scopes": []string{"chat"}, long: strings.Repeat("v", 200000)}}), http.StatusBadRequest)
+	e := resp.Err(t)
+	if len(resp.Body) > 2048 || len(e.Error.Message) > 520 || e.Error.Param == nil || len(*e.Error.Param) > 260 {
+		t.Fatalf("an error of %d bytes (message %d): %.200s", len(resp.Body), len(e.Error.Message), resp.Body)
+	}
+}
+
+// Attack 1, continued: a body of very many small values is refused before
+// it is decoded for validation (decoding costs tens of bytes per value).
+func TestAttackManySmallValues(t *testing.T) {
+	t.Parallel()
+	body := `{"model":"svc-1","messages":[{"role":"user","content":"x"}],"allowed_token_ids":[` + strings.Repeat("1,", 140000) + `1]}`
+	resp := expect(t, do(t, req{method: "POST", path: "/v1/chat/completions", cred: srv.admin, body: body}), http.StatusRequestEntityTooLarge)
+	if e := resp.Err(t); *e.Error.Code != "too_many_values" {
+		t.Fatalf("error %+v", e.Error)
+	}
+}
+
+// multipartBody is a multipart form with one JSON field, as the probe sent.
+func multipartBody(t *testing.T, field string, value []byte) ([]byte, string) {
+	t.Helper()
+	var buf bytes.Buffer
+	mw := multipart.NewWriter(&buf)
+	w, err := mw.CreateFormField(field)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write(value)
+	mw.Close()
+	return buf.Bytes(), mw.FormDataContentType()
+}
+
+// Attack 2: a multipart Content-Type used to skip the body limit and the
+// schema on every route. Only adding an item takes multipart; every other
+// operation with a body answers 415 before reading it.
+func TestAttackMultipartSkipsTheGate(t *testing.T) {
+	t.Parallel()
+	createCapsule(t, "mpgate")
+	many := make([]any, 50000)
+	for i := range many {
+		many[i] = map[string]any{"role": "user", "content": "x"}
+	}
+	manyJSON, _ := json.Marshal(map[string]any{"model": "svc-1", "messages": many})
+	for _, tc := range []struct {
+		name, path string
+		body       []byte
+	}{
+		{"chat with 50,000 messages", "/v1/chat/completions", manyJSON},
+		{"key with unknown fields", "/v1/keys", []byte(`{"name":"x","scopes":["admin"],"colour":"red"}`)},
+		{"memory chat", "/v1/memory/chat/completions?namespace=mp", manyJSON},
+		{"capsule query", "/capsules/mpgate/query", []byte(`{"query":"x"}`)},
+		{"access token", "/v1/tokens", []byte(`{}`)},
+		{"create capsule", "/v1/capsules", []byte(`{"name":"viamultipart"}`)},
+		{"memory import", "/v1/memory/namespaces/mp/import", []byte(`{"content":"x"}`)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body, ct := multipartBody(t, "body", tc.body)
+			resp := expect(t, do(t, req{method: "POST", path: tc.path, cred: srv.admin, body: body, header: map[string]string{"Content-Type": ct}}), http.StatusUnsupportedMediaType)
+			if e := resp.Err(t); *e.Error.Code != "unsupported_media_type" || e.Error.Type != "unsupported_media_type_error" {
+				t.Fatalf("error %+v", e.Error)
+			}
+		})
+	}
+	// Other wrong types get the same answer; a missing one too.
+	for _, ct := range []string{"text/plain", "application/x-www-form-urlencoded", "application/xml", "", "multipart/mixed; boundary=x", "application/json; charset=utf-8; x=\"", "application/jsonx"} {
+		resp := expect(t, do(t, req{method: "POST", path: "/v1/keys", cred: srv.admin, body: `{"name":"x","scopes":["chat"]}`, header: map[string]string{"Content-Type": ct}}), http.StatusUnsupportedMediaType)
+		if e := resp.Err(t); !strings.Contains(e.Error.Message, "application/json") {
+			t.Fatalf("%q: %+v", ct, e.Error)
+		}
+	}
+	// application/json with parameters is still JSON.
+	expect(t, do(t, req{method: "POST", path: "/v1/keys", cred: srv.admin, body: `{"name":"cs","scopes":["chat"]}`, header: map[string]string{"Content-Type": "application/json; charset=utf-8"}}), http.StatusCreated)
+}
+
+// countingReader is a body of a prefix and then x up to left bytes, which
+// counts the bytes the server pulled from it.
+type countingReader struct {
+	prefix string
+	left   int64
+	read   atomic.Int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	if c.left <= 0 {
+		return 0, io.EOF
+	}
+	if c.prefix != "" {
+		n := copy(p, c.prefix)
+		c.prefix = c.prefix[n:]
+		c.left -= int64(n)
+		c.read.Add(int64(n))
+		return n, nil
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	for i := range p {
+		p[i] = 'x'
+	}
+	c.left -= int64(len(p))
+	c.read.Add(int64(len(p)))
+	return len(p), nil
+}
+
+// Attack 2, continued: a 100 MB body is refused after the size limit
+// whatever its Content-Type, not read whole: 1 MiB for JSON here, 64 MiB for
+// an upload. (Sent around the recorder, which would buffer it.)
+func TestAttackHugeBodyIsNotReadWhole(t *testing.T) {
+	t.Parallel()
+	createCapsule(t, "hugebody")
+	filePart := "--xxxx\r\nContent-Disposition: form-data; name=\"file\"; filename=\"big.txt\"\r\n\r\n"
+	for _, tc := range []struct {
+		name, path, ct, prefix string
+		status                 int
+		maxRead                int64
+	}{
+		{"JSON", "/v1/keys", "application/json", "", http.StatusRequestEntityTooLarge, 16 << 20},
+		{"multipart to a JSON route", "/v1/chat/completions", "multipart/form-data; boundary=xxxx", filePart, http.StatusUnsupportedMediaType, 16 << 20},
+		{"multipart upload", "/v1/capsules/hugebody/items", "multipart/form-data; boundary=xxxx", filePart, http.StatusRequestEntityTooLarge, 80 << 20},
+		{"chunked JSON", "/capsules/hugebody/query", "application/json", "", http.StatusRequestEntityTooLarge, 16 << 20},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const size = 100 << 20
+			body := &countingReader{prefix: tc.prefix, left: size}
+			r, err := http.NewRequest("POST", srv.url+tc.path, body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(tc.name, "chunked") {
+				r.ContentLength = size
+			}
+			r.Header.Set("Content-Type", tc.ct)
+			r.Header.Set("Authorization", "Bearer "+srv.admin)
+			resp, err := http.DefaultClient.Do(r)
+			if err != nil {
+				t.Fatalf("the server broke the connection instead of answering: %v", err)
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != tc.status {
+				t.Fatalf("status %d, want %d: %s", resp.StatusCode, tc.status, b)
+			}
+			if n := body.read.Load(); n > tc.maxRead {
+				t.Fatalf("the server read %d MiB of the body", n>>20)
+			}
+		})
+	}
+}
+
+// Attack 2, continued: the upload route's multipart body is capped as a
+// whole, not only its file part: many large fields are refused.
+func TestAttackMultipartFieldsAreCapped(t *testing.T) {
+	t.Parallel()
+	createCapsule(t, "mpfields")
+	var buf bytes.Buffer
+	mw := multipart.NewWriter(&buf)
+	for i := 0; i < 40; i++ {
+		w, _ := mw.CreateFormField(fmt.Sprintf("f%d", i))
+		w.Write(bytes.Repeat([]byte("x"), 60<<10))
+	}
+	mw.Close()
+	resp := expect(t, do(t, req{method: "POST", path: "/v1/capsules/mpfields/items", cred: srv.admin, body: buf.Bytes(),
+		header: map[string]string{"Content-Type": mw.FormDataContentType()}}), http.StatusBadRequest)
+	if e := resp.Err(t); e.Error.Param == nil {
+		t.Fatalf("error %+v", e.Error)
+	}
+}
