@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"capsuled/internal/domain"
+	"capsuled/internal/think"
 )
 
 // Model is the one model id of the retrieval chat.
@@ -117,11 +118,11 @@ func (s *Service) Complete(ctx context.Context, req *domain.ChatRequest) (*domai
 func (s *Service) shape(req *domain.ChatRequest, c domain.Choice) domain.Choice {
 	content := c.Content
 	if req.IncludeReasoning {
-		if r := strings.TrimSpace(c.Reasoning); r != "" {
-			content = "<think>\n" + r + "\n</think>\n\n" + strings.TrimLeft(content, "\n")
+		if b := think.Block(c.Reasoning); b != "" {
+			content = b + strings.TrimLeft(content, "\n")
 		}
 	} else {
-		content = StripThink(content)
+		content = think.Strip(content)
 	}
 	c.Reasoning = ""
 	if len(c.ToolCalls) > 0 && c.FinishReason == "" {
@@ -176,27 +177,6 @@ func firstStop(content string, stops []string) (int, string) {
 		}
 	}
 	return best, which
-}
-
-// StripThink removes <think>…</think> blocks (and an unclosed leading one)
-// from content.
-func StripThink(content string) string {
-	for {
-		i := strings.Index(content, "<think>")
-		if i < 0 {
-			break
-		}
-		j := strings.Index(content[i:], "</think>")
-		if j < 0 {
-			content = content[:i]
-			break
-		}
-		content = content[:i] + content[i+j+len("</think>"):]
-	}
-	if j := strings.Index(content, "</think>"); j >= 0 { // reasoning whose opening tag was in the prompt
-		content = content[j+len("</think>"):]
-	}
-	return strings.TrimLeft(content, "\n ")
 }
 
 func (s *Service) countChoice(c domain.Choice) int {

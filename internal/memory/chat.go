@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"capsuled/internal/domain"
+	"capsuled/internal/think"
 )
 
 // A ChatInput is one memory chat request.
@@ -97,7 +98,7 @@ func (s *Service) Chat(ctx context.Context, in ChatInput) (ChatResult, error) {
 	}
 	turns := append([]domain.Message(nil), msgs...)
 	if reply != "" {
-		turns = append(turns, domain.TextMessage(domain.RoleAssistant, stripThink(reply)))
+		turns = append(turns, domain.TextMessage(domain.RoleAssistant, think.Strip(reply)))
 	}
 	stored, created, err := s.Persist(ctx, PersistInput{Namespace: ns, Conversation: conv, Messages: turns})
 	if err != nil {
@@ -147,8 +148,8 @@ func (s *Service) Persist(ctx context.Context, in PersistInput) ([]domain.Memory
 			continue
 		}
 		if m.Role == domain.RoleAssistant {
-			text = stripThink(text)
-			if IsExtractiveReply(text) {
+			text = strings.TrimSpace(think.Strip(text))
+			if text == "" || IsExtractiveReply(text) {
 				continue
 			}
 		}
@@ -249,7 +250,10 @@ func isTurnRole(role string) bool { return role == domain.RoleUser || role == do
 // dedupeKey identifies a turn's content within a conversation: its role and
 // the hash of its text with whitespace and case folded.
 func dedupeKey(role, text string) string {
-	sum := sha256.Sum256([]byte(strings.ToLower(oneLine(stripThink(text)))))
+	if role == domain.RoleAssistant {
+		text = think.Strip(text)
+	}
+	sum := sha256.Sum256([]byte(strings.ToLower(oneLine(text))))
 	return role + ":" + hex.EncodeToString(sum[:16])
 }
 
@@ -281,23 +285,16 @@ func latestUser(msgs []domain.Message) (string, []string) {
 	var hist []string
 	for _, m := range msgs[:last] {
 		if isTurnRole(m.Role) {
-			if t := strings.TrimSpace(m.Text()); t != "" {
-				hist = append(hist, stripThink(t))
+			t := strings.TrimSpace(m.Text())
+			if m.Role == domain.RoleAssistant {
+				t = think.Strip(t)
+			}
+			if t != "" {
+				hist = append(hist, t)
 			}
 		}
 	}
 	return msgs[last].Text(), hist
-}
-
-// stripThink removes a leading <think>…</think> block.
-func stripThink(s string) string {
-	t := strings.TrimSpace(s)
-	if strings.HasPrefix(t, "<think>") {
-		if i := strings.Index(t, "</think>"); i >= 0 {
-			return strings.TrimSpace(t[i+len("</think>"):])
-		}
-	}
-	return s
 }
 
 // MemoryBlockStart and MemoryBlockEnd delimit the injected memory block.

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"capsuled/internal/domain"
+	"capsuled/internal/think"
 	"capsuled/internal/toolcall"
 )
 
@@ -340,12 +341,10 @@ func normalise(index int, m upMessage, finish string) domain.Choice {
 	inReasoning, restR := toolcall.Parse(reasoning)
 	reasoning = restR
 	// inline <think> in content when the server has no reasoning parser
-	if reasoning == "" && strings.HasPrefix(strings.TrimSpace(content), "<think>") {
-		c := strings.TrimSpace(content)
-		if j := strings.Index(c, "</think>"); j >= 0 {
-			reasoning = strings.TrimSpace(c[len("<think>"):j])
-			content = strings.TrimSpace(c[j+len("</think>"):])
-			more, r2 := toolcall.Parse(reasoning)
+	if reasoning == "" {
+		if r, rest, ok := think.Split(content); ok {
+			content = rest
+			more, r2 := toolcall.Parse(r)
 			inReasoning = append(inReasoning, more...)
 			reasoning = r2
 		}

@@ -1,0 +1,90 @@
+package think
+
+import "testing"
+
+func TestStrip(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct{ name, in, want string }{
+		{"no block", "plain answer", "plain answer"},
+		{"empty", "", ""},
+		{"leading block", "<think>\nreason\n</think>\n\nanswer", "answer"},
+		{"leading whitespace", " \n\t<think>r</think>  answer", "answer"},
+		{"whitespace kept inside the text", "<think>r</think>\n a  b \n", "a  b \n"},
+		{"unclosed block", "<think>still reasoning", ""},
+		{"unclosed after text", "answer <think>more", "answer "},
+		{"several blocks", "<think>a</think>one <think>b</think>two", "one two"},
+		{"nested", "<think>a<think>b</think>c</think>d", "d"},
+		{"closing tag only (opened in the prompt)", "reasoning continued\n</think>\n\nanswer", "answer"},
+		{"block in the middle", "before <think>x</think>after", "before after"},
+		{"tags inside words", "a<think>b</think>c", "ac"},
+	} {
+		if got := Strip(tt.in); got != tt.want {
+			t.Errorf("%s: Strip(%q) = %q, want %q", tt.name, tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestSplit(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name, in, reasoning, text string
+		ok                        bool
+	}{
+		{"leading block", "<think>\nr\n</think>\n\nanswer", "r", "answer", true},
+		{"leading whitespace", "\n  <think>r</think>answer ", "r", "answer", true},
+		{"no block", "answer", "", "answer", false},
+		{"unclosed block", "<think>r", "", "<think>r", false},
+		{"block not leading", "a <think>r</think>", "", "a <think>r</think>", false},
+		{"several blocks: the first is split", "<think>a</think>x<think>b</think>y", "a", "x<think>b</think>y", true},
+		{"nested: up to the first closing tag", "<think>a<think>b</think>c</think>d", "a<think>b", "c</think>d", true},
+		{"empty block", "<think></think>answer", "", "answer", true},
+	} {
+		r, text, ok := Split(tt.in)
+		if r != tt.reasoning || text != tt.text || ok != tt.ok {
+			t.Errorf("%s: Split(%q) = %q, %q, %v; want %q, %q, %v", tt.name, tt.in, r, text, ok, tt.reasoning, tt.text, tt.ok)
+		}
+	}
+}
+
+func TestOpen(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]bool{
+		"":                               false,
+		"Let me":                         false,
+		"<think>\nLet me":                true,
+		"<think>a</think>b":              false,
+		"<think>a</think>b<think>c":      true,
+		"  <think>":                      true,
+		"</think> stray close":           false,
+		"<think>a<think>b</think>still?": false,
+	} {
+		if got := Open(in); got != want {
+			t.Errorf("Open(%q) = %v, want %v", in, got, want)
+		}
+	}
+}
+
+func TestBlock(t *testing.T) {
+	t.Parallel()
+	if got := Block("  r \n"); got != "<think>\nr\n</think>\n\n" {
+		t.Errorf("Block = %q", got)
+	}
+	if got := Block(" \n"); got != "" {
+		t.Errorf("empty reasoning: Block = %q", got)
+	}
+}
+
+func FuzzStrip(f *testing.F) {
+	for _, s := range []string{"<think>a</think>b", "<think>", "</think>x", "a<think>b<think>c</think>"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		out := Strip(s)
+		if len(out) > len(s) {
+			t.Fatalf("Strip grew %q to %q", s, out)
+		}
+		if Open(out) {
+			t.Fatalf("Strip(%q) = %q still ends inside a block", s, out)
+		}
+	})
+}
