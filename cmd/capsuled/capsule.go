@@ -16,15 +16,6 @@ import (
 	"capsuled/gen"
 )
 
-// errorOf renders a non-2xx response body.
-func errorOf(status int, body []byte) error {
-	var e gen.ErrorResponse
-	if json.Unmarshal(body, &e) == nil && e.Error.Message != "" {
-		return apiError(status, &e, body)
-	}
-	return apiError(status, nil, body)
-}
-
 // runCapsule manages capsules: capsule create|list|delete NAME.
 func runCapsule(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
@@ -36,13 +27,10 @@ func runCapsule(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	var cf clientFlags
 	cf.register(fs)
 	desc := fs.String("description", "", "description (create)")
-	var name string
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		name, args = args[0], args[1:]
-	}
 	if err := parse(fs, args); err != nil {
 		return err
 	}
+	name := fs.Arg(0)
 	c, err := cf.client()
 	if err != nil {
 		return err
@@ -103,14 +91,10 @@ func runAdd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs := newFlags("add", stderr)
 	var cf clientFlags
 	cf.register(fs)
-	var rest []string
-	for len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		rest, args = append(rest, args[0]), args[1:]
-	}
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	rest = append(rest, fs.Args()...)
+	rest := fs.Args()
 	if len(rest) < 2 {
 		return errors.New("usage: capsuled add NAME PATH... [flags]")
 	}
@@ -231,14 +215,10 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	limit := fs.Int("limit", 10, "most results (1 to 100)")
 	wishlist := fs.String("wishlist", "", "wishlist JSON, e.g. '{\"mode\":\"keyword\"}'")
 	asJSON := fs.Bool("json", false, "print the raw JSON results")
-	var rest []string
-	for len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		rest, args = append(rest, args[0]), args[1:]
-	}
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	rest = append(rest, fs.Args()...)
+	rest := fs.Args()
 	if len(rest) != 2 {
 		return errors.New(`usage: capsuled query NAME "text" [--limit N] [--wishlist JSON] [--json]`)
 	}

@@ -1,16 +1,13 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
-	"fmt"
-	"net/http"
 	"os"
-	"strings"
 	"time"
 
 	"capsuled/gen"
+	"capsuled/internal/apiclient"
 )
 
 // clientFlags are the flags of every command that talks to a running server.
@@ -33,22 +30,8 @@ func (c *clientFlags) client() (*gen.ClientWithResponses, error) {
 	if c.key == "" {
 		return nil, errors.New("no API key: pass --key or set CAPSULED_API_KEY")
 	}
-	return gen.NewClientWithResponses(strings.TrimRight(c.url, "/"),
-		gen.WithHTTPClient(&http.Client{Timeout: c.timeout}),
-		gen.WithRequestEditorFn(func(_ context.Context, r *http.Request) error {
-			r.Header.Set("Authorization", "Bearer "+c.key)
-			return nil
-		}))
+	return apiclient.New(c.url, c.key, c.timeout)
 }
 
-// apiError renders an error response of the API for the terminal.
-func apiError(status int, e *gen.ErrorResponse, raw []byte) error {
-	if e != nil {
-		msg := e.Error.Message
-		if e.Error.Param != nil {
-			msg = *e.Error.Param + ": " + msg
-		}
-		return fmt.Errorf("%d %s: %s", status, e.Error.Type, msg)
-	}
-	return fmt.Errorf("unexpected response %d: %.300s", status, raw)
-}
+// errorOf renders a non-2xx response body.
+func errorOf(status int, body []byte) error { return apiclient.Error(status, body) }

@@ -18,8 +18,9 @@ import (
 	"os"
 	"os/signal"
 	"sort"
-	"strings"
 	"syscall"
+
+	"capsuled/internal/bench"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -42,7 +43,7 @@ func commands() map[string]command {
 		"ask":         {"run the svc-1 retrieval loop over a capsule (ask NAME \"question\")", runAsk},
 		"models":      {"convert the embedding model to ONNX, or fetch it (convert|fetch)", runModels},
 		"memory":      {"manage memory namespaces on a running server (namespaces|export|import|delete)", runMemory},
-		"bench":       {"benchmarks: retrieval, agent, memory", runBench},
+		"bench":       {"benchmarks: retrieval, agent, memory, load", bench.Run},
 		"version": {"print the version", func(_ context.Context, _ []string, stdout, _ io.Writer) error {
 			_, err := fmt.Fprintln(stdout, version)
 			return err
@@ -55,9 +56,6 @@ func main() {
 	defer stop()
 	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
 }
-
-// errUsage marks an error whose message is usage help (exit status 2).
-var errUsage = errors.New("usage")
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cmds := commands()
@@ -95,9 +93,4 @@ func usage(w io.Writer, cmds map[string]command) {
 		fmt.Fprintf(w, "  %-12s %s\n", n, cmds[n].summary)
 	}
 	fmt.Fprintln(w, "\nRun 'capsuled <command> -h' for a command's flags. Every flag also reads CAPSULED_<FLAG> from the environment.")
-}
-
-// envName is the environment variable of a flag: data-dir → CAPSULED_DATA_DIR.
-func envName(flag string) string {
-	return "CAPSULED_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
 }

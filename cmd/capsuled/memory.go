@@ -28,14 +28,10 @@ func runMemory(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	cf.register(fs)
 	asJSON := fs.Bool("json", false, "print JSON (namespaces)")
 	out := fs.String("out", "", "file to write (export; default standard output)")
-	var pos []string
-	for len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		pos, args = append(pos, args[0]), args[1:]
-	}
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	pos = append(pos, fs.Args()...)
+	pos := fs.Args()
 	need := map[string]int{"namespaces": 0, "export": 1, "import": 2, "delete": 1}
 	n, ok := need[sub]
 	if !ok || len(pos) != n {

@@ -1,11 +1,17 @@
-package main
+package bench
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"capsuled/internal/cli"
 )
 
 // TestBenchAgent runs the agent benchmark end to end on tiny sets, keyword
@@ -18,9 +24,9 @@ func TestBenchAgent(t *testing.T) {
 		args      []string
 		questions float64
 	}{
-		{"hotpotqa", []string{"--dataset", "testdata/bench/hotpot"}, 3},
-		{"hotpotqa limit", []string{"--dataset", "testdata/bench/hotpot", "--limit", "2"}, 2},
-		{"locomo category 1 only", []string{"--locomo", "testdata/bench/locomo_tiny.json"}, 2},
+		{"hotpotqa", []string{"--dataset", "testdata/hotpot"}, 3},
+		{"hotpotqa limit", []string{"--dataset", "testdata/hotpot", "--limit", "2"}, 2},
+		{"locomo category 1 only", []string{"--locomo", "testdata/locomo_tiny.json"}, 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -49,7 +55,7 @@ func TestBenchAgent(t *testing.T) {
 			}
 		})
 	}
-	if code, _, _ := runCLI(t, "bench", "agent", "--embedder", "off"); code == 0 {
+	if code, _, _ := runBench(t, "agent", "--embedder", "off"); code == 0 {
 		t.Error("no dataset: exit 0")
 	}
 }
@@ -63,7 +69,7 @@ func TestBenchAgentDataDir(t *testing.T) {
 	data := filepath.Join(dir, "data")
 	run := func(extra ...string) map[string]any {
 		t.Helper()
-		return benchAgentJSON(t, append([]string{"--dataset", "testdata/bench/hotpot", "--data-dir", data}, extra...)...)
+		return benchAgentJSON(t, append([]string{"--dataset", "testdata/hotpot", "--data-dir", data}, extra...)...)
 	}
 	first := run()
 	if _, ok := first["agent_both_at_10_comparison"].(float64); !ok {
@@ -108,7 +114,7 @@ func TestBenchAgentDataDir(t *testing.T) {
 	if evenOnly["questions"] != 1.0 {
 		t.Errorf("--split even: %v questions, want 1", evenOnly["questions"])
 	}
-	if code, _, _ := runCLI(t, "bench", "agent", "--embedder", "off", "--dataset", "testdata/bench/hotpot", "--split", "third"); code == 0 {
+	if code, _, _ := runBench(t, "agent", "--embedder", "off", "--dataset", "testdata/hotpot", "--split", "third"); code == 0 {
 		t.Error("--split third: exit 0")
 	}
 }
@@ -117,7 +123,7 @@ func TestBenchAgentDataDir(t *testing.T) {
 // and returns its result, the JSON of the last line of its output.
 func benchAgentJSON(t *testing.T, args ...string) map[string]any {
 	t.Helper()
-	code, out, stderr := runCLI(t, append([]string{"bench", "agent", "--embedder", "off", "--json"}, args...)...)
+	code, out, stderr := runBench(t, append([]string{"agent", "--embedder", "off", "--json"}, args...)...)
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out, stderr)
 	}
@@ -127,4 +133,19 @@ func benchAgentJSON(t *testing.T, args ...string) map[string]any {
 		t.Fatalf("last line is not JSON: %v\n%s", err, out)
 	}
 	return res
+}
+
+// runBench runs `capsuled bench ARGS` in process and returns its exit status
+// (0, 1 on an error, 2 on a usage error) and output.
+func runBench(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := 0
+	if err := Run(context.Background(), args, &out, &errb); errors.Is(err, cli.ErrUsage) {
+		code = 2
+	} else if err != nil {
+		code = 1
+		fmt.Fprintln(&errb, err)
+	}
+	return code, out.String(), errb.String()
 }

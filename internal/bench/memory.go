@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bytes"
@@ -21,16 +21,17 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"capsuled/internal/cli"
 	"capsuled/internal/domain"
 	"capsuled/internal/embed/ort"
 	"capsuled/internal/memory"
 	"capsuled/internal/store/sqlite"
 )
 
-// runBenchMemory is `capsuled bench memory`: LoCoMo evidence recall of the
+// runMemory is `capsuled bench memory`: LoCoMo evidence recall of the
 // memory selection against two baselines (the last N turns; dense only).
-func runBenchMemory(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("bench memory", stderr)
+func runMemory(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := cli.NewFlags("bench memory", stderr)
 	dataset := fs.String("dataset", "", "LoCoMo JSON file (a list of conversations)")
 	asJSON := fs.Bool("json", false, "print the results as JSON")
 	onnxDir := fs.String("onnx-dir", ".cache/models/all-MiniLM-L6-v2", "folder of the ONNX embedding model and vocab.txt (empty or missing: keyword only, no dense baseline)")
@@ -55,12 +56,12 @@ func runBenchMemory(ctx context.Context, args []string, stdout, stderr io.Writer
 	fs.Var(&variants, "variant", "an extra hybrid system on the same stored memories, NAME:key=value,... with selection settings (repeatable; keys: "+strings.Join(variantKeys(), ", ")+")")
 	embedCache := fs.String("embed-cache", "", "file that keeps the vectors of texts embedded before (read at the start, written at the end), to rerun faster")
 	dump := fs.String("dump", "", "write one JSON line per question with the rank of each evidence turn in every system's ranking to this file")
-	if err := parse(fs, args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	if *dataset == "" {
 		fmt.Fprintln(stderr, "capsuled bench memory: --dataset is required")
-		return errUsage
+		return cli.ErrUsage
 	}
 	convs, err := loadLocomo(*dataset)
 	if err != nil {
@@ -81,11 +82,11 @@ func runBenchMemory(ctx context.Context, args []string, stdout, stderr io.Writer
 		convs = slices.DeleteFunc(convs, func(c locomoConv) bool { return c.Split != *only })
 	default:
 		fmt.Fprintf(stderr, "capsuled bench memory: --split %q: want all, %s or %s\n", *only, splitTune, splitHeldOut)
-		return errUsage
+		return cli.ErrUsage
 	}
 	if len(convs) == 0 {
 		fmt.Fprintln(stderr, "capsuled bench memory: no conversation left to run")
-		return errUsage
+		return cli.ErrUsage
 	}
 	dir, err := os.MkdirTemp("", "capsuled-bench-memory-")
 	if err != nil {
@@ -143,7 +144,7 @@ func runBenchMemory(ctx context.Context, args []string, stdout, stderr io.Writer
 		vc := cfg
 		if err := applyVariant(&vc, v.settings); err != nil {
 			fmt.Fprintf(stderr, "capsuled bench memory: --variant %s: %v\n", v.name, err)
-			return errUsage
+			return cli.ErrUsage
 		}
 		vs, err := memory.New(vc, deps)
 		if err != nil {

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -22,23 +22,25 @@ import (
 	"capsuled/api"
 	"capsuled/gen"
 	"capsuled/internal/agent"
+	"capsuled/internal/apiclient"
 	"capsuled/internal/auth"
 	"capsuled/internal/capsule"
 	"capsuled/internal/chat"
+	"capsuled/internal/cli"
 	"capsuled/internal/domain"
 	"capsuled/internal/embed/ort"
 	"capsuled/internal/engine/builtin"
 	"capsuled/internal/store/sqlite"
 )
 
-// runBenchAgent is `capsuled bench agent`: it ingests a multi-hop set into
+// runAgent is `capsuled bench agent`: it ingests a multi-hop set into
 // fresh capsules through the capsule service, serves the real API on
 // 127.0.0.1:0, and answers every question twice: one-shot hybrid search
 // through the query API, and svc-1's full loop over HTTP with the official
 // OpenAI Go SDK as the chat client and the tools run against the query API
 // (as `capsuled ask` does).
-func runBenchAgent(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("bench agent", stderr)
+func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := cli.NewFlags("bench agent", stderr)
 	dataset := fs.String("dataset", "", "HotpotQA folder in BEIR layout (corpus.jsonl.gz, queries.jsonl.gz, qrels/test.tsv)")
 	locomo := fs.String("locomo", "", "LoCoMo JSON file instead: category-1 questions over each conversation's turns")
 	asJSON := fs.Bool("json", false, "print one JSON object as the last line")
@@ -56,7 +58,7 @@ func runBenchAgent(ctx context.Context, args []string, stdout, stderr io.Writer)
 	cacheFile := fs.String("search-cache", "", "remember every search's result in FILE and answer it from there on the next run (for iterating on the\n"+
 		"policy over one --data-dir; latencies then leave the searches out, so never report them from such a run)")
 	perQuestion := fs.String("per-question", "", "write one JSON line per question to FILE (gold ids, one-shot and agent rankings)")
-	if err := parse(fs, args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	if *split != "all" && *split != "odd" && *split != "even" {
@@ -146,12 +148,11 @@ func runBenchAgent(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return err
 	}
 	defer stop()
-	cf := clientFlags{url: url, key: key, timeout: time.Minute}
-	client, err := cf.client()
+	client, err := apiclient.New(url, key, time.Minute)
 	if err != nil {
 		return err
 	}
-	model := sdkModel(url, key)
+	model := apiclient.SDKModel(url, key)
 
 	var st benchStats
 	splits := map[string]*benchStats{"odd": {}, "even": {}}
@@ -178,7 +179,7 @@ func runBenchAgent(ctx context.Context, args []string, stdout, stderr io.Writer)
 		}
 		fmt.Fprintf(stderr, "%s: %s %d documents (%d chunks) in %s; asking %d questions\n",
 			set.capsule, verb, len(set.docs), c.ChunkCount, time.Since(t0).Round(time.Millisecond), len(set.questions))
-		var backend agent.Backend = &capsuleBackend{c: client, capsule: set.capsule}
+		var backend agent.Backend = &apiclient.Backend{Client: client, Capsule: set.capsule}
 		if cache != nil {
 			backend = &cachedBackend{b: backend, c: cache, capsule: set.capsule}
 		}
@@ -510,7 +511,7 @@ func (s *benchStats) ask(ctx context.Context, c *gen.ClientWithResponses, b agen
 			return a, err
 		}
 		if resp.JSON200 == nil {
-			return a, errorOf(resp.StatusCode(), resp.Body)
+			return a, apiclient.Error(resp.StatusCode(), resp.Body)
 		}
 		for _, r := range *resp.JSON200 {
 			hits = append(hits, agent.Hit{ID: r.ItemId})

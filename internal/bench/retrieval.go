@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bufio"
@@ -26,6 +26,7 @@ import (
 	"capsuled/api"
 	"capsuled/internal/auth"
 	"capsuled/internal/capsule"
+	"capsuled/internal/cli"
 	"capsuled/internal/domain"
 	"capsuled/internal/embed/ort"
 	"capsuled/internal/retrieval"
@@ -33,12 +34,12 @@ import (
 	"capsuled/internal/store/sqlite"
 )
 
-// runBenchRetrieval is `capsuled bench retrieval`: it ingests a BEIR folder
+// runRetrieval is `capsuled bench retrieval`: it ingests a BEIR folder
 // into a fresh capsule and measures quality (nDCG@10, Recall@100 for hybrid,
 // BM25 and dense from one run), ingestion speed against the bare embedder,
 // query latency in process and over HTTP, and resident memory.
-func runBenchRetrieval(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("bench retrieval", stderr)
+func runRetrieval(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := cli.NewFlags("bench retrieval", stderr)
 	dataset := fs.String("dataset", "", "BEIR folder (corpus.jsonl.gz, queries.jsonl.gz, qrels/<split>.tsv)")
 	split := fs.String("split", "test", "qrels split to evaluate (tune on train, report test)")
 	asJSON := fs.Bool("json", false, "print one JSON object as the last line")
@@ -57,7 +58,7 @@ func runBenchRetrieval(ctx context.Context, args []string, stdout, stderr io.Wri
 	dataDir := fs.String("data-dir", "", "keep the SQLite database in this folder (default: a temporary one); a capsule already ingested there from the same documents is reused (ingestion is then not measured)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the query phases to this file")
 	workers := fs.Int("ingest-workers", capsule.DefaultWorkers, "ingestion jobs worked at once (one item each; their embedder calls are batched together)")
-	if err := parse(fs, args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	if *dataset == "" {

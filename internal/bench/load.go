@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -11,10 +11,11 @@ import (
 	"os"
 	"time"
 
+	"capsuled/internal/cli"
 	"capsuled/internal/loadtest"
 )
 
-// runBenchLoad is the open-loop load benchmark:
+// runLoad is the open-loop load benchmark:
 //
 //	capsuled bench load --url http://127.0.0.1:8080 --key KEY --rate 1000 --duration 10m \
 //	    --mix models=4,tokens=1,healthz=1 [--pid PID] [--capsule NAME] [--namespace NS] [--json]
@@ -24,8 +25,8 @@ import (
 // search tool call) for measuring the svc-1 upstream path: start capsuled
 // with --engine upstream --upstream-url http://127.0.0.1:9099/v1, then load
 // it with the chat operation, and compare with loading the fake directly.
-func runBenchLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("bench load", stderr)
+func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := cli.NewFlags("bench load", stderr)
 	var cfg loadtest.Config
 	fs.StringVar(&cfg.URL, "url", "http://127.0.0.1:8080", "server root (loopback addresses only)")
 	fs.StringVar(&cfg.Params.Key, "key", os.Getenv("CAPSULED_API_KEY"), "API key (env CAPSULED_API_KEY)")
@@ -40,7 +41,7 @@ func runBenchLoad(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.Uint64Var(&cfg.Seed, "seed", 1, "seed of the operation sequence")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	fake := fs.String("fake-upstream", "", "serve a fake OpenAI-compatible upstream on this loopback address for --duration instead of sending load")
-	if err := parse(fs, args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	if *fake != "" {

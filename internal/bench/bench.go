@@ -1,0 +1,47 @@
+// Package bench holds the benchmark harnesses behind `capsuled bench`:
+//
+//	retrieval  a BEIR data set (SciFact, HotpotQA) ingested into a fresh
+//	           capsule: nDCG@10 and Recall@100 of hybrid, BM25 and dense
+//	           search, ingestion speed, query latency, resident memory
+//	memory     LoCoMo conversations written to memory namespaces: evidence
+//	           recall of the memory selection against baselines
+//	agent      a multi-hop set (HotpotQA or LoCoMo) answered by one-shot
+//	           search and by svc-1's loop over the real HTTP API
+//	load       an open-loop load generator against a running server
+//
+// Each harness parses its own flags (internal/cli conventions) and prints a
+// table, or one JSON object as its last line with --json. Run dispatches on
+// the harness's name.
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"capsuled/internal/cli"
+)
+
+// A harness runs one benchmark with its command-line arguments.
+type harness func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+
+func harnesses() map[string]harness {
+	return map[string]harness{
+		"retrieval": runRetrieval,
+		"agent":     runAgent,
+		"load":      runLoad,
+		"memory":    runMemory,
+	}
+}
+
+// Run is `capsuled bench NAME [flags]`: it runs the harness NAME with the
+// rest of args. An unknown or missing name prints the usage to stderr and
+// returns cli.ErrUsage.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	hs := harnesses()
+	if len(args) == 0 || hs[args[0]] == nil {
+		fmt.Fprintln(stderr, "usage: capsuled bench retrieval|agent|memory|load [flags]   (-h after the name for its flags)")
+		return cli.ErrUsage
+	}
+	return hs[args[0]](ctx, args[1:], stdout, stderr)
+}
