@@ -35,7 +35,7 @@ func (s *Server) AskCapsule(ctx context.Context, req gen.AskCapsuleRequestObject
 		return nil, err
 	}
 	backend := agent.NewCapsuleBackend(s.capsules, req.Capsule)
-	res, err := agent.Run(ctx, agent.InProcess(s.chat), backend, in.question, agent.Config{MaxTurns: in.maxTurns, Limit: in.limit})
+	res, err := agent.Run(ctx, agent.InProcess(chargedChat{s}), backend, in.question, agent.Config{MaxTurns: in.maxTurns, Limit: in.limit})
 	if err != nil {
 		return nil, err
 	}

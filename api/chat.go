@@ -37,11 +37,11 @@ func (s *Server) CreateChatCompletion(ctx context.Context, in gen.CreateChatComp
 			log:  s.log,
 			req:  req,
 			head: &domain.Completion{ID: "chatcmpl-" + newStreamID(), Model: req.Model, Created: time.Now()},
-			run:  func() (*domain.Completion, error) { return s.chat.Complete(ctx, req) },
+			run:  func() (*domain.Completion, error) { return s.complete(ctx, req) },
 			ctx:  ctx,
 		}, nil
 	}
-	c, err := s.chat.Complete(ctx, req)
+	c, err := s.complete(ctx, req)
 	if err != nil {
 		return nil, err
 	}

@@ -77,7 +77,7 @@ func (s *Server) CreateMemoryChatCompletion(ctx context.Context, in gen.CreateMe
 			ctx:  ctx,
 		}}
 		ms.run = func() (*domain.Completion, error) {
-			res, err := s.memory.Chat(ctx, mi)
+			res, err := s.memoryChat(ctx, mi)
 			if err != nil {
 				return nil, err
 			}
@@ -86,13 +86,23 @@ func (s *Server) CreateMemoryChatCompletion(ctx context.Context, in gen.CreateMe
 		}
 		return ms, nil
 	}
-	res, err := s.memory.Chat(ctx, mi)
+	res, err := s.memoryChat(ctx, mi)
 	if err != nil {
 		return nil, err
 	}
 	out := CompletionToWire(&res.Completion)
 	out.Memory = memoryReport(res)
 	return gen.CreateMemoryChatCompletion200JSONResponse(out), nil
+}
+
+// memoryChat runs one memory turn and charges the reply's prompt and
+// completion tokens.
+func (s *Server) memoryChat(ctx context.Context, in memory.ChatInput) (memory.ChatResult, error) {
+	res, err := s.memory.Chat(ctx, in)
+	if err == nil {
+		s.chargeTokens(ctx, res.Completion.Usage.Total())
+	}
+	return res, err
 }
 
 // memoryReport is the wire form of what a memory turn read and wrote.

@@ -147,11 +147,31 @@ func (s *Server) Handler() http.Handler {
 	return s.observe(s.gate(routes))
 }
 
-// chargeTokens debits the tokens a request used from its key's rate limit.
+// chargeTokens debits the tokens a request used from its key's rate limit
+// (its tokens-per-minute bucket; a key in debt gets 429 until the refill
+// pays it back). Every model completion that the HTTP layer runs is charged
+// here, streamed or not: chat, ask's turns and memory chat.
 func (s *Server) chargeTokens(ctx context.Context, tokens int) {
 	if p := principal(ctx); p != nil && s.limiter != nil {
 		s.limiter.Charge(p.KeyID, tokens)
 	}
+}
+
+// complete runs one svc-1 turn and charges its prompt and completion tokens.
+func (s *Server) complete(ctx context.Context, req *domain.ChatRequest) (*domain.Completion, error) {
+	c, err := s.chat.Complete(ctx, req)
+	if c != nil {
+		s.chargeTokens(ctx, c.Usage.Total())
+	}
+	return c, err
+}
+
+// chargedChat is the chat service seen through Server.complete (ask's loop
+// runs its turns through it, so each turn is charged).
+type chargedChat struct{ s *Server }
+
+func (c chargedChat) Complete(ctx context.Context, req *domain.ChatRequest) (*domain.Completion, error) {
+	return c.s.complete(ctx, req)
 }
 
 // notImplemented is the answer of an operation whose service is not configured.
