@@ -13,15 +13,19 @@
 // What each format yields:
 //
 //   - text/plain: the text verbatim; paragraphs split on blank lines.
-//   - text/markdown: headings (ATX and setext) become heading blocks without
-//     their markers; fenced and indented code blocks are kept verbatim as one
-//     code block; lists become one list block with an item a line ("- " or
-//     "1. " markers, nested items indented two spaces a level); tables become
-//     one table block with a row a line rendered "header: value; …"; emphasis,
-//     code spans, HTML tags, link and image syntax are stripped: a link keeps
-//     only its text and an image its alt text (URLs are noise to retrieval),
-//     an autolink keeps its URL. Front matter, reference definitions and
-//     thematic breaks are dropped.
+//   - text/markdown: parsed by github.com/yuin/goldmark (CommonMark with
+//     GitHub tables and strike-through) and its syntax tree walked: headings
+//     (ATX and setext) become heading blocks without their markers (inside a
+//     block quote they are paragraphs); fenced and indented code blocks are
+//     kept verbatim as one code block; lists become one list block with an
+//     item a line ("- " or "N. " markers, nested items indented two spaces a
+//     level; adjacent lists are one block); tables become one table block
+//     with a row a line rendered "header: value; …"; emphasis, code spans,
+//     inline HTML, link and image syntax are stripped: a link keeps only its
+//     text and an image its alt text (URLs are noise to retrieval), an
+//     autolink keeps its URL; escapes and character references are resolved;
+//     raw HTML blocks keep their text. Front matter, reference definitions
+//     and thematic breaks are dropped.
 //   - text/html: parsed with golang.org/x/net/html after charset detection
 //     (BOM, Content-Type, <meta>). script, style, noscript, template, head,
 //     nav, footer, svg, iframe, forms and hidden elements are dropped;

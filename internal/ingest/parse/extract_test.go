@@ -253,19 +253,25 @@ func TestRegistry(t *testing.T) {
 
 func TestExtractMarkdownInline(t *testing.T) {
 	tests := map[string]string{
-		"**bold** and __strong__ and *em* and _em_":       "bold and strong and em and em",
-		"snake_case_name and 2 * 3 * 4":                   "snake_case_name and 2 * 3 * 4",
-		"`code *not em*` and ``a ` b``":                   "code *not em* and a ` b",
-		"[link **text**](http://x.y/z \"t\") end":         "link text end",
-		"![alt text](a.png) [ref link][r] [plain]":        "alt text ref link [plain]",
-		"<https://a.b/c> <me@example.com> <span>x</span>": "https://a.b/c me@example.com x",
-		`escaped \*stars\* and \_under\_`:                 "escaped *stars* and _under_",
-		"~~gone~~ stays":                                  "gone stays",
-		"x <!-- comment --> y":                            "x  y",
+		"**bold** and __strong__ and *em* and _em_":                 "bold and strong and em and em",
+		"snake_case_name and 2 * 3 * 4":                             "snake_case_name and 2 * 3 * 4",
+		"`code *not em*` and ``a ` b``":                             "code *not em* and a ` b",
+		"[link **text**](http://x.y/z \"t\") end":                   "link text end",
+		"![alt text](a.png) [ref link][r] [plain]\n\n[r]: http://x": "alt text ref link [plain]",
+		"[undefined ref][nope] &amp; &#x263A; &copy;":               "[undefined ref][nope] & \u263a \u00a9",
+		"hard  \nbreak\\\nand soft\nbreak":                          "hard\nbreak\nand soft break",
+		"<https://a.b/c> <me@example.com> <span>x</span>":           "https://a.b/c me@example.com x",
+		`escaped \*stars\* and \_under\_`:                           "escaped *stars* and _under_",
+		"~~gone~~ stays":                                            "gone stays",
+		"x <!-- comment --> y":                                      "x  y",
 	}
 	for in, want := range tests {
-		if got := stripInline(in); got != want {
-			t.Errorf("stripInline(%q) = %q, want %q", in, got, want)
+		doc, err := parseMarkdown(context.Background(), []byte(in), "i.md")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if doc.Text != want {
+			t.Errorf("parseMarkdown(%q) = %q, want %q", in, doc.Text, want)
 		}
 	}
 }

@@ -1,331 +1,307 @@
 package parse
 
 import (
+	"bytes"
 	"context"
-	"regexp"
+	"strconv"
 	"strings"
-	"unicode"
-	"unicode/utf8"
+
+	"github.com/yuin/goldmark"
+	"github.com/yuin/goldmark/ast"
+	"github.com/yuin/goldmark/extension"
+	east "github.com/yuin/goldmark/extension/ast"
+	"github.com/yuin/goldmark/parser"
+	gmtext "github.com/yuin/goldmark/text"
+	"github.com/yuin/goldmark/util"
+	"golang.org/x/net/html"
 
 	"capsuled/internal/ingest"
 )
 
-var (
-	atxRe        = regexp.MustCompile(`^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$`)
-	setextRe     = regexp.MustCompile(`^ {0,3}(=+|-+)[ \t]*$`)
-	fenceRe      = regexp.MustCompile("^( {0,3})(`{3,}|~{3,})(.*)$")
-	thematicRe   = regexp.MustCompile(`^ {0,3}([-*_])(?:[ \t]*[-*_]){2,}[ \t]*$`)
-	listItemRe   = regexp.MustCompile(`^([ \t]*)([-*+]|\d{1,9}[.)])(?:[ \t]+(.*))?$`)
-	tableDelimRe = regexp.MustCompile(`^\|?[ \t]*:?-+:?[ \t]*(\|[ \t]*:?-+:?[ \t]*)*\|?$`)
-	refDefRe     = regexp.MustCompile(`^ {0,3}\[[^\]]+\]:[ \t]*\S+`)
-	quoteRe      = regexp.MustCompile(`^ {0,3}>[ ]?`)
-)
+// newMarkdownParser returns a CommonMark parser with the GitHub table and
+// strike-through extensions. A goldmark parser keeps no state between
+// calls, so one serves every call.
+func newMarkdownParser() parser.Parser {
+	return goldmark.New(goldmark.WithExtensions(extension.Table, extension.Strikethrough)).Parser()
+}
+
+var markdownParser = newMarkdownParser()
 
 // parseMarkdown extracts Markdown; see the package comment for what is kept.
+// The text is parsed by goldmark (CommonMark with GitHub tables and
+// strike-through) and its syntax tree walked into blocks.
 func parseMarkdown(ctx context.Context, data []byte, _ string) (ingest.Document, error) {
 	text := decodeText(data)
-	p := mdParser{lines: strings.Split(text, "\n")}
-	if err := p.run(ctx); err != nil {
-		return ingest.Document{}, err
+	body, _ := splitFrontMatter(text)
+	src := []byte(body)
+	root := markdownParser.Parse(gmtext.NewReader(src))
+	w := mdWalker{ctx: ctx, src: src}
+	w.blocks(root, false)
+	if w.err != nil {
+		return ingest.Document{}, w.err
 	}
-	return p.b.doc(), nil
+	return w.b.doc(), nil
 }
 
-type mdParser struct {
-	lines []string
-	b     builder
-	para  []string // pending paragraph lines
-}
-
-func (p *mdParser) flush() {
-	if len(p.para) == 0 {
-		return
+// splitFrontMatter cuts YAML front matter (a first line "---" and a closing
+// "---" or "..." line within 500 lines) off text; front is its body without
+// the fences, "" when there is none.
+func splitFrontMatter(text string) (body, front string) {
+	first, rest, ok := strings.Cut(text, "\n")
+	if !ok || strings.TrimSpace(first) != "---" {
+		return text, ""
 	}
-	var sb strings.Builder
-	for i, l := range p.para {
-		hard := strings.HasSuffix(l, "  ") || strings.HasSuffix(l, "\\")
-		l = strings.TrimSpace(l)
-		if hard {
-			l = strings.TrimSuffix(l, "\\")
+	off := len(first) + 1
+	for range 500 {
+		line, next, more := strings.Cut(rest, "\n")
+		if t := strings.TrimSpace(line); t == "---" || t == "..." {
+			if more {
+				return next, text[len(first)+1 : off]
+			}
+			return "", text[len(first)+1 : off]
 		}
-		sb.WriteString(l)
-		if i < len(p.para)-1 {
-			if hard {
-				sb.WriteByte('\n')
+		if !more {
+			break
+		}
+		off += len(line) + 1
+		rest = next
+	}
+	return text, ""
+}
+
+// mdWalker turns a goldmark syntax tree into blocks.
+type mdWalker struct {
+	ctx   context.Context
+	src   []byte
+	b     builder
+	nodes int
+	err   error
+}
+
+// canceled checks the context every 1024 block nodes.
+func (w *mdWalker) canceled() bool {
+	if w.err != nil {
+		return true
+	}
+	w.nodes++
+	if w.nodes%1024 == 0 {
+		w.err = w.ctx.Err()
+	}
+	return w.err != nil
+}
+
+// blocks adds the block children of parent. Inside a block quote (quoted)
+// headings are paragraphs: a quoted heading is not the document's own.
+func (w *mdWalker) blocks(parent ast.Node, quoted bool) {
+	for n := parent.FirstChild(); n != nil; n = n.NextSibling() {
+		if w.canceled() {
+			return
+		}
+		if l, ok := n.(*ast.List); ok {
+			// Adjacent lists (a bullet list followed by a numbered one) are
+			// one list block, as a reader sees them.
+			var sb strings.Builder
+			w.list(&sb, l, 0)
+			for next, ok := n.NextSibling().(*ast.List); ok; next, ok = n.NextSibling().(*ast.List) {
+				n = next
+				w.list(&sb, next, 0)
+			}
+			w.b.add(ingest.BlockList, 0, sb.String())
+			continue
+		}
+		switch n := n.(type) {
+		case *ast.Heading:
+			if quoted {
+				w.b.add(ingest.BlockParagraph, 0, w.inline(n))
 			} else {
+				w.b.add(ingest.BlockHeading, n.Level, w.inline(n))
+			}
+		case *ast.Paragraph, *ast.TextBlock:
+			w.b.add(ingest.BlockParagraph, 0, w.inline(n))
+		case *ast.FencedCodeBlock, *ast.CodeBlock:
+			w.b.add(ingest.BlockCode, 0, w.lines(n))
+		case *east.Table:
+			w.b.add(ingest.BlockTable, 0, w.table(n))
+		case *ast.Blockquote:
+			w.blocks(n, true)
+		case *ast.HTMLBlock:
+			w.b.add(ingest.BlockParagraph, 0, htmlBlockText(w.lines(n)))
+		case *ast.ThematicBreak:
+		default:
+			w.blocks(n, quoted)
+		}
+	}
+}
+
+// lines returns the raw lines of a code or HTML block, without the last
+// newline.
+func (w *mdWalker) lines(n ast.Node) string {
+	var sb strings.Builder
+	segs := n.Lines()
+	for i := range segs.Len() {
+		s := segs.At(i)
+		sb.Write(s.Value(w.src))
+	}
+	if h, ok := n.(*ast.HTMLBlock); ok && h.HasClosure() {
+		sb.Write(h.ClosureLine.Value(w.src))
+	}
+	return strings.TrimSuffix(sb.String(), "\n")
+}
+
+// inline returns the text of n's inline children: emphasis, strike-through
+// and code-span markers are dropped, a link keeps its text and an image its
+// alt text, an autolink its address (without mailto:), inline HTML is
+// dropped, escapes and entities are resolved; a hard line break is a
+// newline and a soft one a space.
+func (w *mdWalker) inline(n ast.Node) string {
+	var sb strings.Builder
+	w.inlineInto(&sb, n)
+	return sb.String()
+}
+
+func (w *mdWalker) inlineInto(sb *strings.Builder, n ast.Node) {
+	for c := n.FirstChild(); c != nil; c = c.NextSibling() {
+		switch c := c.(type) {
+		case *ast.Text:
+			v := c.Segment.Value(w.src)
+			if !c.IsRaw() {
+				v = resolveMarkdownText(v)
+			}
+			sb.Write(v)
+			if c.HardLineBreak() {
+				sb.WriteByte('\n')
+			} else if c.SoftLineBreak() {
+				sb.WriteByte(' ')
+			}
+		case *ast.String:
+			sb.Write(c.Value)
+		case *ast.CodeSpan:
+			for t := c.FirstChild(); t != nil; t = t.NextSibling() {
+				if t, ok := t.(*ast.Text); ok {
+					v := t.Segment.Value(w.src)
+					if bytes.HasSuffix(v, []byte("\n")) {
+						v = append(v[:len(v)-1:len(v)-1], ' ')
+					}
+					sb.Write(v)
+				}
+			}
+		case *ast.AutoLink:
+			sb.WriteString(strings.TrimPrefix(string(c.Label(w.src)), "mailto:"))
+		case *ast.RawHTML:
+		default: // emphasis, links, images, strike-through
+			w.inlineInto(sb, c)
+		}
+	}
+}
+
+// resolveMarkdownText resolves backslash escapes and character references.
+func resolveMarkdownText(v []byte) []byte {
+	if bytes.IndexByte(v, '&') >= 0 {
+		v = util.ResolveEntityNames(util.ResolveNumericReferences(v))
+	}
+	if bytes.IndexByte(v, '\\') >= 0 {
+		v = util.UnescapePunctuations(v)
+	}
+	return v
+}
+
+// blockText is the text of any block on one line, for list items.
+func (w *mdWalker) blockText(n ast.Node) string {
+	switch n := n.(type) {
+	case *ast.Paragraph, *ast.TextBlock, *ast.Heading:
+		return w.inline(n)
+	case *ast.FencedCodeBlock, *ast.CodeBlock:
+		return w.lines(n)
+	case *ast.HTMLBlock:
+		return htmlBlockText(w.lines(n))
+	case *east.Table:
+		return w.table(n)
+	}
+	var parts []string
+	for c := n.FirstChild(); c != nil; c = c.NextSibling() {
+		parts = append(parts, w.blockText(c))
+	}
+	return strings.Join(parts, " ")
+}
+
+// list writes a list an item a line, "- " or "N. " markers, nested lists
+// indented two spaces a level under their item.
+func (w *mdWalker) list(sb *strings.Builder, l *ast.List, depth int) {
+	num := l.Start
+	for item := l.FirstChild(); item != nil; item = item.NextSibling() {
+		if w.canceled() {
+			return
+		}
+		marker := "-"
+		if l.IsOrdered() {
+			marker = strconv.Itoa(num) + "."
+			num++
+		}
+		var parts []string
+		var nested []*ast.List
+		for c := item.FirstChild(); c != nil; c = c.NextSibling() {
+			if sub, ok := c.(*ast.List); ok {
+				nested = append(nested, sub)
+				continue
+			}
+			parts = append(parts, w.blockText(c))
+		}
+		if sb.Len() > 0 {
+			sb.WriteByte('\n')
+		}
+		sb.WriteString(strings.Repeat("  ", depth))
+		sb.WriteString(marker)
+		sb.WriteByte(' ')
+		sb.WriteString(collapseSpace(strings.Join(parts, " ")))
+		for _, sub := range nested {
+			w.list(sb, sub, depth+1)
+		}
+	}
+}
+
+// table renders a table a row a line, "header: value; …".
+func (w *mdWalker) table(t *east.Table) string {
+	var header []string
+	var rows [][]string
+	for r := t.FirstChild(); r != nil; r = r.NextSibling() {
+		var cells []string
+		for c := r.FirstChild(); c != nil; c = c.NextSibling() {
+			cells = append(cells, collapseSpace(w.inline(c)))
+		}
+		if _, ok := r.(*east.TableHeader); ok {
+			header = cells
+		} else {
+			rows = append(rows, cells)
+		}
+	}
+	return renderTable(header, rows)
+}
+
+// htmlBlockText is the text of a block of raw HTML: its text nodes with
+// white space collapsed; comments, scripts and styles dropped.
+func htmlBlockText(raw string) string {
+	z := html.NewTokenizer(strings.NewReader(raw))
+	var sb strings.Builder
+	skip := 0
+	for {
+		switch z.Next() {
+		case html.ErrorToken:
+			return collapseSpace(sb.String())
+		case html.StartTagToken:
+			if name, _ := z.TagName(); string(name) == "script" || string(name) == "style" {
+				skip++
+			}
+		case html.EndTagToken:
+			if name, _ := z.TagName(); (string(name) == "script" || string(name) == "style") && skip > 0 {
+				skip--
+			}
+		case html.TextToken:
+			if skip == 0 {
+				sb.Write(z.Text())
 				sb.WriteByte(' ')
 			}
 		}
 	}
-	p.b.add(ingest.BlockParagraph, 0, stripInline(sb.String()))
-	p.para = p.para[:0]
-}
-
-func isBlank(l string) bool { return strings.TrimSpace(l) == "" }
-
-func indentWidth(l string) int {
-	w := 0
-	for _, c := range l {
-		switch c {
-		case ' ':
-			w++
-		case '\t':
-			w += 4 - w%4
-		default:
-			return w
-		}
-	}
-	return w
-}
-
-// dedent removes up to n columns of leading white space.
-func dedent(l string, n int) string {
-	w := 0
-	for i, c := range l {
-		if w >= n {
-			return l[i:]
-		}
-		switch c {
-		case ' ':
-			w++
-		case '\t':
-			w += 4 - w%4
-		default:
-			return l[i:]
-		}
-	}
-	return ""
-}
-
-func (p *mdParser) run(ctx context.Context) error {
-	lines := p.lines
-	i := 0
-	// YAML front matter
-	if len(lines) > 0 && strings.TrimSpace(lines[0]) == "---" {
-		for j := 1; j < len(lines) && j < 500; j++ {
-			if t := strings.TrimSpace(lines[j]); t == "---" || t == "..." {
-				i = j + 1
-				break
-			}
-		}
-	}
-	for i < len(lines) {
-		if i%1024 == 0 {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-		}
-		l := lines[i]
-		if isBlank(l) {
-			p.flush()
-			i++
-			continue
-		}
-		if m := fenceRe.FindStringSubmatch(l); m != nil && !(m[2][0] == '`' && strings.Contains(m[3], "`")) {
-			p.flush()
-			i = p.fenced(i, len(m[1]), m[2])
-			continue
-		}
-		if m := atxRe.FindStringSubmatch(l); m != nil {
-			p.flush()
-			p.b.add(ingest.BlockHeading, len(m[1]), stripInline(m[2]))
-			i++
-			continue
-		}
-		if len(p.para) > 0 {
-			if m := setextRe.FindStringSubmatch(l); m != nil {
-				level := 2
-				if m[1][0] == '=' {
-					level = 1
-				}
-				title := strings.Join(p.para, " ")
-				p.para = p.para[:0]
-				p.b.add(ingest.BlockHeading, level, stripInline(title))
-				i++
-				continue
-			}
-		}
-		if thematicRe.MatchString(l) {
-			p.flush()
-			i++
-			continue
-		}
-		if strings.Contains(l, "|") && i+1 < len(lines) && tableDelimRe.MatchString(strings.TrimSpace(lines[i+1])) && strings.Contains(lines[i+1], "-") {
-			p.flush()
-			i = p.table(i)
-			continue
-		}
-		if len(p.para) == 0 && indentWidth(l) >= 4 {
-			i = p.indented(i)
-			continue
-		}
-		if m := listItemRe.FindStringSubmatch(l); m != nil && !(len(p.para) > 0 && m[3] == "") {
-			p.flush()
-			i = p.list(i)
-			continue
-		}
-		if strings.HasPrefix(strings.TrimSpace(l), "<!--") {
-			p.flush()
-			i = p.comment(i)
-			continue
-		}
-		if len(p.para) == 0 && refDefRe.MatchString(l) {
-			i++
-			continue
-		}
-		if loc := quoteRe.FindStringIndex(l); loc != nil {
-			for loc != nil {
-				l = l[loc[1]:]
-				loc = quoteRe.FindStringIndex(l)
-			}
-			if isBlank(l) {
-				p.flush()
-			} else if m := atxRe.FindStringSubmatch(l); m != nil {
-				p.flush()
-				p.para = append(p.para, m[2])
-				p.flush()
-			} else {
-				p.para = append(p.para, l)
-			}
-			i++
-			continue
-		}
-		p.para = append(p.para, l)
-		i++
-	}
-	p.flush()
-	return nil
-}
-
-func (p *mdParser) fenced(i, indent int, fence string) int {
-	var body []string
-	j := i + 1
-	for ; j < len(p.lines); j++ {
-		l := p.lines[j]
-		t := strings.TrimSpace(l)
-		if indentWidth(l) < 4 && strings.HasPrefix(t, fence[:1]) && len(t) >= len(fence) && strings.Trim(t, fence[:1]) == "" {
-			j++
-			break
-		}
-		body = append(body, dedent(l, indent))
-	}
-	p.b.add(ingest.BlockCode, 0, strings.Join(body, "\n"))
-	return j
-}
-
-func (p *mdParser) indented(i int) int {
-	var body []string
-	j := i
-	for ; j < len(p.lines); j++ {
-		l := p.lines[j]
-		if !isBlank(l) && indentWidth(l) < 4 {
-			break
-		}
-		body = append(body, dedent(l, 4))
-	}
-	p.b.add(ingest.BlockCode, 0, strings.Join(body, "\n"))
-	return j
-}
-
-func (p *mdParser) comment(i int) int {
-	for j := i; j < len(p.lines); j++ {
-		if strings.Contains(p.lines[j], "-->") {
-			return j + 1
-		}
-	}
-	return len(p.lines)
-}
-
-func (p *mdParser) list(i int) int {
-	type item struct {
-		indent int
-		marker string
-		text   []string
-	}
-	var items []item
-	j := i
-	for j < len(p.lines) {
-		l := p.lines[j]
-		if isBlank(l) {
-			// the list goes on if the next non-blank line is an item or indented
-			k := j + 1
-			for k < len(p.lines) && isBlank(p.lines[k]) {
-				k++
-			}
-			if k < len(p.lines) && (listItemRe.MatchString(p.lines[k]) || indentWidth(p.lines[k]) >= 2) && !fenceRe.MatchString(p.lines[k]) {
-				j = k
-				continue
-			}
-			break
-		}
-		if m := listItemRe.FindStringSubmatch(l); m != nil && !thematicRe.MatchString(l) {
-			marker := m[2]
-			if marker == "*" || marker == "+" {
-				marker = "-"
-			} else if strings.HasSuffix(marker, ")") {
-				marker = strings.TrimSuffix(marker, ")") + "."
-			}
-			items = append(items, item{indent: indentWidth(m[1]), marker: marker, text: []string{m[3]}})
-			j++
-			continue
-		}
-		if len(items) == 0 || (indentWidth(l) < 2 && (atxRe.MatchString(l) || fenceRe.MatchString(l) || thematicRe.MatchString(l) || quoteRe.MatchString(l))) {
-			break
-		}
-		t := strings.TrimSpace(l)
-		if fenceRe.MatchString(t) {
-			j++
-			continue // fences inside items: keep their lines as text
-		}
-		items[len(items)-1].text = append(items[len(items)-1].text, t)
-		j++
-	}
-	// depth from indentation: each distinct deeper indent is one more level
-	var sb strings.Builder
-	var stack []int
-	for k, it := range items {
-		for len(stack) > 0 && stack[len(stack)-1] > it.indent {
-			stack = stack[:len(stack)-1]
-		}
-		if len(stack) == 0 || stack[len(stack)-1] < it.indent {
-			stack = append(stack, it.indent)
-		}
-		if k > 0 {
-			sb.WriteByte('\n')
-		}
-		sb.WriteString(strings.Repeat("  ", len(stack)-1))
-		sb.WriteString(it.marker)
-		sb.WriteByte(' ')
-		sb.WriteString(collapseSpace(stripInline(strings.Join(it.text, " "))))
-	}
-	p.b.add(ingest.BlockList, 0, sb.String())
-	if j == i {
-		j++ // never stall
-	}
-	return j
-}
-
-func (p *mdParser) table(i int) int {
-	header := splitRow(p.lines[i])
-	var rows [][]string
-	j := i + 2
-	for ; j < len(p.lines); j++ {
-		l := p.lines[j]
-		if isBlank(l) || !strings.Contains(l, "|") {
-			break
-		}
-		rows = append(rows, splitRow(l))
-	}
-	for k := range header {
-		header[k] = collapseSpace(stripInline(header[k]))
-	}
-	for _, r := range rows {
-		for k := range r {
-			r[k] = collapseSpace(stripInline(r[k]))
-		}
-	}
-	p.b.add(ingest.BlockTable, 0, renderTable(header, rows))
-	return j
 }
 
 // renderTable renders rows one a line as "header: value; …"; a table with
@@ -361,250 +337,4 @@ func renderRow(header, r []string) string {
 		sb.WriteString(v)
 	}
 	return sb.String()
-}
-
-// splitRow splits a Markdown table row on pipes that are not escaped and not
-// inside a code span.
-func splitRow(l string) []string {
-	l = strings.TrimSpace(l)
-	l = strings.TrimPrefix(l, "|")
-	if strings.HasSuffix(l, "|") && !strings.HasSuffix(l, "\\|") {
-		l = l[:len(l)-1]
-	}
-	var cells []string
-	var cur strings.Builder
-	code := false
-	for i := 0; i < len(l); i++ {
-		c := l[i]
-		switch {
-		case c == '\\' && i+1 < len(l) && l[i+1] == '|':
-			cur.WriteByte('|')
-			i++
-		case c == '`':
-			code = !code
-			cur.WriteByte(c)
-		case c == '|' && !code:
-			cells = append(cells, strings.TrimSpace(cur.String()))
-			cur.Reset()
-		default:
-			cur.WriteByte(c)
-		}
-	}
-	return append(cells, strings.TrimSpace(cur.String()))
-}
-
-// stripInline removes Markdown inline markup: emphasis and strike-through
-// markers, code-span backticks, HTML tags and comments, link and image
-// syntax (keeping the link text or alt text; URLs are dropped, autolinks keep
-// their URL) and backslash escapes.
-func stripInline(s string) string {
-	if !strings.ContainsAny(s, "\\`*_~[]!<") {
-		return s
-	}
-	var out strings.Builder
-	out.Grow(len(s))
-	stripInto(&out, s, 0)
-	return out.String()
-}
-
-func isPunct(c byte) bool {
-	return c < utf8.RuneSelf && unicode.IsPunct(rune(c)) || strings.IndexByte("$+<=>^`|~", c) >= 0
-}
-
-func isWordByte(c byte) bool {
-	return c >= utf8.RuneSelf || c == '_' || (c >= '0' && c <= '9') || (c|0x20 >= 'a' && c|0x20 <= 'z')
-}
-
-func stripInto(out *strings.Builder, s string, depth int) {
-	for i := 0; i < len(s); {
-		c := s[i]
-		switch c {
-		case '\\':
-			if i+1 < len(s) && isPunct(s[i+1]) {
-				out.WriteByte(s[i+1])
-				i += 2
-				continue
-			}
-		case '`':
-			n := runLen(s, i, '`')
-			if end := findCodeClose(s, i+n, n); end >= 0 {
-				body := s[i+n : end]
-				if len(body) > 1 && body[0] == ' ' && body[len(body)-1] == ' ' && strings.TrimSpace(body) != "" {
-					body = body[1 : len(body)-1]
-				}
-				out.WriteString(body)
-				i = end + n
-				continue
-			}
-			out.WriteString(s[i : i+n])
-			i += n
-			continue
-		case '*', '~':
-			n := runLen(s, i, c)
-			if c == '~' && n != 2 {
-				break
-			}
-			prevSpace := i == 0 || s[i-1] == ' ' || s[i-1] == '\t' || s[i-1] == '\n'
-			nextSpace := i+n >= len(s) || s[i+n] == ' ' || s[i+n] == '\t' || s[i+n] == '\n'
-			if !(prevSpace && nextSpace) {
-				i += n
-				continue
-			}
-			out.WriteString(s[i : i+n])
-			i += n
-			continue
-		case '_':
-			n := runLen(s, i, '_')
-			prevWord := i > 0 && isWordByte(s[i-1])
-			nextWord := i+n < len(s) && isWordByte(s[i+n])
-			if prevWord != nextWord { // a flanking run, not intra-word
-				i += n
-				continue
-			}
-			out.WriteString(s[i : i+n])
-			i += n
-			continue
-		case '!':
-			if i+1 < len(s) && s[i+1] == '[' && depth < 8 {
-				if text, next, ok := parseLink(s, i+1); ok {
-					stripInto(out, text, depth+1)
-					i = next
-					continue
-				}
-			}
-		case '[':
-			if depth < 8 {
-				if text, next, ok := parseLink(s, i); ok {
-					stripInto(out, text, depth+1)
-					i = next
-					continue
-				}
-			}
-		case '<':
-			if end := strings.IndexByte(s[i:], '>'); end > 0 {
-				inner := s[i+1 : i+end]
-				switch {
-				case strings.HasPrefix(inner, "!--"):
-					if e := strings.Index(s[i:], "-->"); e > 0 {
-						i += e + 3
-						continue
-					}
-				case isAutolink(inner):
-					out.WriteString(strings.TrimPrefix(inner, "mailto:"))
-					i += end + 1
-					continue
-				case isTag(inner):
-					i += end + 1
-					continue
-				}
-			}
-		}
-		out.WriteByte(c)
-		i++
-	}
-}
-
-func runLen(s string, i int, c byte) int {
-	n := 0
-	for i+n < len(s) && s[i+n] == c {
-		n++
-	}
-	return n
-}
-
-// findCodeClose finds a run of exactly n backticks at or after i.
-func findCodeClose(s string, i, n int) int {
-	for i < len(s) {
-		j := strings.IndexByte(s[i:], '`')
-		if j < 0 {
-			return -1
-		}
-		j += i
-		m := runLen(s, j, '`')
-		if m == n {
-			return j
-		}
-		i = j + m
-	}
-	return -1
-}
-
-// parseLink parses "[text](dest)", "[text][ref]" or "[text][]" at s[i] == '['.
-func parseLink(s string, i int) (text string, next int, ok bool) {
-	depth := 0
-	j := i
-	for ; j < len(s); j++ {
-		switch s[j] {
-		case '\\':
-			j++
-			continue
-		case '[':
-			depth++
-		case ']':
-			depth--
-		}
-		if depth == 0 {
-			break
-		}
-	}
-	if j >= len(s) || depth != 0 {
-		return "", 0, false
-	}
-	text = s[i+1 : j]
-	k := j + 1
-	if k < len(s) && s[k] == '(' {
-		d := 0
-		for m := k; m < len(s); m++ {
-			switch s[m] {
-			case '\\':
-				m++
-			case '(':
-				d++
-			case ')':
-				d--
-				if d == 0 {
-					return text, m + 1, true
-				}
-			}
-		}
-		return "", 0, false
-	}
-	if k < len(s) && s[k] == '[' {
-		if e := strings.IndexByte(s[k:], ']'); e >= 0 {
-			return text, k + e + 1, true
-		}
-	}
-	return "", 0, false
-}
-
-func isAutolink(s string) bool {
-	if strings.ContainsAny(s, " \t\n<") {
-		return false
-	}
-	if i := strings.Index(s, ":"); i >= 2 && i <= 32 {
-		for _, c := range s[:i] {
-			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '+' || c == '.' || c == '-') {
-				return false
-			}
-		}
-		return true
-	}
-	return strings.Contains(s, "@") && strings.Contains(s, ".")
-}
-
-func isTag(s string) bool {
-	s = strings.TrimPrefix(s, "/")
-	if s == "" || !(s[0] >= 'a' && s[0] <= 'z' || s[0] >= 'A' && s[0] <= 'Z') {
-		return false
-	}
-	for k := 0; k < len(s); k++ {
-		c := s[k]
-		if c == ' ' || c == '\t' || c == '\n' || c == '/' {
-			return true
-		}
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-') {
-			return false
-		}
-	}
-	return true
 }
