@@ -65,9 +65,10 @@ type Check func(ctx context.Context) error
 
 // Model is one entry of GET /v1/models.
 type Model struct {
-	ID      string
-	OwnedBy string
-	Created time.Time
+	ID          string
+	OwnedBy     string
+	Created     time.Time
+	Description string // optional
 }
 
 // Deps are the services behind the HTTP layer. Nil services answer 501.

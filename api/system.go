@@ -65,7 +65,11 @@ func (s *Server) GetMetrics(context.Context, gen.GetMetricsRequestObject) (gen.G
 func (s *Server) ListModels(context.Context, gen.ListModelsRequestObject) (gen.ListModelsResponseObject, error) {
 	out := gen.ListModels200JSONResponse{Object: gen.List, Data: make([]gen.Model, 0, len(s.models))}
 	for _, m := range s.models {
-		out.Data = append(out.Data, gen.Model{Id: m.ID, Object: gen.ModelObjectModel, Created: m.Created.Unix(), OwnedBy: m.OwnedBy})
+		gm := gen.Model{Id: m.ID, Object: gen.ModelObjectModel, Created: m.Created.Unix(), OwnedBy: m.OwnedBy}
+		if m.Description != "" {
+			gm.Description = &m.Description
+		}
+		out.Data = append(out.Data, gm)
 	}
 	return out, nil
 }

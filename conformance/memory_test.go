@@ -462,3 +462,48 @@ func TestMemoryEndpointsAuth(t *testing.T) {
 		t.Fatalf("memory changed: %s", got.Body)
 	}
 }
+
+// TestMemoryChatSvc1: a client written for the interface sends its one model
+// id, svc-1, to the memory operation too; it selects the configured memory
+// model (here the extractive one), and GET /v1/models lists svc-1 once and
+// says what it selects there.
+func TestMemoryChatSvc1(t *testing.T) {
+	client := openai.NewClient(option.WithBaseURL(srv.url+"/v1/memory/"), option.WithAPIKey(memKey(t)),
+		option.WithHTTPClient(recorder.Client()), option.WithMaxRetries(0), option.WithQuery("namespace", "conf-svc1"))
+	ctx := context.Background()
+	if _, err := client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{
+		Model:    "svc-1",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("The quarterly review moved to the Oslo office.")},
+	}); err != nil {
+		t.Fatalf("svc-1 on the memory operation: %v", err)
+	}
+	c, err := client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{
+		Model:    "svc-1",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Where is the quarterly review?")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(c.Choices[0].Message.Content, "Oslo") || c.Model != "memory-extractive" {
+		t.Fatalf("reply by %q: %q", c.Model, c.Choices[0].Message.Content)
+	}
+
+	models := openai.NewClient(option.WithBaseURL(srv.url+"/v1/"), option.WithAPIKey(memKey(t)),
+		option.WithHTTPClient(recorder.Client()), option.WithMaxRetries(0))
+	page, err := models.Models.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, m := range page.Data {
+		if m.ID == "svc-1" {
+			n++
+			if d := m.JSON.ExtraFields["description"].Raw(); !strings.Contains(d, "memory-extractive") {
+				t.Fatalf("svc-1's description does not name the memory model it selects: %s", d)
+			}
+		}
+	}
+	if n != 1 {
+		t.Fatalf("svc-1 listed %d times", n)
+	}
+}

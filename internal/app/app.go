@@ -12,6 +12,7 @@ import (
 
 	"capsuled/api"
 	"capsuled/internal/auth"
+	"capsuled/internal/chat"
 	"capsuled/internal/ratelimit"
 )
 
@@ -22,7 +23,10 @@ type App struct {
 	db      *backend
 	auth    *auth.Service
 	handler http.Handler
-	closers []io.Closer
+	// memoryDefault is the memory model svc-1 selects on the memory
+	// operation (set by newMemory).
+	memoryDefault string
+	closers       []io.Closer
 	// embeds is the one embedder (and tokenizer) the services share.
 	embeds sharedEmbedder
 }
@@ -74,7 +78,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 		Auth:     a.auth,
 		Checks:   map[string]api.Check{"store": db.Ping},
 		Limiter:  ratelimit.New(ratelimit.Limits{RequestsPerMinute: cfg.RateLimitRPM, TokensPerMinute: cfg.RateLimitTPM}, cfg.Now),
-		Models:   append([]api.Model{{ID: "svc-1", OwnedBy: "capsuled", Created: time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)}}, memModels...),
+		Models:   append([]api.Model{a.svc1Model()}, memModels...),
 		Capsules: capsules,
 		Chat:     chat,
 		Memory:   mem,
@@ -147,4 +151,14 @@ func (a *App) Run(ctx context.Context) error {
 	}
 	a.log.Info("capsuled listening", "addr", "http://"+l.Addr().String(), "data", a.cfg.DataDir, "store", a.db.name)
 	return a.Serve(ctx, l)
+}
+
+// svc1Model is svc-1's entry of GET /v1/models.
+func (a *App) svc1Model() api.Model {
+	m := api.Model{ID: chat.Model, OwnedBy: "capsuled", Created: time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC),
+		Description: "agentic retrieval model (POST /v1/chat/completions)"}
+	if a.memoryDefault != "" {
+		m.Description += "; on POST /v1/memory/chat/completions it selects the memory model " + a.memoryDefault
+	}
+	return m
 }

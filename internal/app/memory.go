@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"capsuled/api"
+	"capsuled/internal/chat"
 	"capsuled/internal/ingest/chunk"
 	"capsuled/internal/memory"
 )
@@ -113,15 +114,20 @@ func (a *App) newMemory(ctx context.Context) (api.Memory, []api.Model, error) {
 		}
 	}
 	d.Generators = append(d.Generators, memory.Extractive{})
-	svc, err := memory.New(memory.Config{BudgetTokens: cfg.BudgetTokens, Now: a.cfg.Now}, d)
+	svc, err := memory.New(memory.Config{BudgetTokens: cfg.BudgetTokens, Now: a.cfg.Now, Aliases: []string{chat.Model}}, d)
 	if err != nil {
 		return nil, nil, err
 	}
 	created := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 	var models []api.Model
 	for _, m := range svc.Models() {
-		models = append(models, api.Model{ID: m, OwnedBy: "capsuled-memory", Created: created})
+		if m == chat.Model {
+			continue // listed once, by the app, with what it selects here
+		}
+		models = append(models, api.Model{ID: m, OwnedBy: "capsuled-memory", Created: created,
+			Description: "memory chat model (POST /v1/memory/chat/completions)"})
 	}
+	a.memoryDefault = svc.DefaultModel()
 	interval := cfg.SweepInterval
 	if interval <= 0 {
 		interval = 10 * time.Minute

@@ -43,10 +43,10 @@ func (s *Service) Chat(ctx context.Context, in ChatInput) (ChatResult, error) {
 	if err := checkNamespace(ns); err != nil {
 		return ChatResult{}, err
 	}
-	gen, ok := s.gens[in.Request.Model]
+	model, gen, ok := s.generator(in.Request.Model)
 	if !ok {
 		return ChatResult{}, &domain.Error{Kind: domain.KindNotFound, Code: "model_not_found", Param: "model",
-			Message: fmt.Sprintf("model %q is not served by the memory operation; use one of: %s", in.Request.Model, strings.Join(s.models, ", "))}
+			Message: fmt.Sprintf("model %q is not served by the memory operation; use one of: %s", in.Request.Model, strings.Join(s.Models(), ", "))}
 	}
 	budget := in.BudgetTokens
 	if budget > s.cfg.MaxBudgetTokens {
@@ -75,12 +75,12 @@ func (s *Service) Chat(ctx context.Context, in ChatInput) (ChatResult, error) {
 		return ChatResult{}, err
 	}
 	prompt := withMemoryBlock(msgs, ns, sel.Packed)
-	comp, err := gen.Generate(ctx, GenerateInput{Model: in.Request.Model, Messages: prompt, Memories: sel.Packed, Request: in.Request, Tokens: s.tok})
+	comp, err := gen.Generate(ctx, GenerateInput{Model: model, Messages: prompt, Memories: sel.Packed, Request: in.Request, Tokens: s.tok})
 	if err != nil {
 		return ChatResult{}, err
 	}
 	if comp.Model == "" {
-		comp.Model = in.Request.Model
+		comp.Model = model
 	}
 	if comp.ID == "" {
 		comp.ID = newID("chatcmpl-")

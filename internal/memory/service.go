@@ -15,6 +15,11 @@ import (
 
 // Config configures the service. Zero fields take the documented defaults.
 type Config struct {
+	// Aliases are model ids that select the default memory model: the
+	// first model of the first generator (the configured upstream, else the
+	// extractive model). The app passes "svc-1", the one model id of the
+	// retrieval interface, whose memory operation takes the same request.
+	Aliases []string
 	// BudgetTokens is the default token budget of the injected memory
 	// block. Default 1000.
 	BudgetTokens int
@@ -173,6 +178,7 @@ type Service struct {
 	emb       Embedder
 	tok       TokenCounter
 	gens      map[string]Generator
+	aliases   map[string]string // alias → model (svc-1 → the default memory model)
 	models    []string
 	extractor Extractor
 	log       *slog.Logger
@@ -208,11 +214,40 @@ func New(cfg Config, d Deps) (*Service, error) {
 			s.models = append(s.models, m)
 		}
 	}
+	s.aliases = map[string]string{}
+	for _, a := range cfg.Aliases {
+		if _, taken := s.gens[a]; taken {
+			return nil, fmt.Errorf("memory: alias %q is also a generator's model", a)
+		}
+		if len(s.models) > 0 {
+			s.aliases[a] = s.models[0]
+		}
+	}
 	return s, nil
 }
 
-// Models lists the model ids the memory operation accepts.
-func (s *Service) Models() []string { return append([]string(nil), s.models...) }
+// DefaultModel is the model an alias (svc-1) selects.
+func (s *Service) DefaultModel() string { return s.models[0] }
+
+// generator resolves a requested model id, alias or not, to the model and
+// the generator that serves it.
+func (s *Service) generator(model string) (string, Generator, bool) {
+	if real, ok := s.aliases[model]; ok {
+		model = real
+	}
+	g, ok := s.gens[model]
+	return model, g, ok
+}
+
+// Models lists the model ids the memory operation accepts: the
+// generators' models, then the aliases.
+func (s *Service) Models() []string {
+	out := append([]string(nil), s.models...)
+	for _, a := range s.cfg.Aliases {
+		out = append(out, a)
+	}
+	return out
+}
 
 // Embedder is the service's embedder (nil: keyword-only retrieval).
 func (s *Service) Embedder() Embedder { return s.emb }

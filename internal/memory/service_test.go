@@ -420,3 +420,20 @@ func FuzzParseFacts(f *testing.F) {
 		}
 	})
 }
+
+// TestAliases: an alias (svc-1) selects the first generator's first model,
+// is listed after the models, and may not shadow a model.
+func TestAliases(t *testing.T) {
+	t.Parallel()
+	b := setup(t, memory.Deps{}, memory.Config{Aliases: []string{"svc-1"}})
+	if got := b.svc.Models(); len(got) != 2 || got[0] != memory.ExtractiveModel || got[1] != "svc-1" {
+		t.Fatalf("models %v", got)
+	}
+	res, err := b.svc.Chat(context.Background(), memory.ChatInput{Namespace: "alias", Request: domain.ChatRequest{Model: "svc-1", Messages: []domain.Message{user("hello")}}})
+	if err != nil || res.Completion.Model != memory.ExtractiveModel {
+		t.Fatalf("svc-1: %v, answered by %q", err, res.Completion.Model)
+	}
+	if _, err := memory.New(memory.Config{Aliases: []string{memory.ExtractiveModel}}, memory.Deps{Store: b.store, Generators: []memory.Generator{memory.Extractive{}}}); err == nil {
+		t.Fatal("an alias that shadows a model was accepted")
+	}
+}
