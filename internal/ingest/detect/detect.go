@@ -4,10 +4,11 @@ import (
 	"archive/zip"
 	"bytes"
 	"encoding/json"
-	"net/http"
 	"path"
 	"regexp"
 	"strings"
+
+	"github.com/gabriel-vasile/mimetype"
 )
 
 // DOCX is the MIME type of Word documents (Office Open XML).
@@ -194,34 +195,33 @@ func isTextType(t string) bool {
 }
 
 // Sniff guesses the MIME type of a file from its name and its first bytes
-// (512 are enough; more help JSON and CSV). Magic numbers win over the name
-// for binary formats (a PNG named notes.txt is image/png); for text the name
+// (512 are enough; more help JSON, CSV and zip contents). Magic numbers,
+// recognised by github.com/gabriel-vasile/mimetype, win over the name for
+// binary formats (a PNG named notes.txt is image/png); for text the name
 // decides when it names a text format, and content rules decide when it does
-// not (JSON, JSON lines, HTML, Markdown, CSV, else text/plain). Unknown
-// binary content is application/octet-stream.
+// not (JSON, JSON lines, HTML, Markdown, CSV, else text/plain). Binary
+// content of no known type is application/octet-stream (or the type the
+// name implies, when that is a binary type).
 func Sniff(fileName string, head []byte) string {
 	byName := typeByName(fileName)
+	m := mimetype.Detect(head)
+	detected := NormalizeMIME(m.String())
 	switch {
-	case bytes.HasPrefix(head, []byte("%PDF-")):
-		return "application/pdf"
-	case bytes.HasPrefix(head, []byte("PK\x03\x04")):
-		if byName == DOCX || bytes.Contains(head, []byte("word/")) || zipHas(head, "word/document.xml") {
+	case m.Is("application/zip"):
+		// Office files are zips; a cut head may not reach word/document.xml.
+		if detected == DOCX || byName == DOCX || bytes.Contains(head, []byte("word/")) || zipHas(head, "word/document.xml") {
 			return DOCX
 		}
-		if byName != "" && strings.HasPrefix(byName, "application/vnd.openxmlformats") {
+		if strings.HasPrefix(byName, "application/vnd.openxmlformats") {
 			return byName
 		}
-		return "application/zip"
-	case bytes.HasPrefix(head, []byte{0xD0, 0xCF, 0x11, 0xE0, 0xA1, 0xB1, 0x1A, 0xE1}):
+		return detected
+	case m.Is("application/x-ole-storage"):
 		if byName == "application/msword" {
 			return byName
 		}
-		return "application/x-ole-storage"
-	}
-	detected := NormalizeMIME(http.DetectContentType(head))
-	text := detected == "text/plain" || detected == "text/html" || detected == "application/xml" ||
-		(detected == "application/octet-stream" && looksText(head))
-	if !text {
+		return detected
+	case !isText(m) && !(detected == "application/octet-stream" && !IsBinary(head)):
 		if detected == "application/octet-stream" && byName != "" && !isTextType(byName) {
 			return byName
 		}
@@ -233,7 +233,21 @@ func Sniff(fileName string, head []byte) string {
 	if detected == "text/html" {
 		return detected
 	}
-	return sniffText(head, detected)
+	if m.Is("text/xml") {
+		return sniffText(head, "application/xml")
+	}
+	return sniffText(head, "text/plain")
+}
+
+// isText reports whether mimetype found text: text/plain or a type under it
+// (HTML, XML, JSON, CSV, …, in any charset it recognises).
+func isText(m *mimetype.MIME) bool {
+	for ; m != nil; m = m.Parent() {
+		if m.Is("text/plain") {
+			return true
+		}
+	}
+	return false
 }
 
 // zipHas reports whether b is a whole zip archive with an entry of that name.
@@ -250,14 +264,14 @@ func zipHas(b []byte, name string) bool {
 	return false
 }
 
-// looksText reports whether head is plausibly text: UTF-16 with a BOM, or no
-// NULs and few control bytes.
-func looksText(head []byte) bool {
+// IsBinary reports whether head is not plausibly text: it is not UTF-16
+// with a byte-order mark, and 5% or more of its bytes are control
+// characters other than tab, newline, carriage return and form feed. Text
+// in any ASCII-compatible encoding passes; a stray NUL does not make a file
+// binary.
+func IsBinary(head []byte) bool {
 	if bytes.HasPrefix(head, []byte{0xFF, 0xFE}) || bytes.HasPrefix(head, []byte{0xFE, 0xFF}) {
-		return true
-	}
-	if len(head) == 0 {
-		return true
+		return false
 	}
 	bad := 0
 	for _, c := range head {
@@ -265,7 +279,7 @@ func looksText(head []byte) bool {
 			bad++
 		}
 	}
-	return bad*20 < len(head)
+	return bad*20 >= len(head) && len(head) > 0
 }
 
 // sniffLimit is how much of a text file the content rules look at.

@@ -3,6 +3,7 @@ package detect
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -66,6 +67,13 @@ func TestSniff(t *testing.T) {
 		{"a.jsonl", "{}\n", "application/x-ndjson"},
 		{"C:\\docs\\x.JSON", "{}", "application/json"},
 		{"u16.txt", "\xff\xfeh\x00i\x00", "text/plain"},
+		{"", "\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03", "application/gzip"},
+		{"blob.bin", "\x7fELF\x02\x01\x01\x00" + strings.Repeat("\x00", 56), "application/x-elf"},
+		{"", "SQLite format 3\x00" + strings.Repeat("\x00", 84), "application/vnd.sqlite3"},
+		{"notes.txt", "Caf\xe9 cr\xe8me\n", "text/plain"},
+		{"", "One NUL\x00 in a line of text is not enough to make it binary.\n", "text/plain"},
+		{"blob.bin", string(readFixture(t, "random.bin")), "application/octet-stream"},
+		{"report.pdf", string(readFixture(t, "random.bin")), "application/pdf"}, // the parser then says it is corrupt
 	}
 	for _, tt := range tests {
 		if got := Sniff(tt.name, []byte(tt.head)); got != tt.want {

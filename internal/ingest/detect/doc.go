@@ -7,9 +7,10 @@
 // name's extension when that names a more specific text format (browsers
 // send text/plain for .md, .csv and source files).
 //
-// Sniff looks at the file name and the first bytes: magic numbers win over
-// the name for binary formats (PDF, zip holding word/document.xml, images,
-// archives, …); for text the name decides when it names a text format, and
+// Sniff looks at the file name and the first bytes: magic numbers, as
+// github.com/gabriel-vasile/mimetype knows them, win over the name for
+// binary formats (PDF, zip holding word/document.xml, images, archives,
+// executables, …); for text the name decides when it names a text format, and
 // content rules decide when it does not (JSON, JSON lines, HTML, Markdown,
 // CSV, else text/plain). Binary content of no known type is
 // application/octet-stream.
