@@ -9,9 +9,9 @@ import (
 	"capsuled/internal/domain"
 )
 
-// ListKeys lists API keys.
+// ListKeys lists the API keys the caller reaches (see package auth).
 func (s *Server) ListKeys(ctx context.Context, _ gen.ListKeysRequestObject) (gen.ListKeysResponseObject, error) {
-	keys, err := s.auth.ListKeys(ctx)
+	keys, err := s.auth.ListKeysAs(ctx, principal(ctx))
 	if err != nil {
 		return nil, err
 	}
@@ -22,7 +22,8 @@ func (s *Server) ListKeys(ctx context.Context, _ gen.ListKeysRequestObject) (gen
 	return out, nil
 }
 
-// CreateKey creates an API key and returns its secret once.
+// CreateKey creates an API key within the caller's own access and returns
+// its secret once.
 func (s *Server) CreateKey(ctx context.Context, req gen.CreateKeyRequestObject) (gen.CreateKeyResponseObject, error) {
 	b := req.Body
 	in := auth.NewKey{Name: b.Name}
@@ -35,7 +36,7 @@ func (s *Server) CreateKey(ctx context.Context, req gen.CreateKeyRequestObject) 
 	if b.Namespaces != nil {
 		in.Namespaces = *b.Namespaces
 	}
-	k, secret, err := s.auth.CreateKey(ctx, in)
+	k, secret, err := s.auth.CreateKeyAs(ctx, principal(ctx), in)
 	if err != nil {
 		return nil, err
 	}
@@ -44,7 +45,7 @@ func (s *Server) CreateKey(ctx context.Context, req gen.CreateKeyRequestObject) 
 
 // GetKey returns one API key.
 func (s *Server) GetKey(ctx context.Context, req gen.GetKeyRequestObject) (gen.GetKeyResponseObject, error) {
-	k, err := s.auth.GetKey(ctx, req.Key)
+	k, err := s.auth.GetKeyAs(ctx, principal(ctx), req.Key)
 	if err != nil {
 		return nil, err
 	}
@@ -53,7 +54,7 @@ func (s *Server) GetKey(ctx context.Context, req gen.GetKeyRequestObject) (gen.G
 
 // RevokeKey revokes an API key.
 func (s *Server) RevokeKey(ctx context.Context, req gen.RevokeKeyRequestObject) (gen.RevokeKeyResponseObject, error) {
-	k, err := s.auth.RevokeKey(ctx, req.Key)
+	k, err := s.auth.RevokeKeyAs(ctx, principal(ctx), req.Key)
 	if err != nil {
 		return nil, err
 	}

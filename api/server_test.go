@@ -30,12 +30,16 @@ func (fakeAuth) Authenticate(_ context.Context, cred string) (*domain.Principal,
 	}
 	return &domain.Principal{KeyID: "key_" + cred, Scopes: []domain.Scope{domain.ScopeAdmin}}, nil
 }
-func (fakeAuth) CreateKey(context.Context, auth.NewKey) (domain.Key, string, error) {
+func (fakeAuth) CreateKeyAs(context.Context, *domain.Principal, auth.NewKey) (domain.Key, string, error) {
 	return domain.Key{}, "", nil
 }
-func (fakeAuth) ListKeys(context.Context) ([]domain.Key, error)        { return nil, nil }
-func (fakeAuth) GetKey(context.Context, string) (domain.Key, error)    { return domain.Key{}, nil }
-func (fakeAuth) RevokeKey(context.Context, string) (domain.Key, error) { return domain.Key{}, nil }
+func (fakeAuth) ListKeysAs(context.Context, *domain.Principal) ([]domain.Key, error) { return nil, nil }
+func (fakeAuth) GetKeyAs(context.Context, *domain.Principal, string) (domain.Key, error) {
+	return domain.Key{}, nil
+}
+func (fakeAuth) RevokeKeyAs(context.Context, *domain.Principal, string) (domain.Key, error) {
+	return domain.Key{}, nil
+}
 func (fakeAuth) MintToken(context.Context, *domain.Principal, []string, time.Duration) (string, domain.AccessToken, error) {
 	return "", domain.AccessToken{}, nil
 }

@@ -231,3 +231,75 @@ func TestAttackMultipartFieldsAreCapped(t *testing.T) {
 		t.Fatalf("error %+v", e.Error)
 	}
 }
+
+// Attack 3: an admin key limited to capsule a and namespace n1 used to
+// create an unrestricted admin key and revoke the first-start admin key. A
+// key now creates, sees and revokes only keys within its own access.
+func TestAttackRestrictedAdminMintsWiderKeys(t *testing.T) {
+	t.Parallel()
+	_, limited := newKey(t, map[string]any{"scopes": []string{"admin"}, "capsules": []string{"sec-a"}, "namespaces": []string{"sec-n1"}})
+	var admins struct {
+		Data []struct {
+			ID   string `json:"id"`
+			Name string `json:"name"`
+		} `json:"data"`
+	}
+	expect(t, do(t, req{method: "GET", path: "/v1/keys", cred: srv.admin}), http.StatusOK).JSON(t, &admins)
+	rootID := ""
+	for _, k := range admins.Data {
+		if strings.Contains(k.Name, "first start") {
+			rootID = k.ID
+		}
+	}
+	if rootID == "" {
+		t.Fatal("no first-start key in the list")
+	}
+	for _, tc := range []struct {
+		name  string
+		body  map[string]any
+		param string
+	}{
+		{"unrestricted admin", map[string]any{"name": "wide", "scopes": []string{"admin"}}, "capsules"},
+		{"other capsule", map[string]any{"name": "wide", "scopes": []string{"chat"}, "capsules": []string{"sec-b"}, "namespaces": []string{"sec-n1"}}, "capsules[0]"},
+		{"all namespaces", map[string]any{"name": "wide", "scopes": []string{"memory"}, "capsules": []string{"sec-a"}}, "namespaces"},
+		{"other namespace", map[string]any{"name": "wide", "scopes": []string{"memory"}, "capsules": []string{"sec-a"}, "namespaces": []string{"sec-n1", "sec-n2"}}, "namespaces[1]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp := expect(t, do(t, req{method: "POST", path: "/v1/keys", cred: limited, body: tc.body}), http.StatusForbidden)
+			e := resp.Err(t)
+			if *e.Error.Code != "key_not_allowed" || e.Error.Param == nil || *e.Error.Param != tc.param {
+				t.Fatalf("error %+v", e.Error)
+			}
+		})
+	}
+	// Within its access: created, listed, readable, revocable.
+	resp := expect(t, do(t, req{method: "POST", path: "/v1/keys", cred: limited, body: map[string]any{"name": "narrow", "scopes": []string{"capsules:read"}, "capsules": []string{"sec-a"}, "namespaces": []string{"sec-n1"}}}), http.StatusCreated)
+	var created struct {
+		Key struct {
+			ID string `json:"id"`
+		} `json:"key"`
+	}
+	resp.JSON(t, &created)
+	var list struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	expect(t, do(t, req{method: "GET", path: "/v1/keys", cred: limited}), http.StatusOK).JSON(t, &list)
+	seen := map[string]bool{}
+	for _, k := range list.Data {
+		seen[k.ID] = true
+	}
+	if !seen[created.Key.ID] || seen[rootID] {
+		t.Fatalf("the limited key lists %v (want its own narrow key, not the first-start key)", seen)
+	}
+	// The first-start admin key is beyond it: not readable, not revocable.
+	for _, r := range []req{{method: "GET", path: "/v1/keys/" + rootID}, {method: "DELETE", path: "/v1/keys/" + rootID}} {
+		r.cred = limited
+		if e := expect(t, do(t, r), http.StatusForbidden).Err(t); *e.Error.Code != "key_not_allowed" {
+			t.Fatalf("%s: %+v", r.method, e.Error)
+		}
+	}
+	expect(t, do(t, req{method: "GET", path: "/v1/keys", cred: srv.admin}), http.StatusOK)
+	expect(t, do(t, req{method: "DELETE", path: "/v1/keys/" + created.Key.ID, cred: limited}), http.StatusOK)
+}

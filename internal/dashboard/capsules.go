@@ -38,7 +38,7 @@ func (h *Handler) showCapsules(w http.ResponseWriter, r *http.Request, s *sessio
 		return
 	}
 	h.render(w, r, status, "capsules", view{Title: "Capsules", Nav: "capsules", Session: s, Error: msg,
-		Data: capsulesData{CSRF: s.CSRF, Capsules: list, Form: f}})
+		Data: capsulesData{CSRF: s.CSRF, Capsules: allowedCapsules(s, list), Form: f}})
 }
 
 func (h *Handler) createCapsule(w http.ResponseWriter, r *http.Request, s *session) {
@@ -49,6 +49,10 @@ func (h *Handler) createCapsule(w http.ResponseWriter, r *http.Request, s *sessi
 	f := capsuleForm{Name: r.PostFormValue("name"), Description: r.PostFormValue("description")}
 	if err := domain.ValidateCapsuleName(f.Name); err != nil {
 		h.showCapsules(w, r, s, http.StatusBadRequest, f, userMessage(err.(*domain.Error)))
+		return
+	}
+	if !s.principal().CanCapsule(f.Name) {
+		h.showCapsules(w, r, s, http.StatusForbidden, f, fmt.Sprintf("The key you signed in with may not use the capsule “%s”.", f.Name))
 		return
 	}
 	c, err := h.capsules.CreateCapsule(r.Context(), f.Name, f.Description)
@@ -92,6 +96,9 @@ func (h *Handler) showCapsule(w http.ResponseWriter, r *http.Request, s *session
 		h.unavailable(w, r, s, "capsules", "Capsules", capsulesUnavailable)
 		return
 	}
+	if !h.capsuleAllowed(w, r, s, r.PathValue("capsule")) {
+		return
+	}
 	c, err := h.findCapsule(r, r.PathValue("capsule"))
 	if err != nil {
 		h.serviceError(w, r, s, "get capsule", err)
@@ -112,6 +119,9 @@ func (h *Handler) uploadItems(w http.ResponseWriter, r *http.Request, s *session
 		return
 	}
 	name := r.PathValue("capsule")
+	if !h.capsuleAllowed(w, r, s, name) {
+		return
+	}
 	var files []*multipart.FileHeader
 	if r.MultipartForm != nil {
 		files = r.MultipartForm.File["files"]
@@ -157,6 +167,9 @@ func (h *Handler) deleteCapsulePage(w http.ResponseWriter, r *http.Request, s *s
 		h.unavailable(w, r, s, "capsules", "Capsules", capsulesUnavailable)
 		return
 	}
+	if !h.capsuleAllowed(w, r, s, r.PathValue("capsule")) {
+		return
+	}
 	c, err := h.findCapsule(r, r.PathValue("capsule"))
 	if err != nil {
 		h.serviceError(w, r, s, "get capsule", err)
@@ -177,6 +190,9 @@ func (h *Handler) deleteCapsule(w http.ResponseWriter, r *http.Request, s *sessi
 		h.unavailable(w, r, s, "capsules", "Capsules", capsulesUnavailable)
 		return
 	}
+	if !h.capsuleAllowed(w, r, s, r.PathValue("capsule")) {
+		return
+	}
 	if err := h.capsules.DeleteCapsule(r.Context(), r.PathValue("capsule")); err != nil {
 		h.serviceError(w, r, s, "delete capsule", err)
 		return
@@ -190,6 +206,9 @@ func (h *Handler) deleteItemPage(w http.ResponseWriter, r *http.Request, s *sess
 		return
 	}
 	name, id := r.PathValue("capsule"), r.PathValue("item")
+	if !h.capsuleAllowed(w, r, s, name) {
+		return
+	}
 	items, err := h.capsules.ListItems(r.Context(), name)
 	if err != nil {
 		h.serviceError(w, r, s, "list items", err)
@@ -227,6 +246,9 @@ func (h *Handler) deleteItem(w http.ResponseWriter, r *http.Request, s *session)
 		return
 	}
 	name := r.PathValue("capsule")
+	if !h.capsuleAllowed(w, r, s, name) {
+		return
+	}
 	if err := h.capsules.DeleteItem(r.Context(), name, r.PathValue("item")); err != nil {
 		h.serviceError(w, r, s, "delete item", err)
 		return

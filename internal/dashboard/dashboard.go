@@ -51,10 +51,14 @@ func (c Config) WithDefaults() Config {
 // Auth is what the dashboard needs from the key and token service.
 type Auth interface {
 	Authenticate(ctx context.Context, credential string) (*domain.Principal, error)
-	CreateKey(ctx context.Context, in auth.NewKey) (domain.Key, string, error)
-	ListKeys(ctx context.Context) ([]domain.Key, error)
+	// GetKey looks up the session's own key.
 	GetKey(ctx context.Context, id string) (domain.Key, error)
-	RevokeKey(ctx context.Context, id string) (domain.Key, error)
+	// The key operations act on behalf of the signed-in key, which reaches
+	// only keys within its own access (see package auth).
+	CreateKeyAs(ctx context.Context, by *domain.Principal, in auth.NewKey) (domain.Key, string, error)
+	ListKeysAs(ctx context.Context, by *domain.Principal) ([]domain.Key, error)
+	GetKeyAs(ctx context.Context, by *domain.Principal, id string) (domain.Key, error)
+	RevokeKeyAs(ctx context.Context, by *domain.Principal, id string) (domain.Key, error)
 	MintToken(ctx context.Context, p *domain.Principal, namespaces []string, ttl time.Duration) (string, domain.AccessToken, error)
 }
 

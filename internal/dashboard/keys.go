@@ -68,7 +68,7 @@ var ttls = []ttlOption{
 }
 
 func (h *Handler) keysView(r *http.Request, s *session, f keyForm) (keysData, error) {
-	keys, err := h.auth.ListKeys(r.Context())
+	keys, err := h.auth.ListKeysAs(r.Context(), s.principal())
 	if err != nil {
 		return keysData{}, err
 	}
@@ -108,7 +108,7 @@ func (h *Handler) createKey(w http.ResponseWriter, r *http.Request, s *session) 
 	for _, sc := range f.Scopes {
 		in.Scopes = append(in.Scopes, domain.Scope(sc))
 	}
-	k, secret, err := h.auth.CreateKey(r.Context(), in)
+	k, secret, err := h.auth.CreateKeyAs(r.Context(), s.principal(), in)
 	if err != nil {
 		h.keysFormError(w, r, s, f, err)
 		return
@@ -140,7 +140,7 @@ func (h *Handler) keysFormError(w http.ResponseWriter, r *http.Request, s *sessi
 }
 
 func (h *Handler) revokeKeyPage(w http.ResponseWriter, r *http.Request, s *session) {
-	k, err := h.auth.GetKey(r.Context(), r.PathValue("key"))
+	k, err := h.auth.GetKeyAs(r.Context(), s.principal(), r.PathValue("key"))
 	if err != nil {
 		h.serviceError(w, r, s, "get key", err)
 		return
@@ -157,7 +157,7 @@ func (h *Handler) revokeKeyPage(w http.ResponseWriter, r *http.Request, s *sessi
 }
 
 func (h *Handler) revokeKey(w http.ResponseWriter, r *http.Request, s *session) {
-	k, err := h.auth.RevokeKey(r.Context(), r.PathValue("key"))
+	k, err := h.auth.RevokeKeyAs(r.Context(), s.principal(), r.PathValue("key"))
 	if err != nil {
 		h.serviceError(w, r, s, "revoke key", err)
 		return
@@ -177,7 +177,7 @@ func (h *Handler) mintToken(w http.ResponseWriter, r *http.Request, s *session) 
 		h.keysFormError(w, r, s, keyForm{}, domain.Invalid("key", "choose the key to mint a token for"))
 		return
 	}
-	k, err := h.auth.GetKey(r.Context(), id)
+	k, err := h.auth.GetKeyAs(r.Context(), s.principal(), id)
 	if err != nil {
 		h.keysFormError(w, r, s, keyForm{}, err)
 		return
@@ -191,8 +191,7 @@ func (h *Handler) mintToken(w http.ResponseWriter, r *http.Request, s *session) 
 		h.keysFormError(w, r, s, keyForm{}, domain.Invalid("ttl_seconds", "choose how long the token lasts"))
 		return
 	}
-	p := &domain.Principal{KeyID: k.ID, KeyName: k.Name, Scopes: k.Scopes, Capsules: k.Capsules, Namespaces: k.Namespaces}
-	tok, info, err := h.auth.MintToken(r.Context(), p, splitList(r.PostFormValue("namespaces")), time.Duration(ttl)*time.Second)
+	tok, info, err := h.auth.MintToken(r.Context(), auth.PrincipalOf(k), splitList(r.PostFormValue("namespaces")), time.Duration(ttl)*time.Second)
 	if err != nil {
 		h.keysFormError(w, r, s, keyForm{}, err)
 		return

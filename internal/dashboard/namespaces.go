@@ -35,7 +35,7 @@ func (h *Handler) namespacesPage(w http.ResponseWriter, r *http.Request, s *sess
 		h.serviceError(w, r, s, "list namespaces", err)
 		return
 	}
-	h.render(w, r, http.StatusOK, "namespaces", view{Title: "Namespaces", Nav: "namespaces", Session: s, Data: namespacesData{Namespaces: list}})
+	h.render(w, r, http.StatusOK, "namespaces", view{Title: "Namespaces", Nav: "namespaces", Session: s, Data: namespacesData{Namespaces: allowedNamespaces(s, list)}})
 }
 
 func (h *Handler) namespacePage(w http.ResponseWriter, r *http.Request, s *session) {
@@ -46,6 +46,9 @@ func (h *Handler) namespacePage(w http.ResponseWriter, r *http.Request, s *sessi
 	ns := r.PathValue("ns")
 	if err := domain.ValidateNamespace(ns); err != nil {
 		h.serviceError(w, r, s, "namespace", err)
+		return
+	}
+	if !h.namespaceAllowed(w, r, s, ns) {
 		return
 	}
 	q := r.URL.Query().Get("q")
@@ -66,6 +69,9 @@ func (h *Handler) exportNamespace(w http.ResponseWriter, r *http.Request, s *ses
 	ns := r.PathValue("ns")
 	if err := domain.ValidateNamespace(ns); err != nil {
 		h.serviceError(w, r, s, "namespace", err)
+		return
+	}
+	if !h.namespaceAllowed(w, r, s, ns) {
 		return
 	}
 	// Buffered, so that a failure is still an error page and not half a file.
@@ -89,6 +95,9 @@ func (h *Handler) deleteNamespacePage(w http.ResponseWriter, r *http.Request, s 
 		h.serviceError(w, r, s, "namespace", err)
 		return
 	}
+	if !h.namespaceAllowed(w, r, s, ns) {
+		return
+	}
 	h.render(w, r, http.StatusOK, "confirm", view{Title: "Delete namespace", Nav: "namespaces", Session: s, Data: confirmData{
 		CSRF:    s.CSRF,
 		Heading: "Delete the namespace “" + ns + "”?",
@@ -105,6 +114,9 @@ func (h *Handler) deleteNamespace(w http.ResponseWriter, r *http.Request, s *ses
 		return
 	}
 	ns := r.PathValue("ns")
+	if !h.namespaceAllowed(w, r, s, ns) {
+		return
+	}
 	if err := h.memory.DeleteNamespace(r.Context(), ns); err != nil {
 		h.serviceError(w, r, s, "delete namespace", err)
 		return
@@ -119,6 +131,9 @@ func (h *Handler) deleteMemoryPage(w http.ResponseWriter, r *http.Request, s *se
 		return
 	}
 	ns, id := r.PathValue("ns"), r.PathValue("id")
+	if !h.namespaceAllowed(w, r, s, ns) {
+		return
+	}
 	h.render(w, r, http.StatusOK, "confirm", view{Title: "Delete memory", Nav: "namespaces", Session: s, Data: confirmData{
 		CSRF:    s.CSRF,
 		Heading: "Delete the memory " + id + "?",
@@ -135,6 +150,9 @@ func (h *Handler) deleteMemory(w http.ResponseWriter, r *http.Request, s *sessio
 		return
 	}
 	ns := r.PathValue("ns")
+	if !h.namespaceAllowed(w, r, s, ns) {
+		return
+	}
 	if err := h.memory.DeleteMemory(r.Context(), ns, r.PathValue("id")); err != nil {
 		h.serviceError(w, r, s, "delete memory", err)
 		return

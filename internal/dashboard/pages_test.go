@@ -332,7 +332,7 @@ func TestCapsulePages(t *testing.T) {
 	if p.status != http.StatusOK {
 		t.Fatalf("playground: %d\n%s", p.status, p.body)
 	}
-	for _, want := range []string{"1 results", "guide.md", "0.875", "zebra crossing", "curl -sS http://", "/capsules/docs/query",
+	for _, want := range []string{"1 results", "guide.md", "0.875", "zebra crossing", "curl -sS &#39;http://", "/capsules/docs/query&#39;",
 		`&#34;mode&#34;:&#34;keyword&#34;`, `&#34;limit&#34;:5`, `&#34;metadata&#34;:{&#34;lang&#34;:&#34;en&#34;}`} {
 		if !strings.Contains(p.body, want) {
 			t.Errorf("playground lacks %q", want)

@@ -2,7 +2,9 @@ package dashboard
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -154,17 +156,25 @@ func buildQuery(f playgroundForm) (domain.Query, wireQuery, error) {
 	return q, wq, nil
 }
 
-// curlCommand is the API request equivalent to a playground query.
+// curlCommand is the API request equivalent to a playground query. Every
+// value from the request (host, capsule, body) is single-quoted for the
+// shell; only $CAPSULED_API_KEY is left for the shell to expand.
 func curlCommand(r *http.Request, capsule string, wq wireQuery) string {
 	scheme := "http"
 	if r.TLS != nil {
 		scheme = "https"
 	}
 	body, _ := json.Marshal(wq)
-	return "curl -sS " + scheme + "://" + r.Host + "/capsules/" + capsule + "/query \\\n" +
+	u := scheme + "://" + r.Host + "/capsules/" + url.PathEscape(capsule) + "/query"
+	return "curl -sS " + shellQuote(u) + " \\\n" +
 		"  -H \"Authorization: Bearer $CAPSULED_API_KEY\" \\\n" +
 		"  -H 'Content-Type: application/json' \\\n" +
-		"  -d '" + strings.ReplaceAll(string(body), "'", `'\''`) + "'"
+		"  -d " + shellQuote(string(body))
+}
+
+// shellQuote quotes s as one word for a POSIX shell.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 func (h *Handler) playgroundPage(w http.ResponseWriter, r *http.Request, s *session) {
@@ -184,13 +194,20 @@ func (h *Handler) playgroundPage(w http.ResponseWriter, r *http.Request, s *sess
 		h.serviceError(w, r, s, "list capsules", err)
 		return
 	}
-	d := playgroundData{Form: f, Capsules: list, Modes: []string{"hybrid", "semantic", "keyword"}}
+	d := playgroundData{Form: f, Capsules: allowedCapsules(s, list), Modes: []string{"hybrid", "semantic", "keyword"}}
 	v := view{Title: "Query playground", Nav: "playground", Session: s}
 	status := http.StatusOK
 	if f.Capsule != "" || f.Query != "" {
 		q, wq, err := buildQuery(f)
-		if err == nil && f.Capsule == "" {
+		switch {
+		case err != nil:
+		case f.Capsule == "":
 			err = domain.Invalid("capsule", "choose a capsule")
+		case domain.ValidateCapsuleName(f.Capsule) != nil:
+			err = domain.ValidateCapsuleName(f.Capsule)
+		case !s.principal().CanCapsule(f.Capsule):
+			err = &domain.Error{Kind: domain.KindForbidden, Code: "capsule_not_allowed", Param: "capsule",
+				Message: fmt.Sprintf("the key you signed in with may not use the capsule %q", f.Capsule)}
 		}
 		if err == nil {
 			d.Curl = curlCommand(r, f.Capsule, wq)

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"capsuled/internal/auth"
 	"capsuled/internal/domain"
 )
 
@@ -32,6 +33,10 @@ type session struct {
 	ID   string // random session id
 	CSRF string // the synchronizer token of this session
 }
+
+// principal is the session's key as a principal: every page and action is
+// bound by its scopes and allow-lists, as the API is.
+func (s *session) principal() *domain.Principal { return auth.PrincipalOf(s.Key) }
 
 // claims are what the session cookie carries, signed.
 type claims struct {

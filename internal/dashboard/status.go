@@ -19,7 +19,7 @@ func (h *Handler) statusPage(w http.ResponseWriter, r *http.Request, s *session)
 		}
 	}
 	var figs []Figure
-	if keys, err := h.auth.ListKeys(r.Context()); err == nil {
+	if keys, err := h.auth.ListKeysAs(r.Context(), s.principal()); err == nil {
 		active := 0
 		for _, k := range keys {
 			if k.RevokedAt == nil {
@@ -32,6 +32,7 @@ func (h *Handler) statusPage(w http.ResponseWriter, r *http.Request, s *session)
 	}
 	if h.capsules != nil {
 		if cs, err := h.capsules.ListCapsules(r.Context()); err == nil {
+			cs = allowedCapsules(s, cs)
 			items, chunks := 0, 0
 			for _, c := range cs {
 				items += c.ItemCount
@@ -42,6 +43,7 @@ func (h *Handler) statusPage(w http.ResponseWriter, r *http.Request, s *session)
 	}
 	if h.memory != nil {
 		if ns, err := h.memory.ListNamespaces(r.Context()); err == nil {
+			ns = allowedNamespaces(s, ns)
 			mems := 0
 			for _, n := range ns {
 				mems += n.MemoryCount
