@@ -21,6 +21,7 @@ import (
 	"syscall"
 
 	"capsuled/internal/bench"
+	"capsuled/internal/cli"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -75,6 +76,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err := c.run(ctx, args[1:], stdout, stderr); err != nil {
 		if errors.Is(err, errUsage) {
 			return 2
+		}
+		if errors.Is(err, cli.ErrArgsChecked) {
+			fmt.Fprintf(stderr, "capsuled %s: arguments ok\n", args[0])
+			return 0
 		}
 		fmt.Fprintf(stderr, "capsuled %s: %v\n", args[0], err)
 		return 1

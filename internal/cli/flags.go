@@ -17,6 +17,15 @@ import (
 // ErrUsage marks an error whose message is usage help (exit status 2).
 var ErrUsage = errors.New("usage")
 
+// CheckArgsEnv, set to 1, makes Parse stop every command right after its
+// arguments parsed, with ErrArgsChecked, before it does anything: the
+// documentation test uses it to check that each command line in the docs
+// (benchmarks that run for minutes, servers) is one the command accepts.
+const CheckArgsEnv = "CAPSULED_CHECK_ARGS"
+
+// ErrArgsChecked is Parse's answer to valid arguments under CheckArgsEnv.
+var ErrArgsChecked = errors.New("arguments checked")
+
 // NewFlags returns a FlagSet for a subcommand ("capsuled NAME") that writes
 // its help to stderr.
 func NewFlags(name string, stderr io.Writer) *flag.FlagSet {
@@ -69,6 +78,9 @@ func Parse(fs *flag.FlagSet, args []string) error {
 			}
 		}
 	})
+	if len(errs) == 0 && os.Getenv(CheckArgsEnv) == "1" {
+		return ErrArgsChecked
+	}
 	return errors.Join(errs...)
 }
 
