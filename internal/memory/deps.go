@@ -2,7 +2,6 @@ package memory
 
 import (
 	"context"
-	"strings"
 	"unicode"
 )
 
@@ -46,9 +45,4 @@ func (ApproxTokens) CountTokens(text string) int {
 	}
 	flush()
 	return n
-}
-
-// words splits text into lower-case words.
-func words(text string) []string {
-	return strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
 }

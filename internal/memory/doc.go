@@ -6,10 +6,10 @@
 //  1. Selection: hybrid retrieval over the namespace's live memories (not
 //     expired, not superseded) for the latest user message in the context of
 //     the recent turns. BM25 (through the Store) and, when an Embedder is
-//     configured, dense cosine similarity are fused as the capsule
-//     retrieval core (internal/retrieval) fuses them: the cosine of every
-//     candidate plus the BM25 score divided by the most the query can score
-//     in the namespace. Bonuses follow for a turn said by a speaker the
+//     configured, dense cosine similarity are fused by the capsule
+//     retrieval's formula, shared on purpose (internal/rank): the cosine of
+//     every candidate plus the BM25 score divided by the most the query can
+//     score in the namespace. Bonuses follow for a turn said by a speaker the
 //     query names, for a memory of the day or month the query names ("on 7
 //     July, 2023"), and a small one for recency; the ranked memories are
 //     packed into a token budget (Config.BudgetTokens, default 1000, or the
@@ -34,8 +34,8 @@
 //     both are kept (the old one with its invalid-from time). Extraction that
 //     fails after its retries is recorded as a Failure, never dropped.
 //
-// The package depends on package domain and on package retrieval's query
-// terms; storage (Store), embeddings
+// The package depends on packages domain, rank (fusion formulas, top-k),
+// terms (query words) and vecmath; storage (Store), embeddings
 // (Embedder), token counting (TokenCounter) and generation (Generator) are
 // interfaces it declares and others implement.
 package memory

@@ -2,15 +2,17 @@ package memory
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"strings"
-	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"capsuled/internal/domain"
-	"capsuled/internal/retrieval"
+	"capsuled/internal/rank"
+	"capsuled/internal/terms"
+	"capsuled/internal/vecmath"
 )
 
 // Mode says which retrievers a selection fuses.
@@ -39,8 +41,9 @@ const (
 	FusionCore   Fusion = "core"
 )
 
-// rrfK is the rank offset of reciprocal-rank fusion.
-const rrfK = 60
+// rrfK is the rank offset of reciprocal-rank fusion; a first-rank score,
+// 1/(rrfK+1), is the unit of the fused score and of every bonus.
+const rrfK = rank.DefaultRRFK
 
 // dateSlack widens the span of a date the query names on each side: what
 // happened "yesterday" or "last week" is said a little after its date.
@@ -89,6 +92,10 @@ func (s *Service) Select(ctx context.Context, q Query) (Selection, error) {
 	return s.selectWith(ctx, q, s.live())
 }
 
+// selectWith is Select with the given liveness: it shapes the query text
+// (queryText), runs the retrievers at once (retrieve), fuses their rankings
+// (fuse), reads the candidates and adds the speaker, date and recency
+// bonuses (weigh), orders them (order) and packs the budget.
 func (s *Service) selectWith(ctx context.Context, q Query, live domain.LiveFilter) (Selection, error) {
 	if err := checkNamespace(q.Namespace); err != nil {
 		return Selection{}, err
@@ -100,7 +107,96 @@ func (s *Service) selectWith(ctx context.Context, q Query, live domain.LiveFilte
 	case budget < 0:
 		budget = 0 // the caller asked for no memory
 	}
+	text, cue, hasCue := s.queryText(q)
+	r, err := s.retrieve(ctx, q, text, live)
+	if err != nil {
+		return Selection{}, err
+	}
+	score := s.fuse(q, r)
+	byID, err := s.weigh(ctx, q, text, cue, hasCue, score, live)
+	if err != nil {
+		return Selection{}, err
+	}
+	ids := s.order(q, score, byID)
+	ranked := make([]Selected, len(ids))
+	for i, id := range ids {
+		m := byID[id]
+		ranked[i] = Selected{Memory: m, Score: score[id], Tokens: s.tok.CountTokens(memoryLine(m))}
+	}
+	return packed(ranked, budget), nil
+}
+
+// queryText is the text the retrievers search for: the query's text, less
+// a day or month it names (Config.DateWeight), whose words would only match
+// turns that happen to name the month; the date is returned as the cue
+// whose turns gain a bonus.
+func (s *Service) queryText(q Query) (text string, cue dateCue, hasCue bool) {
+	text = strings.TrimSpace(q.Text)
+	if q.Mode == Hybrid && s.cfg.DateWeight > 0 {
+		if cue, hasCue = findDateCue(text); hasCue && strings.TrimSpace(strings.Trim(cue.Rest, "?.!")) != "" {
+			text = cue.Rest
+		}
+	}
+	return text, cue, hasCue
+}
+
+// retrieved is what the retrievers found for a selection.
+type retrieved struct {
+	hits    []domain.MemoryHit // BM25 for the text
+	ctxHits []domain.MemoryHit // BM25 for the recent context and the text
+	dense   denseResult
+	kwMax   float64 // the most the text can score by BM25 (FusionCore)
+}
+
+// retrieve runs, at once, the keyword searches, the query embedding with
+// its dense scan, and the keyword bound of the core fusion. The first error
+// cancels the others' context and is returned.
+func (s *Service) retrieve(ctx context.Context, q Query, text string, live domain.LiveFilter) (retrieved, error) {
+	var r retrieved
+	if text == "" {
+		return r, nil
+	}
 	n := s.cfg.Candidates
+	g, gctx := errgroup.WithContext(ctx)
+	if q.Mode != Keyword && s.emb != nil {
+		g.Go(func() (err error) {
+			r.dense, err = s.dense(gctx, q.Namespace, text, n, live)
+			return err
+		})
+	}
+	if s.cfg.Fusion == FusionCore && q.Mode == Hybrid {
+		g.Go(func() (err error) {
+			r.kwMax, err = s.queryMaxBM25(gctx, q.Namespace, text, live)
+			return err
+		})
+	}
+	if q.Mode != DenseOnly {
+		ctxText := ""
+		if k := len(q.Context); k > 0 {
+			ctxText = strings.Join(q.Context[max(0, k-s.cfg.ContextTurns):], "\n")
+		}
+		g.Go(func() (err error) {
+			if r.hits, err = s.store.SearchText(gctx, q.Namespace, text, n, live); err != nil {
+				return err
+			}
+			if ctxText != "" {
+				r.ctxHits, err = s.store.SearchText(gctx, q.Namespace, ctxText+"\n"+text, n, live)
+			}
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return retrieved{}, err
+	}
+	return r, nil
+}
+
+// fuse scores the candidates of the retrievers' rankings (ids q excludes
+// left out), in units of a first-rank RRF score: with FusionCore the
+// capsule retrieval's convex mix (rank.ConvexScore, shared on purpose),
+// otherwise each ranking's reciprocal rank (FusionRRF) or min-max
+// normalised score (FusionConvex), weighted.
+func (s *Service) fuse(q Query, r retrieved) map[string]float64 {
 	score := map[string]float64{}
 	// add fuses one retriever's ranking: reciprocal rank, or (convex) its
 	// scores min-max normalised over its list, in units of a first rank.
@@ -109,63 +205,16 @@ func (s *Service) selectWith(ctx context.Context, q Query, live domain.LiveFilte
 		if s.cfg.Fusion != FusionRRF && len(raw) > 0 {
 			lo, hi = raw[len(raw)-1], raw[0]
 		}
-		for rank, id := range ids {
+		for rk, id := range ids {
 			if q.Exclude[id] {
 				continue
 			}
 			if hi > lo {
-				score[id] += weight / float64(rrfK+1) * (raw[rank] - lo) / (hi - lo)
+				score[id] += weight / float64(rrfK+1) * (raw[rk] - lo) / (hi - lo)
 			} else {
-				score[id] += weight / float64(rrfK+rank+1)
+				score[id] += rank.RRF(weight, rrfK, rk+1)
 			}
 		}
-	}
-	text := strings.TrimSpace(q.Text)
-	// A day or month the query names (Config.DateWeight): the turns of that
-	// time gain a bonus, and the date leaves the retrieval text, where its
-	// words only match turns that happen to name the month.
-	var cue dateCue
-	hasCue := false
-	if q.Mode == Hybrid && s.cfg.DateWeight > 0 {
-		if cue, hasCue = findDateCue(text); hasCue && strings.TrimSpace(strings.Trim(cue.Rest, "?.!")) != "" {
-			text = cue.Rest
-		}
-	}
-	ctxText := ""
-	if k := len(q.Context); k > 0 {
-		ctxText = strings.Join(q.Context[max(0, k-s.cfg.ContextTurns):], "\n")
-	}
-	core := s.cfg.Fusion == FusionCore && q.Mode == Hybrid
-	// The query embedding and dense scan, and the keyword bound of the
-	// core fusion, run beside the keyword search.
-	var (
-		wg             sync.WaitGroup
-		dr             denseResult
-		kwMax          float64
-		denseErr, kErr error
-	)
-	defer wg.Wait()
-	if q.Mode != Keyword && s.emb != nil && text != "" {
-		wg.Go(func() { dr, denseErr = s.dense(ctx, q.Namespace, text, n, live) })
-	}
-	if core && text != "" {
-		wg.Go(func() { kwMax, kErr = s.queryMaxBM25(ctx, q.Namespace, text, live) })
-	}
-	var hits, ctxHits []domain.MemoryHit
-	if q.Mode != DenseOnly && text != "" {
-		var err error
-		if hits, err = s.store.SearchText(ctx, q.Namespace, text, n, live); err != nil {
-			return Selection{}, err
-		}
-		if ctxText != "" {
-			if ctxHits, err = s.store.SearchText(ctx, q.Namespace, ctxText+"\n"+text, n, live); err != nil {
-				return Selection{}, err
-			}
-		}
-	}
-	wg.Wait()
-	if err := errors.Join(denseErr, kErr); err != nil {
-		return Selection{}, err
 	}
 	// join makes ids candidates (FusionCore), scored below.
 	join := func(ids []string) {
@@ -175,55 +224,66 @@ func (s *Service) selectWith(ctx context.Context, q Query, live domain.LiveFilte
 			}
 		}
 	}
+	core := s.cfg.Fusion == FusionCore && q.Mode == Hybrid
 	// kw is each BM25 hit's keyword score (FusionCore).
 	kw := map[string]float64{}
 	if core {
-		for _, h := range hits {
-			kw[h.ID] = retrieval.KeywordScore(h.Score, kwMax)
+		for _, h := range r.hits {
+			kw[h.ID] = rank.KeywordScore(h.Score, r.kwMax)
 		}
-		join(hitIDs(hits))
+		join(hitIDs(r.hits))
 	} else {
-		add(hitIDs(hits), hitScores(hits), 1)
+		add(hitIDs(r.hits), hitScores(r.hits), 1)
 	}
-	add(hitIDs(ctxHits), hitScores(ctxHits), 0.3)
+	add(hitIDs(r.ctxHits), hitScores(r.ctxHits), 0.3)
+	dr := r.dense
 	if !core {
 		add(dr.ids, dr.sims, s.cfg.DenseWeight)
-	} else {
-		// The retrieval core's convex mix, in units of a first-rank score:
-		// (1+DenseWeight)·ConvexScore(alpha) = DenseWeight·cosine + keyword.
-		// The dense top n join the candidates, and every candidate gets its
-		// cosine, whichever retriever found it.
-		alpha := s.cfg.DenseWeight / (1 + s.cfg.DenseWeight)
-		fused := func(id string, cos map[string]float64) float64 {
-			return (1 + s.cfg.DenseWeight) * retrieval.ConvexScore(alpha, cos[id], kw[id]) / float64(rrfK+1)
-		}
-		cos := dr.all // nil without an embedder: keyword only
-		if cos != nil {
-			join(dr.ids)
-			if s.cfg.FeedbackWeight > 0 {
-				// Pseudo-relevance feedback: the query vector moves towards
-				// the mean of the best three candidates' vectors, and the
-				// dense part of every score is taken from the moved vector.
-				first := make(map[string]float64, len(score))
-				for id, sc := range score {
-					first[id] = sc + fused(id, cos)
-				}
-				fb := scan(s.feedbackQuery(dr, first), dr.stored, n)
-				join(fb.ids)
-				cos = fb.all
+		return score
+	}
+	// The retrieval core's convex mix, in units of a first-rank score:
+	// (1+DenseWeight)·ConvexScore(alpha) = DenseWeight·cosine + keyword.
+	// The dense top n join the candidates, and every candidate gets its
+	// cosine, whichever retriever found it.
+	alpha := s.cfg.DenseWeight / (1 + s.cfg.DenseWeight)
+	fused := func(id string, cos map[string]float64) float64 {
+		return (1 + s.cfg.DenseWeight) * rank.ConvexScore(alpha, cos[id], kw[id]) / float64(rrfK+1)
+	}
+	cos := dr.all // nil without an embedder: keyword only
+	if cos != nil {
+		join(dr.ids)
+		if s.cfg.FeedbackWeight > 0 {
+			// Pseudo-relevance feedback: the query vector moves towards
+			// the mean of the best three candidates' vectors, and the
+			// dense part of every score is taken from the moved vector.
+			first := make(map[string]float64, len(score))
+			for id, sc := range score {
+				first[id] = sc + fused(id, cos)
 			}
-		}
-		for id := range score {
-			score[id] += fused(id, cos)
+			fb := scan(s.feedbackQuery(dr, first), dr.stored, s.cfg.Candidates)
+			join(fb.ids)
+			cos = fb.all
 		}
 	}
+	for id := range score {
+		score[id] += fused(id, cos)
+	}
+	return score
+}
+
+// weigh reads the scored candidates, drops those that are not live or that
+// q leaves out, and adds the bonuses, in units of a first-rank score: a
+// turn said by someone the query names (Config.SpeakerWeight), a memory of
+// the date the query names (Config.DateWeight), and recency
+// (Config.RecencyWeight). It returns the candidates kept, by id.
+func (s *Service) weigh(ctx context.Context, q Query, text string, cue dateCue, hasCue bool, score map[string]float64, live domain.LiveFilter) (map[string]domain.Memory, error) {
 	ids := make([]string, 0, len(score))
 	for id := range score {
 		ids = append(ids, id)
 	}
 	mems, err := s.store.GetMemories(ctx, q.Namespace, ids)
 	if err != nil {
-		return Selection{}, err
+		return nil, err
 	}
 	now := live.Now
 	// Names the query mentions: a turn said by one of them gets the
@@ -231,7 +291,7 @@ func (s *Service) selectWith(ctx context.Context, q Query, live domain.LiveFilte
 	// Ana said).
 	named := map[string]bool{}
 	if q.Mode == Hybrid && s.cfg.SpeakerWeight > 0 {
-		for _, w := range words(text) {
+		for _, w := range terms.Words(text) {
 			named[w] = true
 		}
 	}
@@ -243,7 +303,7 @@ func (s *Service) selectWith(ctx context.Context, q Query, live domain.LiveFilte
 		}
 		byID[m.ID] = m
 		if name, _ := m.Metadata["name"].(string); name != "" && len(named) > 0 && m.Kind == domain.MemoryTurn {
-			if ws := words(name); len(ws) > 0 && named[ws[0]] {
+			if ws := terms.Words(name); len(ws) > 0 && named[ws[0]] {
 				score[m.ID] += s.cfg.SpeakerWeight / float64(rrfK+1)
 			}
 		}
@@ -258,7 +318,14 @@ func (s *Service) selectWith(ctx context.Context, q Query, live domain.LiveFilte
 			score[m.ID] += s.cfg.RecencyWeight / float64(rrfK+1) * math.Exp2(-float64(age)/float64(s.cfg.RecencyHalfLife))
 		}
 	}
-	ids = ids[:0]
+	return byID, nil
+}
+
+// order ranks the kept candidates by score (then id), spreads out
+// neighbouring turns when Config.NeighbourPenalty asks (diversify), and
+// keeps the best Config.Candidates.
+func (s *Service) order(q Query, score map[string]float64, byID map[string]domain.Memory) []string {
+	ids := make([]string, 0, len(byID))
 	for id := range byID {
 		ids = append(ids, id)
 	}
@@ -266,20 +333,20 @@ func (s *Service) selectWith(ctx context.Context, q Query, live domain.LiveFilte
 	if q.Mode == Hybrid && s.cfg.NeighbourPenalty > 0 {
 		ids = s.diversify(ids, score, byID)
 	}
-	if len(ids) > n {
-		ids = ids[:n]
-	}
-	var sel Selection
-	for _, id := range ids {
-		m := byID[id]
-		sm := Selected{Memory: m, Score: score[id], Tokens: s.tok.CountTokens(memoryLine(m))}
-		sel.Ranked = append(sel.Ranked, sm)
+	return ids[:min(len(ids), s.cfg.Candidates)]
+}
+
+// packed is the selection of ranked: each memory, in order, taken into the
+// block while it still fits the budget.
+func packed(ranked []Selected, budget int) Selection {
+	sel := Selection{Ranked: ranked}
+	for _, sm := range ranked {
 		if sel.Tokens+sm.Tokens <= budget {
 			sel.Packed = append(sel.Packed, sm)
 			sel.Tokens += sm.Tokens
 		}
 	}
-	return sel, nil
+	return sel
 }
 
 // feedbackQuery is the dense query moved towards the mean vector of the
@@ -360,10 +427,17 @@ func (s *Service) diversify(ids []string, score map[string]float64, byID map[str
 // matches nothing counting as the mean of those that match. Each term's
 // best score is cached per namespace until a write to it (or the cache's
 // time-to-live), as the retrieval core caches them per capsule.
+//
+// The terms are the capsule query's (terms.Capsule), not the memory
+// search's (terms.Memory) that SearchText uses: a word only the memory
+// list stops ("you", "my") finds nothing alone, so it counts as the mean of
+// the others and raises the bound a little. The LoCoMo figures were
+// measured so (docs/benchmarks.md); aligning the two lists is a ranking
+// change to measure, not a refactor.
 func (s *Service) queryMaxBM25(ctx context.Context, ns, text string, live domain.LiveFilter) (float64, error) {
-	terms := retrieval.Terms(text)
-	bounds := make([]float64, len(terms))
-	for i, t := range terms {
+	ts := terms.Capsule(text)
+	bounds := make([]float64, len(ts))
+	for i, t := range ts {
 		// The bound depends on which memories count: the key says.
 		key := fmt.Sprintf("%t/%t/%s", live.IncludeExpired, live.IncludeSuperseded, t)
 		best, gen, ok := s.vectors.bound(ns, key)
@@ -380,7 +454,7 @@ func (s *Service) queryMaxBM25(ctx context.Context, ns, text string, live domain
 		}
 		bounds[i] = best
 	}
-	return retrieval.QueryMaxBM25(bounds), nil
+	return rank.QueryMaxBM25(bounds), nil
 }
 
 // dense ranks the namespace's vectors by cosine similarity to text; it
@@ -409,39 +483,45 @@ type denseResult struct {
 	stored []domain.MemoryVector
 }
 
-// scan ranks stored by cosine similarity to qv.
+// scan ranks stored by cosine similarity to qv: every id's, and the best n
+// (rank.TopK, ties by id).
 func scan(qv []float32, stored []domain.MemoryVector, n int) denseResult {
 	score := make(map[string]float64, len(stored))
-	ids := make([]string, 0, len(stored))
+	top := rank.NewTopK(n, worseSim)
 	for _, v := range stored {
-		score[v.ID] = cosine(qv, v.Vec)
-		ids = append(ids, v.ID)
+		c := similarity(qv, v.Vec)
+		score[v.ID] = c
+		top.Offer(sim{v.ID, c})
 	}
-	sortByScore(ids, score)
-	if len(ids) > n {
-		ids = ids[:n]
-	}
-	sims := make([]float64, len(ids))
-	for i, id := range ids {
-		sims[i] = score[id]
+	best := top.Best()
+	ids, sims := make([]string, len(best)), make([]float64, len(best))
+	for i, b := range best {
+		ids[i], sims[i] = b.id, b.cos
 	}
 	return denseResult{ids: ids, sims: sims, all: score, qv: qv}
 }
 
-func cosine(a, b []float32) float64 {
-	if len(a) != len(b) {
+// sim is a stored vector's cosine to the query.
+type sim struct {
+	id  string
+	cos float64
+}
+
+// worseSim orders as sortByScore does: lower cosine, then the larger id.
+func worseSim(a, b sim) bool {
+	if a.cos != b.cos {
+		return a.cos < b.cos
+	}
+	return a.id > b.id
+}
+
+// similarity is the cosine of the query and a stored vector; a vector of
+// another width ranks below every cosine.
+func similarity(q, v []float32) float64 {
+	if len(q) != len(v) {
 		return -1
 	}
-	var dot, na, nb float64
-	for i := range a {
-		dot += float64(a[i]) * float64(b[i])
-		na += float64(a[i]) * float64(a[i])
-		nb += float64(b[i]) * float64(b[i])
-	}
-	if na == 0 || nb == 0 {
-		return 0
-	}
-	return dot / math.Sqrt(na*nb)
+	return vecmath.Cosine(q, v)
 }
 
 func hitScores(hits []domain.MemoryHit) []float64 {
@@ -483,16 +563,11 @@ func (s *Service) Pack(mems []domain.Memory, budget int) Selection {
 	if budget == 0 {
 		budget = s.cfg.BudgetTokens
 	}
-	var sel Selection
+	ranked := make([]Selected, len(mems))
 	for i, m := range mems {
-		sm := Selected{Memory: m, Score: 1 / float64(rrfK+i+1), Tokens: s.tok.CountTokens(memoryLine(m))}
-		sel.Ranked = append(sel.Ranked, sm)
-		if sel.Tokens+sm.Tokens <= budget {
-			sel.Packed = append(sel.Packed, sm)
-			sel.Tokens += sm.Tokens
-		}
+		ranked[i] = Selected{Memory: m, Score: rank.RRF(1, rrfK, i+1), Tokens: s.tok.CountTokens(memoryLine(m))}
 	}
-	return sel
+	return packed(ranked, budget)
 }
 
 // isLive applies the filter to a memory (the vector cache holds every

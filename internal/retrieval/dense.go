@@ -6,6 +6,9 @@ import (
 	"runtime"
 	"sort"
 	"sync"
+
+	"capsuled/internal/rank"
+	"capsuled/internal/vecmath"
 )
 
 // minChunksPerWorker keeps small scans on one goroutine: below it the cost
@@ -32,51 +35,16 @@ func worse(a, b scored) bool {
 	return refLess(b.ref(), a.ref())
 }
 
-// topK keeps the k best scored chunks in a min-heap (the worst on top).
-type topK struct {
-	k int
-	h []scored
-}
+// newTopK is an empty selection of the k best scored chunks.
+func newTopK(k int) *rank.TopK[scored] { return rank.NewTopK(k, worse) }
 
-func (t *topK) offer(c scored) {
-	if len(t.h) < t.k {
-		t.h = append(t.h, c)
-		for i := len(t.h) - 1; i > 0; {
-			p := (i - 1) / 2
-			if !worse(t.h[i], t.h[p]) {
-				break
-			}
-			t.h[i], t.h[p] = t.h[p], t.h[i]
-			i = p
-		}
-		return
-	}
-	if !worse(t.h[0], c) {
-		return
-	}
-	t.h[0] = c
-	for i := 0; ; {
-		l, m := 2*i+1, i
-		if l < len(t.h) && worse(t.h[l], t.h[m]) {
-			m = l
-		}
-		if r := l + 1; r < len(t.h) && worse(t.h[r], t.h[m]) {
-			m = r
-		}
-		if m == i {
-			return
-		}
-		t.h[i], t.h[m] = t.h[m], t.h[i]
-		i = m
-	}
-}
-
-// threshold is the score a chunk must beat to enter a full heap.
-func (t *topK) threshold() float32 {
-	if len(t.h) < t.k {
+// threshold is the score a chunk must reach to be offered to t: anything
+// while t is not full.
+func threshold(t *rank.TopK[scored]) float32 {
+	if !t.Full() {
 		return float32(math.Inf(-1))
 	}
-	return t.h[0].s
+	return t.Worst().s
 }
 
 // denseTopK returns the k chunks of the items pred accepts with the highest
@@ -109,7 +77,7 @@ func denseTopK(ci *capIndex, q []float32, dim, k int, pred Predicate, approxMin,
 	for _, p := range parts {
 		all = append(all, p...)
 	}
-	sort.Slice(all, func(i, j int) bool { return worse(all[j], all[i]) })
+	rank.SortBest(all, worse)
 	all = all[:min(k, len(all))]
 	out := make([]*cand, len(all))
 	for i, c := range all {
@@ -120,19 +88,19 @@ func denseTopK(ci *capIndex, q []float32, dim, k int, pred Predicate, approxMin,
 
 // exactScan scores every chunk of the entries pred accepts.
 func exactScan(list []*entry, q []float32, dim, k int, pred Predicate) []scored {
-	t := topK{k: k, h: make([]scored, 0, k)}
+	t := newTopK(k)
 	for _, en := range list {
 		if len(en.idxs) == 0 || (pred != nil && !pred(&en.item)) {
 			continue
 		}
 		for i := range en.idxs {
-			s := dot(q, en.vecs[i*dim:(i+1)*dim])
-			if s >= t.threshold() {
-				t.offer(scored{s, en, i})
+			s := vecmath.Dot(q, en.vecs[i*dim:(i+1)*dim])
+			if s >= threshold(t) {
+				t.Offer(scored{s, en, i})
 			}
 		}
 	}
-	return t.h
+	return t.Kept()
 }
 
 // approxScan keeps the rerank chunks nearest to q in Hamming distance of
@@ -164,7 +132,7 @@ func approxScan(list []*entry, q []float32, qcode []uint64, dim, k, rerank int, 
 	}
 	// Chunks at distance < cut all qualify; those at cut fill the rest.
 	atCut := rerank - (seen - hist[cut])
-	t := topK{k: k, h: make([]scored, 0, k)}
+	t := newTopK(k)
 	for _, en := range list {
 		if len(en.idxs) == 0 || (pred != nil && !pred(&en.item)) {
 			continue
@@ -180,10 +148,10 @@ func approxScan(list []*entry, q []float32, qcode []uint64, dim, k, rerank int, 
 				}
 				atCut--
 			}
-			t.offer(scored{dot(q, en.vecs[i*dim:(i+1)*dim]), en, i})
+			t.Offer(scored{vecmath.Dot(q, en.vecs[i*dim:(i+1)*dim]), en, i})
 		}
 	}
-	return t.h
+	return t.Kept()
 }
 
 // hamming is the number of differing bits.
@@ -306,7 +274,7 @@ func (ci *capIndex) encode(en *entry, dim int) {
 func cosineOf(en *entry, idx int, q []float32, dim int) (float64, bool) {
 	for i, x := range en.idxs {
 		if x == idx {
-			return float64(dot(q, en.vecs[i*dim:(i+1)*dim])), true
+			return float64(vecmath.Dot(q, en.vecs[i*dim:(i+1)*dim])), true
 		}
 	}
 	return 0, false
@@ -317,26 +285,4 @@ func refLess(a, b ref) bool {
 		return a.item < b.item
 	}
 	return a.idx < b.idx
-}
-
-// dot is the inner product, unrolled by eight with independent sums.
-func dot(a, b []float32) float32 {
-	b = b[:len(a)]
-	var s0, s1, s2, s3, s4, s5, s6, s7 float32
-	i := 0
-	for ; i+8 <= len(a); i += 8 {
-		aa, bb := a[i:i+8:i+8], b[i:i+8:i+8]
-		s0 += aa[0] * bb[0]
-		s1 += aa[1] * bb[1]
-		s2 += aa[2] * bb[2]
-		s3 += aa[3] * bb[3]
-		s4 += aa[4] * bb[4]
-		s5 += aa[5] * bb[5]
-		s6 += aa[6] * bb[6]
-		s7 += aa[7] * bb[7]
-	}
-	for ; i < len(a); i++ {
-		s0 += a[i] * b[i]
-	}
-	return (s0 + s1) + (s2 + s3) + (s4 + s5) + (s6 + s7)
 }

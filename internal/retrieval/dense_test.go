@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"capsuled/internal/domain"
+	"capsuled/internal/vecmath"
 )
 
 // naiveTopK is the reference: every chunk scored, sorted, cut.
@@ -20,7 +21,7 @@ func naiveTopK(ci *capIndex, q []float32, dim, k int, pred Predicate) []ref {
 			continue
 		}
 		for i, idx := range en.idxs {
-			all = append(all, s{ref{en.item.ID, idx}, dot(q, en.vecs[i*dim:(i+1)*dim])})
+			all = append(all, s{ref{en.item.ID, idx}, vecmath.Dot(q, en.vecs[i*dim:(i+1)*dim])})
 		}
 	}
 	sort.Slice(all, func(i, j int) bool {

@@ -9,7 +9,11 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"capsuled/internal/domain"
+	"capsuled/internal/rank"
+	"capsuled/internal/terms"
 )
 
 // Source is what an Engine reads from the store.
@@ -130,7 +134,7 @@ func (c Config) withDefaults() Config {
 		c.BM25Scale = 10
 	}
 	if c.RRFK <= 0 {
-		c.RRFK = 60
+		c.RRFK = rank.DefaultRRFK
 	}
 	if c.ApproxMin == 0 {
 		c.ApproxMin = DefaultApproxMin
@@ -442,14 +446,55 @@ type cand struct {
 	score       float64
 }
 
-// Search runs a query over a capsule and returns its hits, best first.
+// Search runs a query over a capsule and returns its hits, best first: it
+// plans the query (plan), runs both retrievers at once (retrieve), merges
+// and scores their candidates (merge, score) and reads the best ones' texts
+// (hydrate).
 func (e *Engine) Search(ctx context.Context, capsule string, q domain.Query) ([]domain.Hit, error) {
+	p, err := e.plan(q)
+	if err != nil {
+		return nil, err
+	}
+	ci, err := e.load(ctx, capsule)
+	if err != nil {
+		return nil, err
+	}
+	pred := Compile(q.Wishlist)
+	r, err := e.retrieve(ctx, ci, capsule, q.Text, p, pred)
+	if err != nil {
+		return nil, err
+	}
+	// The candidates point into the capsule's entries: read them, and the
+	// items' attributes, under the read lock until the hits are made.
+	ci.mu.RLock()
+	defer ci.mu.RUnlock()
+	cands := e.merge(r)
+	e.score(cands, p.mode, r.kwMax, q.Wishlist.Recency)
+	sort.Slice(cands, func(i, j int) bool { return less(cands[i], cands[j]) })
+	return e.hydrate(ctx, cands, p.limit, q.Wishlist)
+}
+
+// plan is how a query is run: its mode, its number of hits, and how many
+// candidates each retriever contributes.
+type plan struct {
+	mode  domain.SearchMode
+	limit int
+	depth int
+}
+
+// plan picks the query's mode (hybrid without an embedder falls back to
+// keyword; semantic without one is ErrSemanticOff) and depth: at least
+// Config.Depth and twice the limit for hybrid, ten times the limit when the
+// wishlist may drop candidates (a per-item cap, a minimum score) or reorder
+// them (recency), and for one retriever alone half that, or just the limit
+// when nothing drops or reorders.
+func (e *Engine) plan(q domain.Query) (plan, error) {
 	mode := q.Wishlist.Mode
 	if mode == "" {
 		mode = domain.ModeHybrid
 	}
 	if mode == domain.ModeSemantic && e.emb == nil {
-		return nil, ErrSemanticOff
+		return plan{}, ErrSemanticOff
 	}
 	if mode == domain.ModeHybrid && e.emb == nil {
 		mode = domain.ModeKeyword
@@ -458,112 +503,126 @@ func (e *Engine) Search(ctx context.Context, capsule string, q domain.Query) ([]
 	if limit <= 0 {
 		limit = domain.DefaultQueryLimit
 	}
-	ci, err := e.load(ctx, capsule)
-	if err != nil {
-		return nil, err
-	}
-	pred := Compile(q.Wishlist)
+	w := q.Wishlist
+	reshapes := w.MaxChunksPerItem > 0 || w.MinScore > 0 || w.Recency != nil
 	depth := max(e.cfg.Depth, 2*limit)
-	if q.Wishlist.MaxChunksPerItem > 0 || q.Wishlist.MinScore > 0 || q.Wishlist.Recency != nil {
+	if reshapes {
 		depth = max(depth, 10*limit)
 	}
 	if mode != domain.ModeHybrid {
 		depth = max(limit, depth/2)
-		if q.Wishlist.MaxChunksPerItem == 0 && q.Wishlist.MinScore == 0 && q.Wishlist.Recency == nil {
+		if !reshapes {
 			depth = limit
 		}
 	}
+	return plan{mode: mode, limit: limit, depth: depth}, nil
+}
 
-	// The keyword side (the search, and the query's best attainable BM25
-	// for KeywordNormQuery) runs beside the query's embedding, which is the
-	// other half of a hybrid query's time; the dense scan needs the vector.
-	var (
-		kwMax    float64
-		kwMaxErr error
-		kwMaxWG  sync.WaitGroup
-		kwHits   []kwHit
-		kwErr    error
-		kwWG     sync.WaitGroup
-	)
-	defer kwMaxWG.Wait()
-	defer kwWG.Wait()
-	terms := Terms(q.Text)
-	if mode != domain.ModeSemantic {
+// retrieved is what the retrievers found for a query.
+type retrieved struct {
+	qvec   []float32 // the query's vector; nil in keyword mode
+	dense  []*cand   // the dense top depth, best first
+	kwHits []kwHit   // the keyword top depth, in BM25 order
+	kwMax  float64   // the query's best attainable BM25 (KeywordNormQuery)
+}
+
+// retrieve runs, at once, the keyword search, the query's best attainable
+// BM25 (for KeywordNormQuery) and the query's embedding followed by the
+// dense scan: the keyword side is the other half of a hybrid query's time.
+// The first error cancels the others' context and is returned.
+func (e *Engine) retrieve(ctx context.Context, ci *capIndex, capsule, text string, p plan, pred Predicate) (retrieved, error) {
+	var r retrieved
+	g, gctx := errgroup.WithContext(ctx)
+	if p.mode != domain.ModeSemantic {
+		ts := terms.Capsule(text)
 		if e.cfg.KeywordNorm == KeywordNormQuery {
-			kwMaxWG.Go(func() { kwMax, kwMaxErr = e.queryMaxBM25(ctx, capsule, terms) })
+			g.Go(func() (err error) {
+				r.kwMax, err = e.queryMaxBM25(gctx, capsule, ts)
+				return err
+			})
 		}
-		kwWG.Go(func() { kwHits, kwErr = e.keywordHits(ctx, ci, capsule, terms, depth, pred) })
+		g.Go(func() (err error) {
+			r.kwHits, err = e.keywordHits(gctx, ci, capsule, ts, p.depth, pred)
+			return err
+		})
 	}
-	var qvec []float32
-	if mode != domain.ModeKeyword {
-		vs, err := e.emb.Embed(ctx, []string{q.Text})
-		if err != nil {
-			return nil, fmt.Errorf("embed query: %w", err)
-		}
-		if len(vs) != 1 || len(vs[0]) != e.dim {
-			return nil, errors.New("embed query: wrong vector shape")
-		}
-		qvec = vs[0]
+	if p.mode != domain.ModeKeyword {
+		g.Go(func() error {
+			vs, err := e.emb.Embed(gctx, []string{text})
+			if err != nil {
+				return fmt.Errorf("embed query: %w", err)
+			}
+			if len(vs) != 1 || len(vs[0]) != e.dim {
+				return errors.New("embed query: wrong vector shape")
+			}
+			// The dense scan may run while the keyword search still does:
+			// each holds the capsule's read lock on its own, and neither
+			// waits for the other while it holds it (a writer queued
+			// between two read locks would otherwise deadlock them).
+			ci.mu.RLock()
+			r.dense = denseTopK(ci, vs[0], e.dim, p.depth, pred, e.cfg.ApproxMin, e.cfg.ApproxRerank)
+			ci.mu.RUnlock()
+			r.qvec = vs[0]
+			return nil
+		})
 	}
-	// The dense scan runs while the keyword search may still run: each
-	// side holds the capsule's read lock on its own, and this goroutine
-	// never waits for the other while it holds the lock (a writer queued
-	// between two read locks would otherwise deadlock them).
-	var dense []*cand
-	if mode != domain.ModeKeyword {
-		ci.mu.RLock()
-		dense = denseTopK(ci, qvec, e.dim, depth, pred, e.cfg.ApproxMin, e.cfg.ApproxRerank)
-		ci.mu.RUnlock()
+	if err := g.Wait(); err != nil {
+		return retrieved{}, err
 	}
-	kwWG.Wait()
-	if kwErr != nil {
-		return nil, kwErr
-	}
+	return r, nil
+}
 
-	ci.mu.RLock()
-	defer ci.mu.RUnlock()
+// merge joins both retrievers' candidates, each chunk once with its rank in
+// each list; a keyword hit that the dense top left out gets its cosine.
+// Callers hold the capsule's read lock.
+func (e *Engine) merge(r retrieved) []*cand {
 	byRef := map[ref]*cand{}
 	var cands []*cand
-	for i, c := range dense {
+	for i, c := range r.dense {
 		c.denseRank = i + 1
 		byRef[c.ref] = c
 		cands = append(cands, c)
 	}
-	for i, h := range kwHits {
+	for i, h := range r.kwHits {
 		c := byRef[h.ref]
 		if c == nil {
 			c = &cand{ref: h.ref, en: h.en}
-			if qvec != nil {
-				c.dense, c.hasDense = cosineOf(h.en, h.ref.idx, qvec, e.dim)
+			if r.qvec != nil {
+				c.dense, c.hasDense = cosineOf(h.en, h.ref.idx, r.qvec, e.dim)
 			}
 			byRef[h.ref] = c
 			cands = append(cands, c)
 		}
 		c.bm25, c.keywordRank = h.score, i+1
 	}
-	kwMaxWG.Wait()
-	if kwMaxErr != nil {
-		return nil, kwMaxErr
-	}
+	return cands
+}
+
+// score sets each candidate's score in [0, 1]: the fusion of its retrievers'
+// scores (fuse), blended with its recency decay when the wishlist asks.
+// Callers hold the capsule's read lock.
+func (e *Engine) score(cands []*cand, mode domain.SearchMode, kwMax float64, rec *domain.Recency) {
 	now := e.cfg.Now()
 	for _, c := range cands {
 		c.score = e.fuse(mode, c, kwMax)
-		if r := q.Wishlist.Recency; r != nil && r.HalfLife > 0 {
+		if rec != nil && rec.HalfLife > 0 {
 			t := c.en.item.TimeAdded
-			if r.Field != "time_added" {
+			if rec.Field != "time_added" {
 				t = authored(&c.en.item)
 			}
 			age := max(now.Sub(t), 0)
-			decay := math.Exp2(-float64(age) / float64(r.HalfLife))
-			c.score = (1-r.Weight)*c.score + r.Weight*decay
+			decay := math.Exp2(-float64(age) / float64(rec.HalfLife))
+			c.score = (1-rec.Weight)*c.score + rec.Weight*decay
 		}
 		c.score = min(max(c.score, 0), 1)
 	}
-	sort.Slice(cands, func(i, j int) bool { return less(cands[i], cands[j]) })
+}
 
-	// The hits are the best candidates that pass the filters, with their
-	// texts read a batch at a time; a chunk removed since the scan gives its
-	// place to the next candidate.
+// hydrate makes the hits: the best candidates (sorted) that pass the
+// wishlist's minimum score and per-item cap, with their texts read a batch
+// at a time; a chunk removed since the scan gives its place to the next
+// candidate. Callers hold the capsule's read lock.
+func (e *Engine) hydrate(ctx context.Context, cands []*cand, limit int, w domain.Wishlist) ([]domain.Hit, error) {
 	hits := make([]domain.Hit, 0, min(limit, len(cands)))
 	perItem := map[string]int{}
 	next := 0
@@ -571,12 +630,12 @@ func (e *Engine) Search(ctx context.Context, capsule string, q domain.Query) ([]
 		var batch []*cand
 		for next < len(cands) && len(batch) < limit-len(hits) {
 			c := cands[next]
-			if c.score < q.Wishlist.MinScore {
+			if c.score < w.MinScore {
 				next = len(cands) // sorted: the rest score lower
 				break
 			}
 			next++
-			if m := q.Wishlist.MaxChunksPerItem; m > 0 && perItem[c.item] >= m {
+			if m := w.MaxChunksPerItem; m > 0 && perItem[c.item] >= m {
 				continue
 			}
 			perItem[c.item]++
@@ -676,7 +735,7 @@ func (e *Engine) queryMaxBM25(ctx context.Context, capsule string, terms []strin
 	if err != nil {
 		return 0, err
 	}
-	return QueryMaxBM25(bounds), nil
+	return rank.QueryMaxBM25(bounds), nil
 }
 
 // keywordScore maps a raw BM25 score to [0, 1].
@@ -685,7 +744,7 @@ func (e *Engine) keywordScore(bm25, kwMax float64) float64 {
 		return 0
 	}
 	if e.cfg.KeywordNorm == KeywordNormQuery {
-		return KeywordScore(bm25, kwMax)
+		return rank.KeywordScore(bm25, kwMax)
 	}
 	return bm25 / (bm25 + e.cfg.BM25Scale)
 }
@@ -704,12 +763,12 @@ func (e *Engine) fuse(mode domain.SearchMode, c *cand, kwMax float64) float64 {
 	if e.cfg.Fusion == FusionRRF {
 		s := 0.0
 		if c.denseRank > 0 {
-			s += 1 / (e.cfg.RRFK + float64(c.denseRank))
+			s += rank.RRF(1, e.cfg.RRFK, c.denseRank)
 		}
 		if c.keywordRank > 0 {
-			s += 1 / (e.cfg.RRFK + float64(c.keywordRank))
+			s += rank.RRF(1, e.cfg.RRFK, c.keywordRank)
 		}
 		return s / (2 / (e.cfg.RRFK + 1))
 	}
-	return ConvexScore(e.cfg.Alpha, dense, kw)
+	return rank.ConvexScore(e.cfg.Alpha, dense, kw)
 }

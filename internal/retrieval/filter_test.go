@@ -73,17 +73,3 @@ func TestCompile(t *testing.T) {
 		}
 	}
 }
-
-func TestTerms(t *testing.T) {
-	t.Parallel()
-	got := Terms(`The "quick" (brown) fox -- NEAR(fox) OR the FOX*`)
-	want := []string{"quick", "brown", "fox", "near"}
-	if len(got) != len(want) {
-		t.Fatalf("got %v, want %v", got, want)
-	}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Fatalf("got %v, want %v", got, want)
-		}
-	}
-}

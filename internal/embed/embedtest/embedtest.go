@@ -12,7 +12,7 @@ import (
 	"sync"
 	"testing"
 
-	"capsuled/internal/embed/vecmath"
+	"capsuled/internal/vecmath"
 )
 
 // Embedder is the method set every embedder offers.

@@ -6,7 +6,7 @@ import (
 
 	"capsuled/internal/embed/bert"
 	"capsuled/internal/embed/encbatch"
-	"capsuled/internal/embed/vecmath"
+	"capsuled/internal/vecmath"
 )
 
 // maskBias is added to attention scores of padded keys, as Hugging Face's

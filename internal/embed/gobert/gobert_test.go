@@ -9,8 +9,8 @@ import (
 
 	"capsuled/internal/embed/bert"
 	"capsuled/internal/embed/embedtest"
-	"capsuled/internal/embed/vecmath"
 	"capsuled/internal/embed/wordpiece"
+	"capsuled/internal/vecmath"
 )
 
 func TestMatmulABt(t *testing.T) {

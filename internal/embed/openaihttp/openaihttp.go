@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"capsuled/internal/domain"
-	"capsuled/internal/embed/vecmath"
+	"capsuled/internal/vecmath"
 )
 
 // maxResponse bounds a response body.

@@ -10,7 +10,7 @@ import (
 
 	"capsuled/internal/domain"
 	"capsuled/internal/embed/embedtest"
-	"capsuled/internal/embed/vecmath"
+	"capsuled/internal/vecmath"
 )
 
 func TestSuiteAgainstFake(t *testing.T) {

@@ -12,8 +12,8 @@ import (
 	onnx "github.com/yalue/onnxruntime_go"
 
 	"capsuled/internal/embed/encbatch"
-	"capsuled/internal/embed/vecmath"
 	"capsuled/internal/embed/wordpiece"
+	"capsuled/internal/vecmath"
 )
 
 // Available reports whether this build can run ONNX Runtime: true in a cgo

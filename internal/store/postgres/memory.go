@@ -9,12 +9,12 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/pgvector/pgvector-go"
 
 	"capsuled/internal/domain"
+	"capsuled/internal/terms"
 )
 
 // MemoryStore implements memory.Store on the database.
@@ -236,8 +236,8 @@ func parseCursor(c string) (time.Time, int64, error) {
 // SearchText ranks memories by full-text relevance (ts_rank_cd) against the
 // words of query; any word matches.
 func (s *MemoryStore) SearchText(ctx context.Context, ns, query string, limit int, f domain.LiveFilter) ([]domain.MemoryHit, error) {
-	terms := memTerms(query)
-	if len(terms) == 0 || limit <= 0 {
+	words := terms.Memory(query)
+	if len(words) == 0 || limit <= 0 {
 		return nil, nil
 	}
 	rows, err := s.db.pool.Query(ctx, `WITH q AS (
@@ -245,7 +245,7 @@ func (s *MemoryStore) SearchText(ctx context.Context, ns, query string, limit in
 			SELECT plainto_tsquery('english', t) AS p FROM unnest($1::text[]) t) x WHERE numnode(p) > 0)
 		SELECT m.id, ts_rank_cd(m.tsv, q.q) AS s FROM memories m, q
 		WHERE m.tsv @@ q.q AND m.namespace = $2 AND `+live(3)+`
-		ORDER BY s DESC, m.seq LIMIT $6`, append(append([]any{terms, ns}, liveArgs(f)...), limit)...)
+		ORDER BY s DESC, m.seq LIMIT $6`, append(append([]any{words, ns}, liveArgs(f)...), limit)...)
 	if err != nil {
 		return nil, fmt.Errorf("search memories: %w", interpret(err))
 	}
@@ -254,32 +254,6 @@ func (s *MemoryStore) SearchText(ctx context.Context, ns, query string, limit in
 		err := r.Scan(&h.ID, &h.Score)
 		return h, err
 	})
-}
-
-// memStopwords are left out of full-text queries: they match nearly every
-// memory and only cost time.
-var memStopwords = func() map[string]bool {
-	m := map[string]bool{}
-	for _, w := range strings.Fields(`a an and are as at be been but by did do does for from had has have he her his how i
-		if in into is it its me my of on or our she so that the their them they this to was we were what when where which
-		who whom why will with you your`) {
-		m[w] = true
-	}
-	return m
-}()
-
-// memTerms are the distinct words of text, at most 64, stopwords left out.
-func memTerms(text string) []string {
-	seen := map[string]bool{}
-	var terms []string
-	for _, w := range strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
-		if memStopwords[w] || seen[w] || len(terms) >= 64 {
-			continue
-		}
-		seen[w] = true
-		terms = append(terms, w)
-	}
-	return terms
 }
 
 // Vectors returns the namespace's vectors of one embedding model.

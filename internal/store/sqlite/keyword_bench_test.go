@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"capsuled/internal/domain"
-	"capsuled/internal/retrieval"
 	"capsuled/internal/store/sqlite"
+	"capsuled/internal/terms"
 )
 
 // scifactDir is the BEIR SciFact folder of the shared benchmark data
@@ -102,7 +102,7 @@ func loadSciFactAt(b *testing.B, path string) (*sqlite.CapsuleStore, *sqlite.DB,
 			Text string `json:"text"`
 		}
 		if json.Unmarshal(line, &q) == nil {
-			queries = append(queries, retrieval.Terms(q.Text))
+			queries = append(queries, terms.Capsule(q.Text))
 		}
 	})
 	db, err := sqlite.Open(ctx, path)

@@ -10,9 +10,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 
 	"capsuled/internal/domain"
+	"capsuled/internal/terms"
 )
 
 // MemoryStore implements memory.Store on the database.
@@ -255,31 +255,14 @@ func (s *MemoryStore) SearchText(ctx context.Context, ns, query string, limit in
 	return out, rows.Err()
 }
 
-// memStopwords are left out of full-text queries: they match nearly every
-// memory and only cost time.
-var memStopwords = map[string]bool{}
-
-func init() {
-	for _, w := range strings.Fields(`a an and are as at be been but by did do does for from had has have he her his how i
-		if in into is it its me my of on or our she so that the their them they this to was we were what when where which
-		who whom why will with you your`) {
-		memStopwords[w] = true
-	}
-}
-
-// memFTSQuery turns free text into an FTS5 query: its distinct words, quoted,
-// joined by OR. It never passes FTS5 syntax through.
+// memFTSQuery turns free text into an FTS5 query: its memory search terms
+// (terms.Memory), quoted, joined by OR. It never passes FTS5 syntax through.
 func memFTSQuery(text string) string {
-	seen := map[string]bool{}
-	var terms []string
-	for _, w := range strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
-		if memStopwords[w] || seen[w] || len(terms) >= 64 {
-			continue
-		}
-		seen[w] = true
-		terms = append(terms, `"`+w+`"`)
+	ts := terms.Memory(text)
+	for i, w := range ts {
+		ts[i] = `"` + w + `"`
 	}
-	return strings.Join(terms, " OR ")
+	return strings.Join(ts, " OR ")
 }
 
 // Vectors returns the namespace's vectors of one embedding model.

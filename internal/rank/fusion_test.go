@@ -1,4 +1,4 @@
-package retrieval
+package rank
 
 import (
 	"math"
@@ -38,5 +38,22 @@ func TestKeywordAndConvexScore(t *testing.T) {
 		if got := ConvexScore(tc.alpha, tc.dense, tc.kw); math.Abs(got-tc.want) > 1e-12 {
 			t.Errorf("ConvexScore(%v, %v, %v) = %v, want %v", tc.alpha, tc.dense, tc.kw, got, tc.want)
 		}
+	}
+}
+
+func TestRRF(t *testing.T) {
+	t.Parallel()
+	if got := RRF(1, DefaultRRFK, 1); got != 1.0/61 {
+		t.Errorf("RRF(1, 60, 1) = %v", got)
+	}
+	// Memory weighs lists: the same value as dividing the weight by the
+	// integer k+rank, bit for bit.
+	for r := 1; r < 200; r++ {
+		if got, want := RRF(0.3, DefaultRRFK, r), 0.3/float64(DefaultRRFK+r); got != want {
+			t.Fatalf("RRF(0.3, 60, %d) = %v, want %v", r, got, want)
+		}
+	}
+	if RRF(1, 5, 1) <= RRF(1, 5, 2) {
+		t.Error("RRF does not fall with the rank")
 	}
 }

@@ -43,3 +43,22 @@ func TestMeanPoolNormalize(t *testing.T) {
 		t.Errorf("zero cosine %v", c)
 	}
 }
+
+func TestDot(t *testing.T) {
+	t.Parallel()
+	for _, n := range []int{0, 1, 7, 8, 9, 384} {
+		a, b := make([]float32, n), make([]float32, n+3) // b may be longer
+		var want float64
+		for i := range a {
+			a[i], b[i] = float32(i%5)-2, float32(i%3)+0.5
+			want += float64(a[i]) * float64(b[i])
+		}
+		if got := Dot(a, b); math.Abs(float64(got)-want) > 1e-3 {
+			t.Errorf("Dot of %d = %v, want %v", n, got, want)
+		}
+	}
+	u := []float32{0.6, 0.8, 0, 0, 0, 0, 0, 0, 0}
+	if c, d := Cosine(u, u), Dot(u, u); math.Abs(c-1) > 1e-6 || math.Abs(float64(d)-1) > 1e-6 {
+		t.Errorf("unit vector with itself: Cosine %v, Dot %v", c, d)
+	}
+}
