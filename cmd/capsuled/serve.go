@@ -17,6 +17,7 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	fs.StringVar(&cfg.DataDir, "data", "data", "data directory (database, uploads, models)")
 	fs.StringVar(&cfg.Store, "store", "sqlite", "storage backend: sqlite (in the data directory)")
 	fs.StringVar(&cfg.CapsuleHostSuffix, "capsule-host-suffix", "", "serve capsule <name>.<suffix> hosts (empty: off)")
+	fs.StringVar(&cfg.PublicURL, "public-url", "", "address browsers use, when not the listen address (behind a TLS proxy: https://host); the dashboard trusts its origin and, for https, sets Secure cookies")
 	fs.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", 4<<20, "largest JSON request body")
 	fs.Int64Var(&cfg.MaxUploadBytes, "max-upload-bytes", 64<<20, "largest file upload")
 	fs.IntVar(&cfg.RateLimitRPM, "rate-limit-rpm", 6000, "requests per minute per API key (0: unlimited)")

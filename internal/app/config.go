@@ -6,6 +6,8 @@ import (
 	"net"
 	"path/filepath"
 	"time"
+
+	"capsuled/internal/dashboard"
 )
 
 // Config is the server's configuration. Every field has a command-line flag
@@ -23,6 +25,11 @@ type Config struct {
 	// CapsuleHostSuffix turns on host-based capsule addresses
 	// (<capsule>.<suffix>); empty turns them off.
 	CapsuleHostSuffix string
+	// PublicURL is the address browsers use (http(s)://host[:port]) when it
+	// is not the listen address, as behind a TLS-terminating proxy: the
+	// dashboard trusts its origin for form posts and marks cookies Secure
+	// when it is https. Empty: the request's own.
+	PublicURL string
 	// MaxBodyBytes limits JSON request bodies. Default 4 MiB.
 	MaxBodyBytes int64
 	// MaxUploadBytes limits file uploads. Default 64 MiB.
@@ -92,6 +99,11 @@ func (c Config) Validate() error {
 	}
 	if c.DataDir == "" {
 		return errors.New("data: a data directory is required")
+	}
+	if c.PublicURL != "" {
+		if _, err := dashboard.ParsePublicURL(c.PublicURL); err != nil {
+			return fmt.Errorf("public-url: %w", err)
+		}
 	}
 	return nil
 }

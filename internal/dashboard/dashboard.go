@@ -3,9 +3,11 @@ package dashboard
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"sync"
 	"time"
 
@@ -20,9 +22,13 @@ const Prefix = "/dashboard"
 type Config struct {
 	// SessionTTL is how long a sign-in lasts. Default 12h.
 	SessionTTL time.Duration
-	// SecureCookies marks cookies Secure even on plain HTTP requests (set it
-	// behind a TLS-terminating proxy). Cookies are always Secure over TLS.
-	SecureCookies bool
+	// PublicURL is the address browsers use to reach the server (scheme and
+	// host, such as https://capsuled.example.com), when it is not the one the
+	// server listens on, as behind a TLS-terminating proxy. Its origin is
+	// trusted for form posts, it is the address in the playground's curl
+	// command, and when it is https the cookies are Secure. Empty: the
+	// request's own.
+	PublicURL string
 	// MaxUploadBytes limits one upload form. Default 64 MiB.
 	MaxUploadBytes int64
 	// Version is shown in the footer and on the status page.
@@ -155,6 +161,10 @@ type Handler struct {
 	status   StatusFunc
 	pages    *pages
 	mux      *http.ServeMux
+	// public is PublicURL parsed (nil when unset); cop refuses cross-origin
+	// form posts.
+	public *url.URL
+	cop    *http.CrossOriginProtection
 
 	mu        sync.Mutex
 	key       []byte               // the session signing key, loaded on first use
@@ -173,6 +183,16 @@ func New(cfg Config, deps Deps, log *slog.Logger) (*Handler, error) {
 	if err != nil {
 		return nil, err
 	}
+	cop := http.NewCrossOriginProtection()
+	var public *url.URL
+	if cfg.PublicURL != "" {
+		if public, err = ParsePublicURL(cfg.PublicURL); err != nil {
+			return nil, err
+		}
+		if err := cop.AddTrustedOrigin(public.Scheme + "://" + public.Host); err != nil {
+			return nil, fmt.Errorf("dashboard: public URL: %w", err)
+		}
+	}
 	h := &Handler{
 		cfg:       cfg.WithDefaults(),
 		log:       log,
@@ -182,6 +202,8 @@ func New(cfg Config, deps Deps, log *slog.Logger) (*Handler, error) {
 		memory:    deps.Memory,
 		status:    deps.Status,
 		pages:     p,
+		public:    public,
+		cop:       cop,
 		signedOut: map[string]time.Time{},
 	}
 	h.routes()
@@ -276,3 +298,15 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 }
 
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// ParsePublicURL checks a public URL: http or https, a host, no path, query
+// or fragment.
+func ParsePublicURL(raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
+		(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("public URL %q: want http(s)://host[:port], without a path", raw)
+	}
+	u.Path = ""
+	return u, nil
+}

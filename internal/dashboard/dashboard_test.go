@@ -49,10 +49,11 @@ func (c *clock) advance(d time.Duration) {
 }
 
 type options struct {
-	tls      bool
-	capsules dashboard.Capsules
-	memory   dashboard.Memory
-	status   dashboard.StatusFunc
+	tls       bool
+	publicURL string
+	capsules  dashboard.Capsules
+	memory    dashboard.Memory
+	status    dashboard.StatusFunc
 }
 
 func setup(t *testing.T, o options) *bundle {
@@ -70,7 +71,7 @@ func setup(t *testing.T, o options) *bundle {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := dashboard.New(dashboard.Config{Version: "test", Now: clock, MaxUploadBytes: 1 << 20},
+	h, err := dashboard.New(dashboard.Config{Version: "test", Now: clock, MaxUploadBytes: 1 << 20, PublicURL: o.publicURL},
 		dashboard.Deps{Auth: b.auth, Secrets: db.Keys(), Capsules: o.capsules, Memory: o.memory, Status: o.status},
 		slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {

@@ -8,7 +8,7 @@
 //
 // An operator signs in with an API key that carries the admin scope. The
 // session is an HMAC-SHA256-signed cookie (HttpOnly, SameSite=Strict, Secure
-// when the request came over TLS or Config.SecureCookies is set, Path
+// when the request came over TLS or Config.PublicURL is https, Path
 // /dashboard, with an expiry) holding the key's id, a random session id and the
 // expiry; the signing secret lives in the store (auth.Store.Secret), so every
 // replica accepts the same cookies and restarts keep sessions. The key secret
@@ -20,9 +20,9 @@
 // # Cross-site request forgery
 //
 // Every state-changing request is a POST that must carry the session's
-// synchronizer token (an HMAC of the session id, in a hidden form field) and,
-// when the browser sends one, an Origin (or Referer) equal to the server's own
-// origin; Sec-Fetch-Site: cross-site is refused outright. The sign-in form,
+// synchronizer token (an HMAC of the session id, in a hidden form field) and
+// pass net/http's CrossOriginProtection (Sec-Fetch-Site same-origin, or an
+// Origin of the request's host or of Config.PublicURL). The sign-in form,
 // which has no session yet, uses a double-submit token in a SameSite=Strict
 // cookie. Every response carries a Content-Security-Policy without inline
 // scripts (script-src 'self'), frame-ancestors 'none' and X-Frame-Options,

@@ -159,13 +159,16 @@ func buildQuery(f playgroundForm) (domain.Query, wireQuery, error) {
 // curlCommand is the API request equivalent to a playground query. Every
 // value from the request (host, capsule, body) is single-quoted for the
 // shell; only $CAPSULED_API_KEY is left for the shell to expand.
-func curlCommand(r *http.Request, capsule string, wq wireQuery) string {
-	scheme := "http"
-	if r.TLS != nil {
-		scheme = "https"
+func curlCommand(r *http.Request, public *url.URL, capsule string, wq wireQuery) string {
+	base := "http://" + r.Host
+	switch {
+	case public != nil:
+		base = public.Scheme + "://" + public.Host
+	case r.TLS != nil:
+		base = "https://" + r.Host
 	}
 	body, _ := json.Marshal(wq)
-	u := scheme + "://" + r.Host + "/capsules/" + url.PathEscape(capsule) + "/query"
+	u := base + "/capsules/" + url.PathEscape(capsule) + "/query"
 	return "curl -sS " + shellQuote(u) + " \\\n" +
 		"  -H \"Authorization: Bearer $CAPSULED_API_KEY\" \\\n" +
 		"  -H 'Content-Type: application/json' \\\n" +
@@ -210,7 +213,7 @@ func (h *Handler) playgroundPage(w http.ResponseWriter, r *http.Request, s *sess
 				Message: fmt.Sprintf("the key you signed in with may not use the capsule %q", f.Capsule)}
 		}
 		if err == nil {
-			d.Curl = curlCommand(r, f.Capsule, wq)
+			d.Curl = curlCommand(r, h.public, f.Capsule, wq)
 			d.Hits, err = h.capsules.Query(r.Context(), f.Capsule, q)
 			d.Ran = err == nil
 		}

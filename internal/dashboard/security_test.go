@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"capsuled/internal/auth"
+	"capsuled/internal/dashboard"
 	"capsuled/internal/domain"
 )
 
@@ -169,5 +170,73 @@ func TestAttackPlaygroundCurlInjection(t *testing.T) {
 	}
 	if !strings.Contains(p.body, "curl -sS &#39;http://") {
 		t.Errorf("the URL is not quoted")
+	}
+}
+
+// Attack 5: behind a TLS-terminating proxy the dashboard refused its own form
+// posts (it expected an http:// origin) and never set Secure cookies. With
+// --public-url https://… it trusts that origin and marks cookies Secure; an
+// https origin of the request's own host passes without it (the origin check
+// is net/http's CrossOriginProtection); a foreign origin never passes.
+func TestAttackDashboardBehindTLSProxy(t *testing.T) {
+	t.Parallel()
+	const public = "https://capsuled.example"
+	b := setup(t, options{publicURL: public})
+	br := b.browser(t)
+	br.origin = public
+	p := br.signIn(b.admin)
+	if p.status != http.StatusSeeOther {
+		t.Fatalf("sign-in from the public origin: %d", p.status)
+	}
+	c := cookie(p, "capsuled_session")
+	if c == nil || !c.Secure || !c.HttpOnly || c.SameSite != http.SameSiteStrictMode {
+		t.Fatalf("session cookie %+v: want Secure, HttpOnly, SameSite=Strict", c)
+	}
+	// A form post of the session from the public origin passes the origin
+	// check (the cookie jar keeps Secure cookies from plain HTTP, so it is
+	// sent by hand, as the browser on https would).
+	post := func(origin, fetchSite string) int {
+		t.Helper()
+		get, _ := http.NewRequest(http.MethodGet, b.srv.URL+"/dashboard/keys", nil)
+		get.AddCookie(c)
+		tok := csrf(t, br.do(get))
+		form := url.Values{"csrf_token": {tok}, "name": {"via proxy"}, "scopes": {"chat"}}
+		req, _ := http.NewRequest(http.MethodPost, b.srv.URL+"/dashboard/keys", strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", origin)
+		if fetchSite != "" {
+			req.Header.Set("Sec-Fetch-Site", fetchSite)
+		}
+		req.AddCookie(c)
+		return br.do(req).status
+	}
+	if s := post(public, ""); s != http.StatusCreated {
+		t.Errorf("form post from the public origin: %d", s)
+	}
+	if s := post("https://evil.example", ""); s != http.StatusForbidden {
+		t.Errorf("form post from a foreign origin: %d", s)
+	}
+	if s := post("https://evil.example", "cross-site"); s != http.StatusForbidden {
+		t.Errorf("cross-site form post: %d", s)
+	}
+
+	// Without --public-url: an https origin of the request's host passes
+	// (a proxy that keeps the Host header), cookies on plain HTTP are not
+	// Secure.
+	b2 := setup(t, options{})
+	br2 := b2.browser(t)
+	br2.origin = "https://" + strings.TrimPrefix(b2.srv.URL, "http://")
+	p = br2.signIn(b2.admin)
+	if p.status != http.StatusSeeOther {
+		t.Fatalf("sign-in from https://<host>: %d", p.status)
+	}
+	if c := cookie(p, "capsuled_session"); c == nil || c.Secure {
+		t.Fatalf("session cookie on plain HTTP without a public URL: %+v", c)
+	}
+	// A public URL that is not an origin is refused at start.
+	for _, bad := range []string{"ftp://x", "https://x/path", "capsuled.example", "https://u:p@x"} {
+		if _, err := dashboard.ParsePublicURL(bad); err == nil {
+			t.Errorf("public URL %q accepted", bad)
+		}
 	}
 }

@@ -125,8 +125,11 @@ func csrfToken(key []byte, sessionID string) string {
 	return base64.RawURLEncoding.EncodeToString(mac(key, "csrf", sessionID))
 }
 
-// secure reports whether cookies on this request should be Secure.
-func (h *Handler) secure(r *http.Request) bool { return r.TLS != nil || h.cfg.SecureCookies }
+// secure reports whether cookies on this request should be Secure: over TLS,
+// or when the public URL is https (behind a TLS-terminating proxy).
+func (h *Handler) secure(r *http.Request) bool {
+	return r.TLS != nil || (h.public != nil && h.public.Scheme == "https")
+}
 
 func (h *Handler) setCookie(w http.ResponseWriter, r *http.Request, name, value string, ttl time.Duration) {
 	c := &http.Cookie{
@@ -231,25 +234,11 @@ func isAdmin(k domain.Key) bool {
 }
 
 // sameOrigin reports whether a state-changing request comes from the
-// dashboard's own pages: Sec-Fetch-Site is not cross-site, and the Origin (or
-// else the Referer), when present, is this server's origin.
+// dashboard's own pages, by net/http's CrossOriginProtection: Sec-Fetch-Site
+// same-origin (or none), or else an Origin whose host is the request's or the
+// public URL's origin; requests without either (not from a browser) pass.
 func (h *Handler) sameOrigin(r *http.Request) bool {
-	if site := r.Header.Get("Sec-Fetch-Site"); site == "cross-site" || site == "same-site" {
-		return false
-	}
-	scheme := "http"
-	if r.TLS != nil || h.cfg.SecureCookies {
-		scheme = "https"
-	}
-	want := scheme + "://" + r.Host
-	if o := r.Header.Get("Origin"); o != "" {
-		return o == want
-	}
-	if ref := r.Header.Get("Referer"); ref != "" {
-		u, err := url.Parse(ref)
-		return err == nil && u.Scheme+"://"+u.Host == want
-	}
-	return true
+	return h.cop.Check(r) == nil
 }
 
 // checkCSRF verifies a POST of a signed-in session: origin and token.
