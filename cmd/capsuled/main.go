@@ -44,6 +44,7 @@ func commands() map[string]command {
 		"ask":         {"run the svc-1 retrieval loop over a capsule (ask NAME \"question\")", runAsk},
 		"models":      {"convert the embedding model to ONNX, or fetch it (convert|fetch)", runModels},
 		"memory":      {"manage memory namespaces on a running server (namespaces|export|import|delete)", runMemory},
+		"mcp":         {"serve MCP over stdio: relay to a server (--url, --key) or serve a data directory (--data)", runMCP},
 		"bench":       {"benchmarks: retrieval, agent, memory, load", bench.Run},
 		"version": {"print the version", func(_ context.Context, _ []string, stdout, _ io.Writer) error {
 			_, err := fmt.Fprintln(stdout, version)

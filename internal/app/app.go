@@ -13,6 +13,7 @@ import (
 	"capsuled/api"
 	"capsuled/internal/auth"
 	"capsuled/internal/chat"
+	"capsuled/internal/mcpserver"
 	"capsuled/internal/ratelimit"
 )
 
@@ -22,6 +23,7 @@ type App struct {
 	log     *slog.Logger
 	db      *backend
 	auth    *auth.Service
+	mcp     *mcpserver.Server
 	handler http.Handler
 	// memoryDefault is the memory model svc-1 selects on the memory
 	// operation (set by newMemory).
@@ -69,6 +71,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 		a.Close()
 		return nil, err
 	}
+	limiter := ratelimit.New(ratelimit.Limits{RequestsPerMinute: cfg.RateLimitRPM, TokensPerMinute: cfg.RateLimitTPM}, cfg.Now)
 	srv, err := api.NewServer(api.Config{
 		MaxBodyBytes:      cfg.MaxBodyBytes,
 		MaxUploadBytes:    cfg.MaxUploadBytes,
@@ -77,7 +80,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 	}, spec, api.Deps{
 		Auth:     a.auth,
 		Checks:   map[string]api.Check{"store": db.Ping},
-		Limiter:  ratelimit.New(ratelimit.Limits{RequestsPerMinute: cfg.RateLimitRPM, TokensPerMinute: cfg.RateLimitTPM}, cfg.Now),
+		Limiter:  limiter,
 		Models:   append([]api.Model{a.svc1Model()}, memModels...),
 		Capsules: capsules,
 		Chat:     chat,
@@ -92,6 +95,8 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 		a.Close()
 		return nil, err
 	}
+	a.mcp = a.newMCP(capsules, mem, limiter)
+	a.handler = mountMCP(a.mcp, a.handler)
 	return a, nil
 }
 
