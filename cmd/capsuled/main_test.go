@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -251,5 +252,22 @@ func TestModelsCommands(t *testing.T) {
 	}
 	if code, _, stderr := runCLI(t, "models", "convert", "--from", t.TempDir(), "--to", t.TempDir()); code != 1 || stderr == "" {
 		t.Fatalf("convert an empty folder: %d %q", code, stderr)
+	}
+}
+
+// TestConfirmRefusesWithoutATerminal: memory delete without --yes asks on a
+// terminal; from a script or a pipe it refuses instead of deleting.
+func TestConfirmRefusesWithoutATerminal(t *testing.T) {
+	t.Parallel()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	fmt.Fprintln(w, "y")
+	w.Close()
+	err = confirm(r, io.Discard, "delete? ")
+	if err == nil || !strings.Contains(err.Error(), "--yes") {
+		t.Fatalf("confirm from a pipe: %v, want a refusal that names --yes", err)
 	}
 }

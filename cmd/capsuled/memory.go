@@ -1,14 +1,18 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"strings"
 	"text/tabwriter"
+
+	"golang.org/x/term"
 )
 
 // runMemory manages memory namespaces on a running server:
@@ -16,7 +20,8 @@ import (
 //	memory namespaces [--json]        list namespaces with their counts
 //	memory export NS [--out FILE]     write a namespace as JSON lines
 //	memory import NS FILE|-           read JSON lines into a namespace
-//	memory delete NS                  delete a namespace with everything in it
+//	memory delete NS [--yes]          delete a namespace with everything in it
+//	                                  (asks first on a terminal; --yes for scripts)
 func runMemory(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprintln(stderr, "usage: capsuled memory namespaces|export|import|delete [NS] [FILE] [flags]")
@@ -28,6 +33,7 @@ func runMemory(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	cf.register(fs)
 	asJSON := fs.Bool("json", false, "print JSON (namespaces)")
 	out := fs.String("out", "", "file to write (export; default standard output)")
+	yes := fs.Bool("yes", false, "delete without asking (delete)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -35,7 +41,7 @@ func runMemory(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	need := map[string]int{"namespaces": 0, "export": 1, "import": 2, "delete": 1}
 	n, ok := need[sub]
 	if !ok || len(pos) != n {
-		fmt.Fprintln(stderr, "usage: capsuled memory namespaces | export NS [--out FILE] | import NS FILE | delete NS")
+		fmt.Fprintln(stderr, "usage: capsuled memory namespaces | export NS [--out FILE] | import NS FILE | delete NS [--yes]")
 		return errUsage
 	}
 	c, err := cf.client()
@@ -97,6 +103,11 @@ func runMemory(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fmt.Fprintf(stdout, "imported %d, skipped %d (already there) into %s\n", r.JSON200.Imported, r.JSON200.Skipped, r.JSON200.Namespace)
 		return nil
 	default: // delete
+		if !*yes {
+			if err := confirm(os.Stdin, stderr, fmt.Sprintf("Delete memory namespace %q and every memory in it? This cannot be undone. [y/N] ", pos[0])); err != nil {
+				return err
+			}
+		}
 		r, err := c.DeleteMemoryNamespaceWithResponse(ctx, pos[0])
 		if err != nil {
 			return err
@@ -107,4 +118,19 @@ func runMemory(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fmt.Fprintf(stdout, "deleted namespace %s (%d memories)\n", r.JSON200.Namespace, r.JSON200.Deleted)
 		return nil
 	}
+}
+
+// confirm asks question on a terminal and returns nil for a yes. Without a
+// terminal to ask (a script, a pipe) it refuses: destructive commands in
+// scripts say --yes.
+func confirm(in *os.File, stderr io.Writer, question string) error {
+	if !term.IsTerminal(int(in.Fd())) {
+		return errors.New("refusing to delete without confirmation: standard input is not a terminal; pass --yes")
+	}
+	fmt.Fprint(stderr, question)
+	answer, _ := bufio.NewReader(in).ReadString('\n')
+	if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
+		return errors.New("not deleted")
+	}
+	return nil
 }

@@ -28,7 +28,10 @@ type App struct {
 	// memoryDefault is the memory model svc-1 selects on the memory
 	// operation (set by newMemory).
 	memoryDefault string
-	closers       []io.Closer
+	// embedderInfo names the embedding model for the status page (set by
+	// newCapsules when semantic search is on).
+	embedderInfo string
+	closers      []io.Closer
 	// embeds is the one embedder (and tokenizer) the services share.
 	embeds sharedEmbedder
 }

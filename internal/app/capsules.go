@@ -115,6 +115,7 @@ func (a *App) newCapsules(ctx context.Context) (api.Capsules, error) {
 	if emb != nil {
 		ec = emb
 		a.log.Info("semantic search on", "embedder", emb.ModelID(), "dim", emb.Dim())
+		a.embedderInfo = fmt.Sprintf("%s (%d dimensions)", emb.ModelID(), emb.Dim())
 	} else {
 		a.log.Warn("SEMANTIC SEARCH IS OFF: no embedding model; capsules serve keyword (BM25) search only, mode semantic answers 422",
 			"hint", "run .ci/fetch-model.sh, or pass --onnx-dir and --ort-lib (ONNX Runtime), --model-dir (pure Go), or --embed-url and --embed-model")

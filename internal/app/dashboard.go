@@ -215,8 +215,8 @@ func (a *App) dashboardStatus(apiHandler http.Handler, capsules any) dashboard.S
 		if c, ok := capsules.(*capsule.Service); ok && c != nil {
 			st.Semantic = c.Semantic()
 			st.Embedder = "none (keyword search only)"
-			if st.Semantic {
-				st.Embedder = "embedder " + a.cfg.Capsules.Embedder
+			if st.Semantic && a.embedderInfo != "" {
+				st.Embedder = a.embedderInfo
 			}
 		}
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
