@@ -55,7 +55,10 @@ func fakeVector(text string, dim int) []float64 {
 }
 
 func (f *fakeServer) embeddings(w http.ResponseWriter, r *http.Request) {
-	var req request
+	var req struct {
+		Model string   `json:"model"`
+		Input []string `json:"input"`
+	}
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.Model == "" {
 		http.Error(w, `{"error":{"message":"bad request"}}`, http.StatusBadRequest)
 		return

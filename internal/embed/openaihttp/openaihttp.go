@@ -1,21 +1,17 @@
 package openaihttp
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
-	"net"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"capsuled/internal/domain"
+	"capsuled/internal/oai"
 	"capsuled/internal/vecmath"
 )
 
@@ -64,11 +60,13 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Embedder calls an OpenAI-compatible embeddings endpoint. Safe for
-// concurrent use.
+// Embedder calls an OpenAI-compatible embeddings endpoint through
+// capsuled's one client of such servers (internal/oai, which maps the
+// server's failures). Safe for concurrent use.
 type Embedder struct {
-	cfg Config
-	dim atomic.Int64
+	cfg    Config
+	client *oai.Client
+	dim    atomic.Int64
 }
 
 // New checks the configuration and, when Config.Dim is 0, embeds one probe
@@ -81,7 +79,12 @@ func New(ctx context.Context, cfg Config) (*Embedder, error) {
 	if !strings.HasPrefix(cfg.URL, "http://") && !strings.HasPrefix(cfg.URL, "https://") {
 		return nil, fmt.Errorf("openaihttp: URL %q is not http(s)", cfg.URL)
 	}
-	e := &Embedder{cfg: cfg}
+	client, err := oai.New(oai.Config{URL: cfg.URL + "/v1", Key: cfg.APIKey, Timeout: cfg.Timeout, HTTP: cfg.HTTPClient,
+		Name: "embedding server " + cfg.URL, MaxReply: maxResponse})
+	if err != nil {
+		return nil, fmt.Errorf("openaihttp: %w", err)
+	}
+	e := &Embedder{cfg: cfg, client: client}
 	e.dim.Store(int64(cfg.Dim))
 	if cfg.Dim == 0 {
 		vs, err := e.Embed(ctx, []string{"dimension probe"})
@@ -105,23 +108,6 @@ func (e *Embedder) Close() error {
 	return nil
 }
 
-type request struct {
-	Model          string   `json:"model"`
-	Input          []string `json:"input"`
-	EncodingFormat string   `json:"encoding_format"`
-}
-
-type response struct {
-	Data []struct {
-		Index     *int      `json:"index"`
-		Embedding []float64 `json:"embedding"`
-	} `json:"data"`
-}
-
-type errorBody struct {
-	Error json.RawMessage `json:"error"`
-}
-
 // Embed returns one L2-normalised vector per text, in order.
 func (e *Embedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
 	out := make([][]float32, 0, len(texts))
@@ -139,40 +125,11 @@ func (e *Embedder) Embed(ctx context.Context, texts []string) ([][]float32, erro
 }
 
 func (e *Embedder) call(ctx context.Context, texts []string) ([][]float32, error) {
-	body, err := json.Marshal(request{Model: e.cfg.Model, Input: texts, EncodingFormat: "float"})
+	data, err := e.client.Embeddings(ctx, e.cfg.Model, texts)
 	if err != nil {
-		return nil, fmt.Errorf("openaihttp: %w", err)
+		return nil, err
 	}
-	rctx, cancel := context.WithTimeout(ctx, e.cfg.Timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(rctx, http.MethodPost, e.cfg.URL+"/v1/embeddings", bytes.NewReader(body))
-	if err != nil {
-		return nil, fmt.Errorf("openaihttp: %w", err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json")
-	if e.cfg.APIKey != "" {
-		req.Header.Set("Authorization", "Bearer "+e.cfg.APIKey)
-	}
-	resp, err := e.cfg.HTTPClient.Do(req)
-	if err != nil {
-		return nil, e.transportError(ctx, rctx, err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse+1))
-	if err != nil {
-		return nil, e.transportError(ctx, rctx, err)
-	}
-	if len(raw) > maxResponse {
-		return nil, e.upstream("response larger than %d bytes", maxResponse)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, e.statusError(resp, raw)
-	}
-	var r response
-	if err := json.Unmarshal(raw, &r); err != nil {
-		return nil, e.upstream("response is not an embeddings JSON object").Wrap(err)
-	}
+	r := struct{ Data []oai.Embedding }{data}
 	if len(r.Data) != len(texts) {
 		return nil, e.upstream("%d embeddings for %d inputs", len(r.Data), len(texts))
 	}
@@ -206,72 +163,6 @@ func (e *Embedder) call(ctx context.Context, texts []string) ([][]float32, error
 }
 
 func (e *Embedder) upstream(format string, args ...any) *domain.Error {
-	return &domain.Error{Kind: domain.KindUpstream, Code: "embedding_upstream_error",
+	return &domain.Error{Kind: domain.KindUpstream, Code: "upstream_bad_reply",
 		Message: "embedding server " + e.cfg.URL + ": " + fmt.Sprintf(format, args...)}
-}
-
-// transportError classifies a failure to get a response.
-func (e *Embedder) transportError(parent, rctx context.Context, err error) error {
-	if parent.Err() != nil {
-		return parent.Err()
-	}
-	var ne net.Error
-	if errors.Is(rctx.Err(), context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
-		return &domain.Error{Kind: domain.KindTimeout, Code: "embedding_timeout",
-			Message: fmt.Sprintf("embedding server %s did not answer within %v", e.cfg.URL, e.cfg.Timeout), Err: err}
-	}
-	return &domain.Error{Kind: domain.KindUnavailable, Code: "embedding_unavailable",
-		Message: fmt.Sprintf("embedding server %s cannot be reached", e.cfg.URL), Err: err}
-}
-
-// statusError classifies a non-200 answer, quoting the server's message.
-func (e *Embedder) statusError(resp *http.Response, raw []byte) error {
-	msg := upstreamMessage(raw)
-	text := fmt.Sprintf("embedding server %s answered %d", e.cfg.URL, resp.StatusCode)
-	if msg != "" {
-		text += ": " + msg
-	}
-	de := &domain.Error{Kind: domain.KindUpstream, Code: "embedding_upstream_error", Message: text}
-	switch resp.StatusCode {
-	case http.StatusServiceUnavailable, http.StatusTooManyRequests, http.StatusBadGateway:
-		de.Kind, de.Code = domain.KindUnavailable, "embedding_unavailable"
-		if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
-			de.RetryAfter = s
-		}
-	case http.StatusGatewayTimeout:
-		de.Kind, de.Code = domain.KindTimeout, "embedding_timeout"
-	}
-	return de
-}
-
-// upstreamMessage extracts {"error": {"message": ...}} or {"error": "..."}
-// (or a short plain body) from an error response.
-func upstreamMessage(raw []byte) string {
-	var eb errorBody
-	if json.Unmarshal(raw, &eb) == nil && len(eb.Error) > 0 {
-		var obj struct {
-			Message string `json:"message"`
-		}
-		if json.Unmarshal(eb.Error, &obj) == nil && obj.Message != "" {
-			return truncate(obj.Message)
-		}
-		var s string
-		if json.Unmarshal(eb.Error, &s) == nil {
-			return truncate(s)
-		}
-	}
-	var detail struct {
-		Detail string `json:"detail"`
-	}
-	if json.Unmarshal(raw, &detail) == nil && detail.Detail != "" {
-		return truncate(detail.Detail)
-	}
-	return truncate(strings.TrimSpace(string(raw)))
-}
-
-func truncate(s string) string {
-	if len(s) > 300 {
-		return s[:300] + "…"
-	}
-	return s
 }

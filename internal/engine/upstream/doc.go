@@ -12,8 +12,9 @@
 // reasoning) becomes the choice's Reasoning, which the chat service puts back
 // as a <think> block when include_reasoning is true.
 //
-// Failures map to the spec's statuses: a time-out is 504, an upstream that
-// cannot be reached 503, a refused, reset or garbled reply 502; a 4xx of the
-// upstream about the request is the client's 400 (429 stays 429). Every call
-// is bounded by the configured time-out, so nothing hangs.
+// Requests go through capsuled's one client of OpenAI-compatible servers,
+// internal/oai: its one table maps the upstream's failures (429 with its
+// Retry-After, 400, 401/403, 404, 5xx, time-outs, truncated streams) to
+// capsuled's errors, and every call is bounded by the configured time-out,
+// so nothing hangs.
 package upstream
