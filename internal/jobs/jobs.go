@@ -76,6 +76,10 @@ type Run struct {
 	SingleOwner bool
 	// Log receives river's warnings and errors. Default slog.Default().
 	Log *slog.Logger
+
+	// reindexSchedule is when river's index maintenance runs (nil: river's
+	// default, daily at midnight UTC); tests make it run at once.
+	reindexSchedule river.PeriodicSchedule
 }
 
 // Queue is the job queue on one database; TTx is the driver's transaction
@@ -166,7 +170,17 @@ func (q *Queue[TTx]) Start(ctx context.Context, run Run, step Step) error {
 			return err
 		}
 	}
+	var reindex []string // nil: river's default set, on PostgreSQL
+	if q.driver.DatabaseName() == riverdriver.DatabaseNameSQLite {
+		// River's reindexer rebuilds PostgreSQL indexes that bloat
+		// (REINDEX CONCURRENTLY); several of its default names exist only
+		// there, and it warned at every start on SQLite that they do not
+		// exist. SQLite gets none.
+		reindex = []string{}
+	}
 	c, err := river.NewClient(q.driver, &river.Config{
+		ReindexerIndexNames:  reindex,
+		ReindexerSchedule:    run.reindexSchedule,
 		Queues:               map[string]river.QueueConfig{QueueName: {MaxWorkers: run.Workers}},
 		Workers:              workers(step),
 		RescueStuckJobsAfter: run.RescueAfter,

@@ -4,7 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"log/slog"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -149,4 +151,42 @@ func TestStartTwiceAndStopIdle(t *testing.T) {
 	if err := q.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestNoReindexWarningOnSQLite: river's index maintenance, when it runs on
+// SQLite, does not warn about PostgreSQL indexes that SQLite never has.
+func TestNoReindexWarningOnSQLite(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	_, q := openSQLite(t)
+	var logs syncLog
+	run := jobs.ReindexEvery(jobs.Run{SingleOwner: true, Log: slog.New(slog.NewTextHandler(&logs, nil))}, 50*time.Millisecond)
+	if err := q.Start(ctx, run, (&recorder{}).step); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second) // river elects a leader, whose maintenance then runs every 50 ms
+	if err := q.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(logs.String(), "reindex") {
+		t.Fatalf("river's reindexer warned on SQLite:\n%s", logs.String())
+	}
+}
+
+// syncLog is a log sink safe for river's goroutines.
+type syncLog struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (l *syncLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *syncLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
 }
