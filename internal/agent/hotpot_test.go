@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -51,20 +52,33 @@ func TestHotpotQAPolicy(t *testing.T) {
 		qrels[f[0]] = append(qrels[f[0]], f[1])
 	}
 	// CAPSULED_HOTPOT_SHAPE=bench gives the hits the shape the bench's
-	// capsule gives them: no title, the text "title text".
-	benchShape := os.Getenv("CAPSULED_HOTPOT_SHAPE") == "bench"
+	// capsule gives them: no title, the text "title text"; =untitled drops
+	// the title altogether (the text alone, as document chunks have).
+	shapeName := os.Getenv("CAPSULED_HOTPOT_SHAPE")
 	mem := make([]memDoc, len(docs))
 	for i, d := range docs {
-		mem[i] = memDoc{id: d.ID, title: d.Title, text: d.Text}
-		if benchShape {
+		switch shapeName {
+		case "bench":
 			mem[i] = memDoc{id: d.ID, text: d.Title + " " + d.Text}
+		case "untitled":
+			mem[i] = memDoc{id: d.ID, text: d.Text}
+		default:
+			mem[i] = memDoc{id: d.ID, title: d.Title, text: d.Text}
 		}
 	}
 	backend := newBM25MemoryBackend(mem)
 	if k, err := strconv.Atoi(n); err == nil && k < len(qs) {
 		qs = qs[:k]
 	}
-	svc, err := chat.New(chat.Config{Engine: builtin.New(builtin.Config{}), Counter: chat.PreTokenCounter{}})
+	// CAPSULED_ENGINE_CONFIG sets the engine's configuration, as JSON
+	// ({"ReportCut": -1, "MaxTurns": 6}).
+	var bcfg builtin.Config
+	if v := os.Getenv("CAPSULED_ENGINE_CONFIG"); v != "" {
+		if err := json.Unmarshal([]byte(v), &bcfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	svc, err := chat.New(chat.Config{Engine: builtin.New(bcfg), Counter: chat.PreTokenCounter{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,6 +87,8 @@ func TestHotpotQAPolicy(t *testing.T) {
 	var one, ag metrics
 	var half [2][2]metrics // odd, even: one-shot, agent
 	turns, calls := 0, 0
+	var sizes []int
+	goldN, reportedGold, reported := 0, 0, 0
 	ctx := context.Background()
 	sort.Slice(qs, func(i, j int) bool { return qs[i][0] < qs[j][0] })
 	num := 0
@@ -82,6 +98,9 @@ func TestHotpotQAPolicy(t *testing.T) {
 			continue
 		}
 		num++
+		if sp := os.Getenv("CAPSULED_HOTPOT_SPLIT"); sp == "odd" && num%2 == 0 || sp == "even" && num%2 == 1 {
+			continue // CAPSULED_HOTPOT_SPLIT=odd|even answers one half
+		}
 		h := &half[(num+1)%2]
 		hits := backend.rank(q[1], 10)
 		ids := make([]string, len(hits))
@@ -95,19 +114,33 @@ func TestHotpotQAPolicy(t *testing.T) {
 			t.Fatal(err)
 		}
 		ag.add(res.IDs, gold)
+		sizes = append(sizes, len(res.IDs))
+		reported += len(res.IDs)
+		for _, g := range gold {
+			if slices.Contains(res.IDs, g) {
+				reportedGold++
+			}
+		}
+		goldN += len(gold)
 		h[1].add(res.IDs, gold)
 		turns += res.Turns
 		calls += res.ToolCalls
 	}
 	shape := "hits with a title field"
-	if benchShape {
+	switch shapeName {
+	case "bench":
 		shape = `bench-shaped hits: no title, text "title text"`
+	case "untitled":
+		shape = "untitled hits: the text alone"
 	}
 	fmt.Printf("questions %d (in-memory BM25 backend over title+text; %s)\n", one.n, shape)
 	fmt.Printf("oneshot: %s\nagent:   %s\n", one, ag)
 	for i, name := range []string{"odd", "even"} {
 		fmt.Printf("%s (%d): oneshot: %s\n%s agent:   %s\n", name, half[i][0].n, half[i][0], strings.Repeat(" ", len(name)), half[i][1])
 	}
+	sort.Ints(sizes)
+	fmt.Printf("report size median %d p90 %d; report precision %.3f; recall of the reported list %.3f\n",
+		sizes[len(sizes)/2], sizes[len(sizes)*9/10], float64(reportedGold)/float64(max(reported, 1)), float64(reportedGold)/float64(max(goldN, 1)))
 	fmt.Printf("agent turns/question %.2f, tool calls/question %.2f, engine time per turn p50 %v\n",
 		float64(turns)/float64(ag.n), float64(calls)/float64(ag.n), timed.p50())
 }

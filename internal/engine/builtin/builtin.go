@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"capsuled/internal/domain"
-	"capsuled/internal/toolcall"
 	"capsuled/internal/toolresult"
 )
 
@@ -33,6 +32,13 @@ type Config struct {
 	MaxBridges  int     // bridge entities followed per hop; default 4
 	MaxEntities int     // entities of the question sent to text_search; default 3
 	MinCoverage float64 // coverage of the question's terms that ends the hops; default 0.999
+	// ReportCut is the share of the best document's evidence score a
+	// document needs to be reported, and ReportLinkCut the share a document
+	// linked to the chain needs (see the package doc); a negative ReportCut
+	// turns the cut off: the report lists up to ReportLimit. Defaults 0.5
+	// and 0.25.
+	ReportCut, ReportLinkCut float64
+	MinReport                int // ids reported at least, when there are that many; default 2
 	// Weights of the fused evidence: term coverage of the question, a link
 	// to or from the top document, and the question naming the title.
 	CoverageWeight, LinkWeight, TitleWeight float64
@@ -53,12 +59,17 @@ func (c Config) WithDefaults() Config {
 	def(&c.MaxReads, 2)
 	def(&c.MaxBridges, 4)
 	def(&c.MaxEntities, 3)
+	def(&c.MinReport, 2)
 	defF := func(v *float64, d float64) {
 		if *v <= 0 {
 			*v = d
 		}
 	}
 	defF(&c.MinCoverage, 0.999)
+	if c.ReportCut == 0 {
+		c.ReportCut = 0.5
+	}
+	defF(&c.ReportLinkCut, 0.25)
 	defF(&c.CoverageWeight, 0.5)
 	defF(&c.LinkWeight, 0.3)
 	defF(&c.TitleWeight, 0.4)
@@ -128,35 +139,22 @@ func (e *Engine) Generate(ctx context.Context, req *domain.ChatRequest) ([]domai
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
 	}
-	st := readState(req.Messages)
-	choice := e.decide(st, req)
-	return []domain.Choice{choice}, nil, nil
+	return e.generate(req, toolDefs(req)), nil, nil
 }
 
-// A toolset says which tools the system prompt names.
-type toolset struct{ search, textSearch, read, report bool }
+// generate decides the reply with the tools defs define (none: the tools
+// the system prompt describes).
+func (e *Engine) generate(req *domain.ChatRequest, defs []ToolDef) []domain.Choice {
+	st := readState(req.Messages, defs)
+	return []domain.Choice{e.decide(st, req)}
+}
 
+// toolPatterns find the documented names in a system prompt.
 var toolPatterns = map[string]*regexp.Regexp{
 	ToolSearch:     regexp.MustCompile("(?i)(^|[^a-z_])[`\"'*]?search[`\"'*]?\\s*(\\(|:|tool|function|-|–|—)|[`\"']search[`\"']"),
 	ToolTextSearch: regexp.MustCompile(`(?i)\btext_search\b`),
 	ToolRead:       regexp.MustCompile("(?i)(^|[^a-z_])[`\"'*]?read[`\"'*]?\\s*(\\(|:|tool|function|-|–|—)|[`\"']read[`\"']"),
 	ToolReport:     regexp.MustCompile(`(?i)\breport_helpful_ids\b`),
-}
-
-func toolsFrom(prompt string) toolset {
-	ts := toolset{
-		search:     toolPatterns[ToolSearch].MatchString(prompt),
-		textSearch: toolPatterns[ToolTextSearch].MatchString(prompt),
-		read:       toolPatterns[ToolRead].MatchString(prompt),
-		report:     toolPatterns[ToolReport].MatchString(prompt),
-	}
-	if !ts.search && !ts.textSearch && !ts.report {
-		return toolset{true, true, true, true} // no protocol prompt: assume the documented four
-	}
-	if !ts.search && !ts.textSearch {
-		ts.search = true
-	}
-	return ts
 }
 
 // A resultList is one search result as the client returned it.
@@ -169,12 +167,14 @@ type resultList struct {
 
 // doc is what the conversation showed of one document.
 type doc struct {
-	id    string
-	title string
-	text  string
-	full  bool // its text came from read
-	trunc bool
-	first int // order of first sight
+	id      string
+	title   string // given by the backend, or read from the text's lead
+	subject string // the title, or else the name the text starts with
+	text    string
+	full    bool // its text came from read
+	trunc   bool
+	first   int // order of first sight
+	hop     int // hop of the first result list that showed it
 }
 
 // state is what the messages say happened.
@@ -193,7 +193,7 @@ type state struct {
 	lastTurns []string       // nothing for now; kept for the reasoning
 }
 
-func readState(msgs []domain.Message) *state {
+func readState(msgs []domain.Message, defs []ToolDef) *state {
 	st := &state{issued: map[string]bool{}, read: map[string]bool{}, docs: map[string]*doc{}, hopQuery: map[string]int{}}
 	var prompt strings.Builder
 	qi := -1
@@ -208,7 +208,7 @@ func readState(msgs []domain.Message) *state {
 			}
 		}
 	}
-	st.tools = toolsFrom(prompt.String())
+	st.tools = toolsFor(prompt.String(), defs)
 	type pending struct {
 		name, query string
 		hop         int
@@ -224,16 +224,16 @@ func readState(msgs []domain.Message) *state {
 			st.turns++
 			for _, tc := range m.ToolCalls {
 				st.calls++
-				p := pending{name: tc.Name, hop: st.turns - 1}
-				switch tc.Name {
+				role, q, id := st.tools.parseCall(tc.Name, tc.Arguments)
+				p := pending{name: role, hop: st.turns - 1}
+				switch role {
 				case ToolSearch, ToolTextSearch:
-					q, _, err := toolcall.SearchArgs(tc.Arguments)
-					if err == nil {
+					if q != "" {
 						p.query = q
-						st.issued[tc.Name+"\x00"+normQuery(q)] = true
+						st.issued[role+"\x00"+normQuery(q)] = true
 					}
 				case ToolRead:
-					if id, err := toolcall.ReadArgs(tc.Arguments); err == nil {
+					if id != "" {
 						p.readID = id
 						st.read[id] = true
 					}
@@ -267,6 +267,9 @@ func readState(msgs []domain.Message) *state {
 			hits := toolresult.Parse(content)
 			st.lists = append(st.lists, resultList{tool: p.name, query: p.query, hop: p.hop, hits: hits})
 			for _, h := range hits {
+				if _, seen := st.docs[h.ID]; !seen {
+					st.doc(h.ID).hop = p.hop
+				}
 				d := st.doc(h.ID)
 				if d.title == "" {
 					d.title = h.Title
@@ -280,6 +283,10 @@ func readState(msgs []domain.Message) *state {
 	for _, d := range st.docs {
 		if d.title == "" {
 			d.title = leadTitle(d.text)
+		}
+		d.subject = d.title
+		if d.subject == "" {
+			d.subject = leadEntity(d.text)
 		}
 	}
 	return st

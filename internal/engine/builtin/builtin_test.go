@@ -180,7 +180,7 @@ func TestLeadTitle(t *testing.T) {
 // TestUntitledKeepsQuestionOrder: on chat turns (no titles) the policy does
 // not hop, and its report keeps the order of the search for the question,
 // the other lists' documents after it.
-func TestUntitledKeepsQuestionOrder(t *testing.T) {
+func TestChatTurnsKeepQuestionOrder(t *testing.T) {
 	t.Parallel()
 	question := "What books has Melanie read?"
 	turn := func(ids ...string) string {
@@ -211,7 +211,7 @@ func TestUntitledKeepsQuestionOrder(t *testing.T) {
 	if len(a.IDs) != 5 || strings.Join(a.IDs[:3], ",") != strings.Join(want, ",") {
 		t.Fatalf("reported %v, want %v first, then the other two", a.IDs, want)
 	}
-	if !strings.Contains(c.Reasoning, "no title") {
+	if !strings.Contains(c.Reasoning, "chat turns") {
 		t.Errorf("the reasoning should say why it stops: %q", c.Reasoning)
 	}
 }
@@ -227,7 +227,7 @@ func TestTitlesFromText(t *testing.T) {
 			{"id":"d2","content":"Tim Burton Timothy Walter \"Tim\" Burton is an American filmmaker."},
 			{"id":"d3","content":"Caroline: I saw a film yesterday."}]`
 	})...)
-	st := readState(msgs)
+	st := readState(msgs, nil)
 	for id, want := range map[string]string{"d1": "Ed Wood (film)", "d2": "Tim Burton", "d3": ""} {
 		if got := st.docs[id].title; got != want {
 			t.Errorf("%s: title %q, want %q", id, got, want)

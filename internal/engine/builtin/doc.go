@@ -1,31 +1,59 @@
 // Package builtin is svc-1's built-in engine: a deterministic, stateless
 // retrieval policy that speaks exactly the protocol of the model.
 //
-// Everything it knows comes from the messages of the request. It reads which
-// of the four tools (search, text_search, read, report_helpful_ids) exist
-// from the system prompt; rebuilds what happened so far from the assistant
-// tool calls and the tool messages (read with internal/toolresult, so any
-// reasonable result shape works and an empty or malformed result is no hits);
-// and decides the next reply:
+// Everything it knows comes from the messages of the request. It plays four
+// roles (search, text_search, read, report_helpful_ids) with the client's
+// tools: the documented names in the system prompt, other names the system
+// prompt describes one to a line ("- grep_pages(pattern): exact match …"),
+// or full tool definitions (name, description, JSON-schema parameters). It
+// maps each role to the tool whose name and description fit it best and
+// fills the arguments the tool declares (a grep tool's "pattern", a read
+// tool's "doc_id", the report's array); a role no tool plays is said in the
+// reasoning and left out. It rebuilds what happened so far from the
+// assistant tool calls and the tool messages (read with internal/toolresult,
+// so any reasonable result shape works and an empty or malformed result is
+// no hits), and decides the next reply:
 //
 //   - first turn: parallel search calls for the question and text_search
 //     calls for its quoted phrases, names and identifiers and for its
 //     keywords (multi-part questions are decomposed into their parts);
 //   - later turns: fuse the evidence of every result list (weighted
 //     reciprocal-rank fusion plus term coverage of the question and links
-//     between documents), read decisive hits whose text was truncated, and,
-//     while the evidence does not cover the question, hop: search the bridge
-//     entities named by the top documents, and a pseudo-relevance-feedback
-//     query; a query already issued is never issued again;
-//   - documents without a title get one from their text's lead when it has
-//     the shape of "title text" passages (the title's words come back at the
-//     start of the first sentence); when most documents still have none
-//     (chat turns, notes), there is nothing to bridge: the policy reports
-//     after the first turn, in the order of the question's own search, with
-//     the turns of speakers the question names ("Melanie: …") first;
-//   - last turn (evidence covers the question, nothing new to search, or the
-//     turn or tool-call budget is spent): report_helpful_ids with the ids
-//     ranked by fused evidence.
+//     between documents), read decisive hits whose text was truncated, and
+//     hop: follow the bridges the evidence names, each by name and together
+//     with the question's terms the document naming it lacks (so the entity
+//     resolved by one hop is carried into the next hop's query), plus a
+//     pseudo-relevance-feedback query; a query already issued is never
+//     issued again;
+//   - bridges come from the documents' text, not their titles: proper-noun
+//     phrases and identifiers, quoted strings, dates and numbers, ranked by
+//     the rank of the documents that state them, how early they come, whether
+//     they fill the slot of one of the question's relations ("directed by
+//     ___" for "the director of"), and how specific they are; after the first
+//     hop the best documents the last hop found (the chain's frontier) give
+//     bridges too. A document's subject (its title, a title read from a
+//     "title text" lead, or else the name its text starts with) is never its
+//     own bridge and links documents that name it;
+//   - the hops go on while the evidence does not cover the question's terms,
+//     each hop adds a document to the best ReportLimit (the evidence grows),
+//     and the turn and call budgets last (defaults: four hops);
+//   - chat turns ("Melanie: I went camping") have no chain to follow: when
+//     most documents are turns, the policy reports after the first turn, in
+//     the order of the question's own search, with the turns of speakers the
+//     question names first;
+//   - last turn: report_helpful_ids with the documents that carry the
+//     evidence, ranked by fused evidence.
+//
+// The report's cut-off: of the best ReportLimit (10) documents, those whose
+// evidence score (rank fusion, coverage and link evidence, as ranked) is at
+// least ReportCut (default 0.5) times the best document's are reported, and
+// those linked to the chain (the question or the top document names the
+// document's subject, or the document names the top one's) need ReportLinkCut
+// (0.25) times it; the first MinReport (2) always are, in rank order.
+// Documents seen below the cut are left out, so the report is the answer's
+// evidence rather than everything seen. Chat turns are reported in the
+// question's order, up to ReportLimit, without the cut. A negative ReportCut
+// turns the cut off.
 //
 // The reasoning says briefly what it did and why. The same messages always
 // give the same reply, call ids included.

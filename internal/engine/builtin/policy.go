@@ -21,7 +21,7 @@ func (e *Engine) decide(st *state, req *domain.ChatRequest) domain.Choice {
 	}
 	if !toolsOn {
 		ranked := e.rank(st)
-		ids := topIDs(ranked, e.cfg.ReportLimit)
+		ids := e.reportIDs(st, ranked)
 		if len(ids) == 0 {
 			return domain.Choice{Reasoning: "Tool calls are off for this request and the conversation holds no search results, so I cannot rank documents.",
 				Content: "I need to search to answer this; send the request with the tool stub to let me call tools.", FinishReason: domain.FinishStop}
@@ -38,19 +38,30 @@ func (e *Engine) decide(st *state, req *domain.ChatRequest) domain.Choice {
 		calls, why = e.report(st, why)
 	}
 	if req.ToolChoice.Mode == domain.ToolChoiceFunction {
-		calls, why = e.forced(st, req.ToolChoice.Function, calls, why)
+		name := req.ToolChoice.Function
+		if role, ok := st.tools.role[name]; ok {
+			name = role // the client's name for one of the four roles
+		}
+		calls, why = e.forced(st, name, calls, why)
 	}
 	if !req.ParallelToolCalls && len(calls) > 1 {
 		calls = calls[:1]
 		why += " Parallel tool calls are off, so I make one call now."
 	}
 	if len(calls) == 0 { // report_helpful_ids is not offered: answer in text
-		ids := topIDs(e.rank(st), e.cfg.ReportLimit)
+		ids := e.reportIDs(st, e.rank(st))
 		return domain.Choice{Reasoning: why, Content: "The most helpful documents, most helpful first: " + strings.Join(ids, ", "), FinishReason: domain.FinishStop}
 	}
-	out := domain.Choice{Reasoning: why, FinishReason: domain.FinishToolCalls}
+	if len(st.tools.unmapped) > 0 {
+		why += " " + unmappedNote(st.tools.unmapped)
+	}
+	out := domain.Choice{Reasoning: strings.TrimSpace(why), FinishReason: domain.FinishToolCalls}
 	for i, c := range calls {
-		out.ToolCalls = append(out.ToolCalls, domain.ToolCall{ID: callID(st.turns, i, c.name, c.args), Type: "function", Name: c.name, Arguments: c.args})
+		name, args := c.name, c.args
+		if rt, ok := st.tools.tool[c.name]; ok && rt != documented(c.name) {
+			name, args = st.tools.callArgs(c.name, c)
+		}
+		out.ToolCalls = append(out.ToolCalls, domain.ToolCall{ID: callID(st.turns, i, name, args), Type: "function", Name: name, Arguments: args})
 	}
 	return out
 }
@@ -59,14 +70,18 @@ func (e *Engine) decide(st *state, req *domain.ChatRequest) domain.Choice {
 // offered.
 func (e *Engine) report(st *state, why string) ([]call, string) {
 	ranked := e.rank(st)
-	ids := topIDs(ranked, e.cfg.ReportLimit)
+	ids := e.reportIDs(st, ranked)
 	if !st.tools.report {
 		return nil, strings.TrimSpace(why + " report_helpful_ids is not among the tools, so I list the ids in my answer.")
 	}
 	b, _ := json.Marshal(struct {
 		IDs []string `json:"ids"`
 	}{nonNil(ids)})
-	msg := fmt.Sprintf(" I report %d of the %d documents seen, ranked by fused evidence (rank fusion of every result list, coverage of the question's terms, and links between documents).", len(ids), len(st.docs))
+	msg := fmt.Sprintf(" I report %d of the %d documents seen, ranked by fused evidence (rank fusion of every result list, coverage of the question's terms, and links between documents)", len(ids), len(st.docs))
+	if len(ids) < min(e.cfg.ReportLimit, len(ranked)) && len(ids) > 0 {
+		msg += fmt.Sprintf(", and leave out those whose evidence is below %.0f%% of the best one's (%.0f%% for a document linked to the chain)", 100*e.cfg.ReportCut, 100*e.cfg.ReportLinkCut)
+	}
+	msg += "."
 	if len(ids) == 0 {
 		msg = " No search returned any document, so I report no ids."
 	}
@@ -89,7 +104,11 @@ func (e *Engine) forced(st *state, name string, planned []call, why string) ([]c
 	case ToolReport:
 		return e.report(st, strings.TrimSpace(note))
 	case ToolSearch, ToolTextSearch:
-		for _, q := range append([]string{st.question, strings.Join(terms(st.question), " ")}, e.bridges(st, e.rank(st))...) {
+		qs := []string{st.question, strings.Join(terms(st.question), " ")}
+		for _, b := range e.bridges(st, e.rank(st)) {
+			qs = append(qs, b.name)
+		}
+		for _, q := range qs {
 			if q != "" && !st.issued[name+"\x00"+normQuery(q)] {
 				return []call{{name, searchArgs(q, e.cfg.Limit)}}, strings.TrimSpace(note + " I search for " + quote(q) + ".")
 			}
@@ -191,28 +210,31 @@ func (e *Engine) plan(st *state, req *domain.ChatRequest) ([]call, string) {
 	}
 	cov := e.coverage(st, ranked)
 	hops := st.turns // the first turn searched the question; each later turn is a hop
-	untitled := st.untitled()
-	if !untitled && (hops <= 1 || cov < e.cfg.MinCoverage && hops < e.cfg.MaxTurns-1) {
-		bridges := e.bridges(st, ranked)
-		rest := strings.Join(e.uncovered(st, ranked[0].id), " ")
-		var followed []string
-		for _, b := range bridges {
+	chat := st.chatTurns()
+	grew := st.turns < 2 || st.grew()
+	if !chat && grew && (hops <= 1 || cov < e.cfg.MinCoverage && hops < e.cfg.MaxTurns-1) {
+		var followed, rests []string
+		for _, b := range e.bridges(st, ranked) {
 			if len(followed) >= e.cfg.MaxBridges {
 				break
 			}
-			byName := add(ToolTextSearch, b, e.cfg.Limit)
-			// the entity with what the question asks that the top document
-			// does not say: finds the entity's own document rather than
-			// any that names it
-			withRest := rest != "" && add(ToolSearch, b+" "+rest, e.cfg.Limit)
+			// the entity with what the question asks that the document
+			// naming it does not say: finds the entity's own document
+			// rather than any that names it, and carries the chain on
+			rest := strings.Join(e.uncovered(st, b.src), " ")
+			byName := add(ToolTextSearch, b.name, e.cfg.Limit)
+			withRest := rest != "" && add(ToolSearch, b.name+" "+rest, e.cfg.Limit)
 			if byName || withRest {
-				followed = append(followed, quote(b))
+				followed = append(followed, quote(b.name))
+				if withRest {
+					rests = append(rests, quote(b.name+" "+rest))
+				}
 			}
 		}
 		if len(followed) > 0 {
-			msg := "follow the bridge entities named by the top documents: " + strings.Join(followed, ", ")
-			if rest != "" {
-				msg += " (by name, and together with the question's terms the top document lacks: " + quote(rest) + ")"
+			msg := "follow the bridges the evidence names (names, quoted titles, dates in the slots of the question's relations): " + strings.Join(followed, ", ")
+			if len(rests) > 0 {
+				msg += "; with the question's terms their documents lack: " + strings.Join(rests, ", ")
 			}
 			why = append(why, msg)
 		}
@@ -220,8 +242,11 @@ func (e *Engine) plan(st *state, req *domain.ChatRequest) ([]call, string) {
 			why = append(why, "search again with terms from the top documents ("+quote(prf)+")")
 		}
 	}
-	if len(calls) == 0 && untitled {
-		return nil, "Most documents found have no title (chat turns or notes), so there are no bridge entities to follow; I keep the order of the search for the question."
+	if len(calls) == 0 && chat {
+		return nil, "Most documents found are chat turns (\"Name: text\"), so there is no chain to follow; I keep the order of the search for the question."
+	}
+	if len(calls) == 0 && !grew {
+		return nil, "The last hop found no document not seen before: the evidence stopped growing."
 	}
 	if len(calls) == 0 {
 		return nil, fmt.Sprintf("The evidence covers %.0f%% of the question's terms and there is nothing new to search.", cov*100)
@@ -253,6 +278,7 @@ func decompose(q string) []string {
 type scored struct {
 	id    string
 	score float64
+	base  float64 // the evidence score, without the order of a chat search
 }
 
 // rank fuses the evidence of every result list.
@@ -304,12 +330,13 @@ func (e *Engine) rank(st *state) []scored {
 			cov /= total
 		}
 		t := 0.0
-		if mentions(st.question, st.docs[id].title) {
+		if mentions(st.question, st.docs[id].subject) {
 			t = e.cfg.TitleWeight
 		}
-		out = append(out, scored{id, score[id] + e.cfg.CoverageWeight*cov + t})
+		v := score[id] + e.cfg.CoverageWeight*cov + t
+		out = append(out, scored{id, v, v})
 	}
-	if a := st.anchor(); a >= 0 && st.untitled() {
+	if a := st.anchor(); a >= 0 && st.chatTurns() {
 		// Chat turns and notes: keep the order of the question's own search
 		// (the evidence fusion below is built for titled passages, and on
 		// such documents it does worse than that order); the other lists'
@@ -339,8 +366,9 @@ func (e *Engine) rank(st *state) []scored {
 		top := st.docs[out[0].id]
 		for i := 1; i < len(out); i++ {
 			d := st.docs[out[i].id]
-			if mentions(top.text, d.title) || mentions(d.text, top.title) {
+			if mentions(top.text, d.subject) || mentions(d.text, top.subject) {
 				out[i].score += e.cfg.LinkWeight
+				out[i].base += e.cfg.LinkWeight
 			}
 		}
 		sortScored(out, st)
@@ -348,17 +376,29 @@ func (e *Engine) rank(st *state) []scored {
 	return out
 }
 
-// untitled says whether most documents seen have no title (chat turns,
-// notes): then the fused ranking leans on the question's own search, and
-// title and link evidence, built for titled passages, says nothing.
-func (st *state) untitled() bool {
+// chatTurns says whether most documents seen are chat turns ("Melanie: I
+// went camping"): then the fused ranking leans on the question's own search,
+// and the subject, link and bridge evidence, built for documents about
+// something, says nothing.
+func (st *state) chatTurns() bool {
 	n := 0
 	for _, d := range st.docs {
-		if d.title == "" {
+		if speaker(d.text) != "" {
 			n++
 		}
 	}
 	return 2*n > len(st.docs)
+}
+
+// grew says whether the last hop's searches found a document not seen
+// before: when they did not, the evidence stopped growing.
+func (st *state) grew() bool {
+	for _, d := range st.docs {
+		if d.hop == st.turns-1 {
+			return true
+		}
+	}
+	return false
 }
 
 // namedSpeakers are the speakers of the documents seen (their "Name:"
@@ -450,42 +490,102 @@ func (e *Engine) uncovered(st *state, id string) []string {
 	return out
 }
 
-// bridges are entities named by the top documents that the question does not
-// name: the likely next hop.
-func (e *Engine) bridges(st *state, ranked []scored) []string {
+// A bridge is a candidate for the next hop: a name, quoted string, date or
+// number that a document of the evidence states and the question does not.
+type bridge struct {
+	name string
+	src  string // the document it counts most in
+}
+
+// bridges ranks the candidates of the evidence's documents (the top three,
+// and after the first hop the two best documents the last hop found) by how
+// they connect the question to the evidence: the rank of the documents that
+// state them, how early they come there, whether they sit in the slot of one
+// of the question's relations ("directed by ___" for "the director of"),
+// and whether they are specific (a word most documents seen contain, such as
+// "American", counts little). Dates and numbers count less than names.
+func (e *Engine) bridges(st *state, ranked []scored) []bridge {
 	ql := strings.ToLower(st.question)
+	stems := relationStems(st.question)
+	var srcs []string
+	inSrc := map[string]bool{}
+	for _, r := range ranked[:min(3, len(ranked))] {
+		srcs, inSrc[r.id] = append(srcs, r.id), true
+	}
+	if st.turns >= 2 { // the frontier: what the last hop found
+		n := 0
+		for _, r := range ranked[:min(e.cfg.ReportLimit, len(ranked))] {
+			if d := st.docs[r.id]; d.hop == st.turns-1 && !inSrc[r.id] && n < 2 {
+				srcs, inSrc[r.id] = append(srcs, r.id), true
+				n++
+			}
+		}
+	}
+	known := map[string]bool{}
+	for _, id := range srcs {
+		if sub := strings.ToLower(st.docs[id].subject); sub != "" {
+			known[sub] = true
+		}
+	}
+	var lower []string // lower-cased texts of the documents seen, for specificity
 	type cand struct {
 		name  string
 		score float64
 		first int
+		best  float64
+		src   string
 	}
 	cands := map[string]*cand{}
-	titles := map[string]bool{}
-	for _, r := range ranked[:min(3, len(ranked))] {
-		titles[strings.ToLower(st.docs[r.id].title)] = true
-	}
 	k := 0
-	for rank, r := range ranked[:min(3, len(ranked))] {
-		d := st.docs[r.id]
+	for rank, id := range srcs {
+		d := st.docs[id]
 		text := d.text
-		if len(text) > 2000 {
-			text = text[:2000]
+		if len(text) > 2500 {
+			text = text[:2500]
 		}
-		for pos, ent := range entities(text) {
-			le := strings.ToLower(ent)
-			if titles[le] || strings.Contains(ql, le) || len(terms(ent)) == 0 {
+		sub := strings.ToLower(d.subject)
+		for pos, c := range candidates(text) {
+			le := strings.ToLower(c.text)
+			if known[le] || strings.Contains(ql, le) || len(terms(c.text)) == 0 {
 				continue
 			}
-			if t := strings.ToLower(d.title); t != "" && (strings.Contains(t, le) || strings.Contains(le, t)) {
+			if sub != "" && (strings.Contains(sub, le) || strings.Contains(le, sub)) {
 				continue
 			}
-			c, ok := cands[le]
+			s := 1 / float64(1+rank) / (1 + 0.25*float64(pos))
+			switch c.kind {
+			case candNumber:
+				s *= 0.3
+			}
+			if inSlot(text, c.start, c.end, stems) {
+				s *= 2
+			}
+			if !strings.Contains(c.text, " ") && len(st.docs) >= 8 {
+				if lower == nil {
+					for _, od := range st.docs {
+						lower = append(lower, strings.ToLower(od.text))
+					}
+				}
+				df := 0
+				for _, t := range lower {
+					if containsWord(t, le) {
+						df++
+					}
+				}
+				if 4*df > len(lower) {
+					s *= 0.3
+				}
+			}
+			x, ok := cands[le]
 			if !ok {
-				c = &cand{name: ent, first: k}
+				x = &cand{name: c.text, first: k}
 				k++
-				cands[le] = c
+				cands[le] = x
 			}
-			c.score += 1 / float64(1+rank) / (1 + 0.25*float64(pos))
+			x.score += s
+			if s > x.best {
+				x.best, x.src = s, id
+			}
 		}
 	}
 	list := make([]*cand, 0, len(cands))
@@ -498,9 +598,9 @@ func (e *Engine) bridges(st *state, ranked []scored) []string {
 		}
 		return list[i].first < list[j].first
 	})
-	out := make([]string, 0, len(list))
+	out := make([]bridge, 0, len(list))
 	for _, c := range list {
-		out = append(out, c.name)
+		out = append(out, bridge{c.name, c.src})
 	}
 	return out
 }
@@ -535,6 +635,34 @@ func (e *Engine) feedbackQuery(st *state, ranked []scored) string {
 	return strings.Join(append(qt, extra...), " ")
 }
 
+// reportIDs are the ids to report: the documents of the ranking that carry
+// the evidence, in rank order. Of the best ReportLimit, a document is
+// reported when its evidence score is at least ReportCut times the best
+// document's, or at least ReportLinkCut times it and the document is linked
+// to the chain (the question or the top document names its subject, or it
+// names the top document's subject); the first MinReport always are. Chat
+// turns are not cut.
+func (e *Engine) reportIDs(st *state, ranked []scored) []string {
+	n := min(e.cfg.ReportLimit, len(ranked))
+	if e.cfg.ReportCut <= 0 || n == 0 || st.chatTurns() {
+		return topIDs(ranked, n)
+	}
+	top := 0.0
+	for _, r := range ranked[:n] {
+		top = max(top, r.base)
+	}
+	first := st.docs[ranked[0].id]
+	out := make([]string, 0, n)
+	for i, r := range ranked[:n] {
+		d := st.docs[r.id]
+		linked := mentions(st.question, d.subject) || i > 0 && (mentions(first.text, d.subject) || mentions(d.text, first.subject))
+		if i < e.cfg.MinReport || r.base >= e.cfg.ReportCut*top || linked && r.base >= e.cfg.ReportLinkCut*top {
+			out = append(out, r.id)
+		}
+	}
+	return out
+}
+
 func topIDs(ranked []scored, n int) []string {
 	out := make([]string, 0, min(n, len(ranked)))
 	for _, r := range ranked[:min(n, len(ranked))] {
@@ -564,9 +692,19 @@ func nonNil(s []string) []string {
 
 func quote(s string) string { return `"` + s + `"` }
 
+// unmappedNote says which roles no tool of the client plays.
+func unmappedNote(unmapped []string) string {
+	what := map[string]string{ToolSearch: "semantic search", ToolTextSearch: "exact keyword search", ToolRead: "reading a document's full text", ToolReport: "reporting the helpful ids"}
+	var parts []string
+	for _, r := range unmapped {
+		parts = append(parts, what[r]+" ("+r+")")
+	}
+	return "None of the tools offered plays the role of " + strings.Join(parts, ", ") + ", so I go without it and use the tools I can."
+}
+
 func describe(d *doc) string {
-	if d.title != "" {
-		return d.id + " (" + d.title + ")"
+	if d.subject != "" {
+		return d.id + " (" + d.subject + ")"
 	}
 	return d.id
 }

@@ -1,0 +1,198 @@
+package builtin
+
+import (
+	"sort"
+	"strings"
+	"unicode"
+)
+
+// Kinds of bridge candidates, by what the text shows of them.
+const (
+	candName   = iota // a proper-noun phrase or an identifier
+	candQuoted        // a quoted string ("Changed It")
+	candNumber        // a date or number (a year, "1,173,135")
+)
+
+// A candSpan is one candidate bridge in a text, at its byte offsets.
+type candSpan struct {
+	text       string
+	kind       int
+	start, end int
+}
+
+// candidates returns the spans of s that can carry a chain to the next
+// document: proper-noun phrases and identifiers (a number is never part of a
+// name here: "1994 American" gives "1994" and "American"), quoted strings,
+// and dates and numbers, in order of appearance.
+func candidates(s string) []candSpan {
+	var out []candSpan
+	toks := tokenizeAt(s)
+	for i := 0; i < len(toks); {
+		t := toks[i]
+		if isDigits(strings.ReplaceAll(t.text, ",", "")) {
+			if len(t.text) >= 3 {
+				out = append(out, candSpan{t.text, candNumber, t.start, t.end})
+			}
+			i++
+			continue
+		}
+		if !t.cap && !t.ident {
+			i++
+			continue
+		}
+		j, end := i+1, i+1
+		for j < len(toks) {
+			if isDigits(toks[j].text) || toks[j].breakBefore && breaksName(s[toks[j-1].end:toks[j].start]) {
+				break
+			}
+			if toks[j].cap || toks[j].ident {
+				j++
+				end = j
+				continue
+			}
+			if connectors[strings.ToLower(toks[j].text)] && j+1 < len(toks) && toks[j+1].cap && !toks[j].breakBefore {
+				j++
+				continue
+			}
+			break
+		}
+		span := toks[i:end]
+		for len(span) > 0 && stopwords[strings.ToLower(span[0].text)] {
+			span = span[1:]
+		}
+		if len(span) > 0 {
+			text := s[span[0].start:span[len(span)-1].end]
+			if len(span) > 1 || len(text) > 2 {
+				out = append(out, candSpan{text, candName, span[0].start, span[len(span)-1].end})
+			}
+		}
+		i = end
+	}
+	for _, pair := range [][2]string{{`"`, `"`}, {"“", "”"}} {
+		off := 0
+		for {
+			i := strings.Index(s[off:], pair[0])
+			if i < 0 {
+				break
+			}
+			a := off + i + len(pair[0])
+			j := strings.Index(s[a:], pair[1])
+			if j < 0 {
+				break
+			}
+			if p := strings.TrimSpace(s[a : a+j]); p != "" && len(p) < 120 && len(strings.Fields(p)) <= 12 {
+				out = append(out, candSpan{p, candQuoted, a, a + j})
+			}
+			off = a + j + len(pair[1])
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].start < out[j].start })
+	return out
+}
+
+// breaksName says whether the characters between two capitalised words end
+// a name (a comma, a full stop, a bracket): "Paris, France" is two places.
+func breaksName(between string) bool {
+	return strings.ContainsAny(between, ",.;:()[]\"“”!?")
+}
+
+// tokenAt is a token with its byte offsets.
+type tokenAt struct {
+	token
+	start, end int
+}
+
+// tokenizeAt is tokenize with each token's offsets in s.
+func tokenizeAt(s string) []tokenAt {
+	toks := tokenize(s)
+	out := make([]tokenAt, 0, len(toks))
+	off := 0
+	for _, t := range toks {
+		i := strings.Index(s[off:], t.text)
+		if i < 0 {
+			break
+		}
+		out = append(out, tokenAt{t, off + i, off + i + len(t.text)})
+		off += i + len(t.text)
+	}
+	return out
+}
+
+// leadEntity is the subject a text starts with when it has no title: the
+// first name among its first three words ("Ed Wood is a 1994 American
+// film" gives "Ed Wood"), or "".
+func leadEntity(text string) string {
+	if len(text) > 300 {
+		text = text[:300]
+	}
+	toks := tokenizeAt(text)
+	if len(toks) < 2 {
+		return ""
+	}
+	limit := toks[min(3, len(toks)-1)].start
+	for _, c := range candidates(text) {
+		if c.start > limit {
+			break
+		}
+		if c.kind == candName && len(terms(c.text)) > 0 {
+			return c.text
+		}
+	}
+	return ""
+}
+
+// relationStems are the stems (first five letters) of the question's words
+// that are not part of a name or a quoted phrase and say what it asks:
+// "director", "born", "nationality", "designed". A candidate next to one of
+// them in a document fills the question's slot ("directed by Tim Burton").
+func relationStems(question string) map[string]bool {
+	named := strings.ToLower(strings.Join(append(quoted(question), entities(question)...), " "))
+	out := map[string]bool{}
+	for _, w := range words(question) {
+		lw := strings.ToLower(w)
+		if len(lw) < 4 || relationStop[lw] || isDigits(lw) || containsWord(named, lw) {
+			continue
+		}
+		out[stem(lw)] = true
+	}
+	return out
+}
+
+// relationStop are the question words that say nothing of a relation.
+var relationStop = func() map[string]bool {
+	m := map[string]bool{}
+	for w := range stopwords {
+		m[w] = true
+	}
+	for _, w := range []string{"born", "located", "known", "called", "named", "film", "movie", "person"} {
+		delete(m, w) // they do name a relation ("born in ___")
+	}
+	for _, w := range []string{"many", "much", "first", "last", "later", "earlier", "older", "younger", "same", "also", "both", "does", "that", "with"} {
+		m[w] = true
+	}
+	return m
+}()
+
+func stem(w string) string {
+	r := []rune(w)
+	if len(r) > 5 {
+		r = r[:5]
+	}
+	return string(r)
+}
+
+// inSlot says whether the span at [start, end) of text sits next to a word
+// of one of the stems: within the 50 bytes before it or the 25 after.
+func inSlot(text string, start, end int, stems map[string]bool) bool {
+	if len(stems) == 0 {
+		return false
+	}
+	a := max(0, start-50)
+	b := min(len(text), end+25)
+	for _, w := range strings.FieldsFunc(text[a:start]+" "+text[end:b], func(r rune) bool { return !unicode.IsLetter(r) }) {
+		if len(w) >= 4 && stems[stem(strings.ToLower(w))] {
+			return true
+		}
+	}
+	return false
+}

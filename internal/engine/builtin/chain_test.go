@@ -1,0 +1,375 @@
+package builtin
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"capsuled/internal/domain"
+)
+
+func TestCandidates(t *testing.T) {
+	t.Parallel()
+	text := `Ed Wood is a 1994 American biographical film directed by Tim Burton, starring Johnny Depp. Its song "Lost in the Night" was born in Paris, France.`
+	var got []string
+	kinds := map[string]int{}
+	for _, c := range candidates(text) {
+		got = append(got, c.text)
+		kinds[c.text] = c.kind
+		if text[c.start:c.end] != c.text {
+			t.Errorf("%q: offsets %d:%d give %q", c.text, c.start, c.end, text[c.start:c.end])
+		}
+	}
+	for _, want := range []string{"Ed Wood", "1994", "American", "Tim Burton", "Johnny Depp", "Lost in the Night", "Paris", "France"} {
+		if !slices.Contains(got, want) {
+			t.Errorf("missing %q in %q", want, got)
+		}
+	}
+	if kinds["1994"] != candNumber || kinds["Lost in the Night"] != candQuoted || kinds["Tim Burton"] != candName {
+		t.Errorf("kinds %v", kinds)
+	}
+	if slices.Contains(got, "1994 American") || slices.Contains(got, "Paris France") {
+		t.Errorf("a number or a comma should end a name: %q", got)
+	}
+}
+
+func TestLeadEntityAndRelationSlots(t *testing.T) {
+	t.Parallel()
+	for text, want := range map[string]string{
+		"Ed Wood is a 1994 American film.":            "Ed Wood",
+		"The Irish Home Rule movement was a movement": "Irish Home Rule",
+		"it was raining in Paris all week":            "",
+		"":                                            "",
+	} {
+		if got := leadEntity(text); got != want {
+			t.Errorf("leadEntity(%q) = %q, want %q", text, got, want)
+		}
+	}
+	stems := relationStems("What nationality is the director of Ed Wood?")
+	if !stems["direc"] || !stems["natio"] || stems["wood"] {
+		t.Errorf("stems %v", stems)
+	}
+	text := "starring Johnny Depp and directed by Tim Burton"
+	i := strings.Index(text, "Tim Burton")
+	if !inSlot(text, i, i+len("Tim Burton"), stems) {
+		t.Error("Tim Burton should fill the director slot")
+	}
+}
+
+// TestBridgesFromUntitledText: documents with neither a title nor a
+// "title text" lead still give bridges, and the one in the slot of the
+// question's relation comes first.
+func TestBridgesFromUntitledText(t *testing.T) {
+	t.Parallel()
+	msgs := conv("What nationality is the director of Ed Wood?")
+	c := gen(t, msgs)
+	msgs = append(msgs, answer(c, func(domain.ToolCall) string {
+		return `[{"id":"d1","content":"Ed Wood is a 1994 biographical film starring Johnny Depp as the cult filmmaker, and directed by Tim Burton."},
+		{"id":"d2","content":"In 1994 the festival opened with a film about a cult filmmaker."}]`
+	})...)
+	c = gen(t, msgs)
+	var texts []string
+	for _, tc := range c.ToolCalls {
+		var a struct{ Query string }
+		_ = json.Unmarshal([]byte(tc.Arguments), &a)
+		if tc.Name == ToolTextSearch {
+			texts = append(texts, a.Query)
+		}
+	}
+	if len(texts) == 0 || texts[0] != "Tim Burton" {
+		t.Fatalf("want text_search \"Tim Burton\" first (the director slot), got %q\n%s", texts, c.Reasoning)
+	}
+	if !strings.Contains(c.Reasoning, "Tim Burton") {
+		t.Errorf("the reasoning should name the bridge: %s", c.Reasoning)
+	}
+}
+
+// fakeCorpus is a fake search backend for the chain tests: a query's hits
+// are the documents sharing the most of its words (ties by id), the top 5.
+type fakeCorpus map[string]string
+
+func (f fakeCorpus) search(q string) string {
+	qt := uniq(terms(q))
+	type hit struct {
+		id string
+		n  int
+	}
+	var hits []hit
+	for id, text := range f {
+		have := map[string]bool{}
+		for _, t := range terms(text) {
+			have[t] = true
+		}
+		n := 0
+		for _, t := range qt {
+			if have[t] {
+				n++
+			}
+		}
+		if n > 0 {
+			hits = append(hits, hit{id, n})
+		}
+	}
+	sort.Slice(hits, func(i, j int) bool {
+		if hits[i].n != hits[j].n {
+			return hits[i].n > hits[j].n
+		}
+		return hits[i].id < hits[j].id
+	})
+	var out []map[string]string
+	for _, h := range hits[:min(5, len(hits))] {
+		out = append(out, map[string]string{"id": h.id, "content": f[h.id]})
+	}
+	b, _ := json.Marshal(out)
+	return string(b)
+}
+
+// run drives the loop over the fake corpus until the report; it returns
+// the reported ids and the number of turns.
+func (f fakeCorpus) run(t *testing.T, e *Engine, question string) ([]string, int, string) {
+	t.Helper()
+	msgs := conv(question)
+	for turn := 1; turn <= 10; turn++ {
+		cs, _, err := e.Generate(context.Background(), &domain.ChatRequest{Model: "svc-1", Messages: msgs, ToolStub: true,
+			ToolChoice: domain.ToolChoice{Mode: domain.ToolChoiceAuto}, ParallelToolCalls: true, Set: map[string]bool{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := cs[0]
+		for _, tc := range c.ToolCalls {
+			if tc.Name == ToolReport {
+				var a struct{ IDs []string }
+				_ = json.Unmarshal([]byte(tc.Arguments), &a)
+				return a.IDs, turn, c.Reasoning
+			}
+		}
+		msgs = append(msgs, answer(c, func(tc domain.ToolCall) string {
+			var a struct{ Query, ID string }
+			_ = json.Unmarshal([]byte(tc.Arguments), &a)
+			if tc.Name == ToolRead {
+				return f[a.ID]
+			}
+			return f.search(a.Query)
+		})...)
+	}
+	t.Fatal("no report after 10 turns")
+	return nil, 0, ""
+}
+
+// TestChainOfThreeHops: the question names only the first link; each hop
+// carries the entity it resolved into the next query, and the report is the
+// chain, without the documents that merely share words with the question.
+func TestChainOfThreeHops(t *testing.T) {
+	t.Parallel()
+	corpus := fakeCorpus{
+		"film":     "Harbor Lights is a 1961 drama film starring Vera Olsen and directed by Marek Dunn.",
+		"director": "Marek Dunn was a stage and film director, born in Kalvik, a fishing town on the west coast.",
+		"town":     "Kalvik is a fishing town in the country of Norland, on the shore of the Grey Sea.",
+		"actor":    "Vera Olsen was an actress known for her roles in drama films of the 1960s.",
+		"other1":   "The country has many fishing towns; their directors of tourism meet every year.",
+		"other2":   "A drama film festival is held every year in a coastal town.",
+	}
+	ids, turns, why := corpus.run(t, New(Config{}), "In which country is the town where the director of Harbor Lights was born?")
+	for _, want := range []string{"film", "director", "town"} {
+		if !slices.Contains(ids, want) {
+			t.Errorf("the report %v lacks %q (the chain)\n%s", ids, want, why)
+		}
+	}
+	if turns < 3 {
+		t.Errorf("%d turns: want a hop for each link", turns)
+	}
+	if len(ids) > 4 {
+		t.Errorf("the report %v should stop after the chain's evidence\n%s", ids, why)
+	}
+}
+
+// TestReportStopsWhereEvidenceThins: a document that shares nothing with
+// the question but was returned by a search is not reported.
+func TestReportStopsWhereEvidenceThins(t *testing.T) {
+	t.Parallel()
+	corpus := fakeCorpus{
+		"a": "The Zephyr 9 router resets itself when its firmware update fails halfway.",
+		"b": "To recover a Zephyr 9 router after a failed firmware update, hold reset for 30 seconds.",
+		"c": "Our office plants need watering on Fridays; the router room is too warm for them.",
+	}
+	ids, _, why := corpus.run(t, New(Config{}), "How do I recover a Zephyr 9 router after a failed firmware update?")
+	if slices.Contains(ids, "c") || !slices.Contains(ids, "a") || !slices.Contains(ids, "b") {
+		t.Fatalf("reported %v, want a and b without c\n%s", ids, why)
+	}
+	all, _, _ := corpus.run(t, New(Config{ReportCut: -1}), "How do I recover a Zephyr 9 router after a failed firmware update?")
+	if len(all) != 3 {
+		t.Fatalf("with no cut the report should list all three: %v", all)
+	}
+}
+
+// toolCase is one file of testdata/tools: a system prompt, maybe full tool
+// definitions, and the client tool (with its argument names) each role must
+// be mapped to.
+type toolCase struct {
+	About  string `json:"about"`
+	System string `json:"system"`
+	Tools  []struct {
+		Function struct {
+			Name        string          `json:"name"`
+			Description string          `json:"description"`
+			Parameters  json.RawMessage `json:"parameters"`
+		} `json:"function"`
+	} `json:"tools"`
+	Want     map[string]roleWant `json:"want"`
+	Unmapped []string            `json:"unmapped"`
+}
+
+type roleWant struct {
+	Name, Query, Limit, ID, IDs string
+}
+
+func loadToolCases(t *testing.T) map[string]toolCase {
+	t.Helper()
+	files, err := filepath.Glob("testdata/tools/*.json")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no tool cases: %v", err)
+	}
+	out := map[string]toolCase{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var tc toolCase
+		if err := json.Unmarshal(b, &tc); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		out[filepath.Base(f)] = tc
+	}
+	return out
+}
+
+func (tc toolCase) defs() []ToolDef {
+	var out []ToolDef
+	for _, d := range tc.Tools {
+		out = append(out, ToolDef{Name: d.Function.Name, Description: d.Function.Description, Params: ParamsFromSchema(d.Function.Parameters)})
+	}
+	return out
+}
+
+// TestToolRoles maps each case's tools to the four roles.
+func TestToolRoles(t *testing.T) {
+	t.Parallel()
+	for name, tc := range loadToolCases(t) {
+		ts := toolsFor(tc.System, tc.defs())
+		for _, role := range roles {
+			want, ok := tc.Want[role]
+			got, has := ts.tool[role]
+			if !ok {
+				if has && !slices.Contains(tc.Unmapped, role) {
+					continue // a role the case leaves open
+				}
+				if has {
+					t.Errorf("%s: %s should be unmapped, got %+v", name, role, got)
+				}
+				continue
+			}
+			if !has || got.name != want.Name || got.query != want.Query || got.limit != want.Limit || got.id != want.ID || got.ids != want.IDs {
+				t.Errorf("%s (%s): %s = %+v, want %+v", name, tc.About, role, got, want)
+			}
+		}
+		if fmt.Sprint(ts.unmapped) != fmt.Sprint(nonNil(tc.Unmapped)) && !(len(ts.unmapped) == 0 && len(tc.Unmapped) == 0) {
+			t.Errorf("%s: unmapped %v, want %v", name, ts.unmapped, tc.Unmapped)
+		}
+	}
+}
+
+// TestCallsUseTheClientsTools runs each case's loop: every call the engine
+// makes is one of the client's tools with the arguments its parameters
+// declare, the client's calls are read back, and an unmapped role is said.
+func TestCallsUseTheClientsTools(t *testing.T) {
+	t.Parallel()
+	corpus := fakeCorpus{
+		"d1": "Ed Wood is a 1994 biographical film directed by Tim Burton.",
+		"d2": "Tim Burton is an American filmmaker born in Burbank, California.",
+	}
+	for name, tc := range loadToolCases(t) {
+		byName := map[string]string{}
+		for role, w := range tc.Want {
+			byName[w.Name] = role
+		}
+		msgs := []domain.Message{domain.TextMessage("system", tc.System), domain.TextMessage("user", "What nationality is the director of Ed Wood?")}
+		reported := false
+		for turn := 0; turn < 10 && !reported; turn++ {
+			c := New(Config{}).generate(&domain.ChatRequest{Model: "svc-1", Messages: msgs, ToolStub: true,
+				ToolChoice: domain.ToolChoice{Mode: domain.ToolChoiceAuto}, ParallelToolCalls: true, Set: map[string]bool{}}, tc.defs())[0]
+			if turn == 0 && len(tc.Unmapped) > 0 && !strings.Contains(c.Reasoning, "None of the tools offered plays the role of") {
+				t.Errorf("%s: the reasoning should say which role is unmapped: %s", name, c.Reasoning)
+			}
+			if len(c.ToolCalls) == 0 {
+				t.Fatalf("%s turn %d: no tool call: %+v", name, turn, c)
+			}
+			msgs = append(msgs, answer(c, func(call domain.ToolCall) string {
+				role, ok := byName[call.Name]
+				if !ok {
+					t.Fatalf("%s: called %q, not one of the client's tools %v", name, call.Name, byName)
+				}
+				var a map[string]any
+				if err := json.Unmarshal([]byte(call.Arguments), &a); err != nil {
+					t.Fatalf("%s: arguments %q: %v", name, call.Arguments, err)
+				}
+				w := tc.Want[role]
+				switch role {
+				case ToolSearch, ToolTextSearch:
+					q, ok := a[w.Query].(string)
+					if !ok || (w.Limit != "" && a[w.Limit] == nil) || len(a) != map[bool]int{true: 2, false: 1}[w.Limit != ""] {
+						t.Fatalf("%s: %s arguments %s, want %q and %q", name, call.Name, call.Arguments, w.Query, w.Limit)
+					}
+					return corpus.search(q)
+				case ToolRead:
+					id, _ := a[w.ID].(string)
+					return corpus[id]
+				case ToolReport:
+					if _, ok := a[w.IDs].([]any); !ok {
+						t.Fatalf("%s: %s arguments %s, want an array %q", name, call.Name, call.Arguments, w.IDs)
+					}
+					reported = true
+				}
+				return "ok"
+			})...)
+		}
+		if _, ok := tc.Want[ToolReport]; ok && !reported {
+			t.Errorf("%s: never reported", name)
+		}
+	}
+}
+
+func FuzzCandidates(f *testing.F) {
+	f.Add(`Ed Wood is a 1994 film directed by Tim Burton. "Lost" was born in Paris, France.`)
+	f.Add("“curly” \"open")
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, c := range candidates(s) {
+			if c.start < 0 || c.end > len(s) || c.start > c.end {
+				t.Fatalf("%q: offsets %d:%d", c.text, c.start, c.end)
+			}
+		}
+		_ = leadEntity(s)
+		_ = relationStems(s)
+	})
+}
+
+func FuzzToolsFrom(f *testing.F) {
+	for _, tc := range []string{"- search: semantic {\"query\": string}", "1. `grep_x(pattern, max_hits)` – exact match", "**kb.read** — fetch {\"doc_id\": string}"} {
+		f.Add(tc, `{"type":"object","properties":{"q":{"type":"string"},"k":{"type":["integer","null"]}},"required":["q"]}`)
+	}
+	f.Fuzz(func(t *testing.T, prompt, schema string) {
+		for _, ts := range []toolset{toolsFrom(prompt), toolsFor(prompt, []ToolDef{{Name: "x_search", Description: prompt, Params: ParamsFromSchema([]byte(schema))}})} {
+			for role, rt := range ts.tool {
+				if rt.name == "" || ts.role[rt.name] != role {
+					t.Fatalf("role %s mapped to %+v", role, rt)
+				}
+			}
+		}
+	})
+}
