@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -31,6 +32,7 @@ import (
 	"capsuled/internal/embed/ort"
 	"capsuled/internal/engine/builtin"
 	"capsuled/internal/store/sqlite"
+	"capsuled/internal/toolcall"
 )
 
 // runAgent is `capsuled bench agent`: it ingests a multi-hop set into
@@ -58,6 +60,8 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	cacheFile := fs.String("search-cache", "", "remember every search's result in FILE and answer it from there on the next run (for iterating on the\n"+
 		"policy over one --data-dir; latencies then leave the searches out, so never report them from such a run)")
 	perQuestion := fs.String("per-question", "", "write one JSON line per question to FILE (gold ids, one-shot and agent rankings)")
+	untitled := fs.Bool("untitled", false, "HotpotQA: ingest each passage's text without its title (file_name stays empty), as document chunks\n"+
+		"and notes come; the capsule is then hotpotqa-untitled")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
@@ -75,7 +79,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var sets []benchSet
 	var err error
 	if *dataset != "" {
-		sets, err = hotpotSets(*dataset, *limit)
+		sets, err = hotpotSets(*dataset, *limit, *untitled)
 	} else {
 		sets, err = locomoSets(*locomo, *limit)
 	}
@@ -125,7 +129,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	defer svc.Close()
 
-	eng := &timedEngine{Engine: builtin.New(builtin.Config{})}
+	eng := &timedEngine{Engine: builtin.New(builtin.Config{}), unpruned: builtin.New(builtin.Config{ReportCut: -1}), full: map[string][]string{}}
 	chatSvc, err := chat.New(chat.Config{Engine: eng, Counter: counter})
 	if err != nil {
 		return err
@@ -192,14 +196,14 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			if *split != "all" && half != *split {
 				continue
 			}
-			ans, err := st.ask(ctx, client, backend, cache, model, set.capsule, q, uri, *maxTurns)
+			ans, err := st.ask(ctx, client, backend, cache, model, set.capsule, q, uri, *maxTurns, eng.unprunedFor)
 			if err != nil {
 				return fmt.Errorf("%s question %s: %w", set.capsule, q.id, err)
 			}
 			splits[half].add(q, ans)
 			if pq != nil {
 				b, _ := json.Marshal(map[string]any{"id": q.id, "split": half, "kind": q.kind, "question": q.text, "gold": q.rel,
-					"oneshot": ans.oneshot, "agent": ans.agent, "turns": ans.res.Turns, "tool_calls": ans.res.ToolCalls})
+					"oneshot": ans.oneshot, "agent": ans.agent, "agent_unpruned": ans.ranked, "turns": ans.res.Turns, "tool_calls": ans.res.ToolCalls})
 				fmt.Fprintln(pq, string(b))
 			}
 			if (i+1)%100 == 0 {
@@ -255,7 +259,7 @@ type benchQuestion struct {
 
 // hotpotSets reads a HotpotQA folder in BEIR layout; each passage is
 // title + " " + text.
-func hotpotSets(dir string, limit int) ([]benchSet, error) {
+func hotpotSets(dir string, limit int, untitled bool) ([]benchSet, error) {
 	queries, err := readBEIRQueries(filepath.Join(dir, "queries.jsonl.gz"))
 	if err != nil {
 		return nil, err
@@ -299,9 +303,18 @@ func hotpotSets(dir string, limit int) ([]benchSet, error) {
 		return nil, err
 	}
 	for i := range corpus { // readBEIRCorpus joins title and text with a blank line
+		if untitled {
+			if _, text, ok := strings.Cut(corpus[i].text, "\n\n"); ok {
+				corpus[i].text = text
+			}
+			continue
+		}
 		corpus[i].text = strings.Replace(corpus[i].text, "\n\n", " ", 1)
 	}
 	set := benchSet{name: "hotpotqa", capsule: "hotpotqa", docs: corpus}
+	if untitled {
+		set.name, set.capsule = "hotpotqa-untitled", "hotpotqa-untitled"
+	}
 	for _, id := range qids {
 		set.questions = append(set.questions, benchQuestion{id: id, text: queries[id], kind: kinds[id], rel: qrels[id]})
 	}
@@ -458,20 +471,62 @@ func serveBenchAPI(ctx context.Context, db *sqlite.DB, svc *capsule.Service, cha
 }
 
 // timedEngine records the engine's own time per turn (search excluded: the
-// tools run in the client between turns).
+// tools run in the client between turns). When the engine reports, it also
+// asks the same engine with the report's cut-off turned off (unpruned) over
+// the same conversation, and keeps that list by question: the figures of the
+// ranking before the cut. That second call is not timed.
 type timedEngine struct {
 	chat.Engine
-	mu sync.Mutex
-	d  []time.Duration
+	unpruned chat.Engine
+	mu       sync.Mutex
+	d        []time.Duration
+	full     map[string][]string // question → the unpruned report
 }
 
 func (e *timedEngine) Generate(ctx context.Context, req *domain.ChatRequest) ([]domain.Choice, *domain.Usage, error) {
 	t0 := time.Now()
 	c, u, err := e.Engine.Generate(ctx, req)
+	el := time.Since(t0)
 	e.mu.Lock()
-	e.d = append(e.d, time.Since(t0))
+	e.d = append(e.d, el)
 	e.mu.Unlock()
+	if err == nil && len(c) > 0 && reportIDs(c[0]) != nil {
+		if full, _, ferr := e.unpruned.Generate(ctx, req); ferr == nil && len(full) > 0 {
+			q := ""
+			for _, m := range req.Messages {
+				if m.Role == domain.RoleUser {
+					q = m.Text()
+				}
+			}
+			e.mu.Lock()
+			e.full[strings.TrimSpace(q)] = reportIDs(full[0])
+			e.mu.Unlock()
+		}
+	}
 	return c, u, err
+}
+
+// unprunedFor returns (and forgets) the unpruned report of a question.
+func (e *timedEngine) unprunedFor(q string) []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	ids := e.full[strings.TrimSpace(q)]
+	delete(e.full, strings.TrimSpace(q))
+	return ids
+}
+
+// reportIDs are the ids of a reply's report_helpful_ids call, or nil.
+func reportIDs(c domain.Choice) []string {
+	for _, tc := range c.ToolCalls {
+		if tc.Name == builtin.ToolReport {
+			ids, err := toolcall.ReportArgs(tc.Arguments)
+			if err != nil || ids == nil {
+				return []string{}
+			}
+			return ids
+		}
+	}
+	return nil
 }
 
 func (e *timedEngine) turns() []time.Duration {
@@ -487,17 +542,20 @@ type benchStats struct {
 	byKind                    map[string]*[2]float64
 	kindN                     map[string]int
 	oneLat, agentLat          []time.Duration
+	sizes                     []int // the reported lists' lengths
+	listed, listedGold        int   // ids reported, and how many of them are gold
 }
 
-// An answer is one question's two rankings (corpus ids).
+// An answer is one question's rankings (corpus ids): one-shot, the agent's
+// report, and the agent's report without its cut-off (ranked).
 type answer struct {
-	oneshot, agent []string
-	oneLat, agLat  time.Duration
-	res            *agent.Result
+	oneshot, agent, ranked []string
+	oneLat, agLat          time.Duration
+	res                    *agent.Result
 }
 
 // ask answers q both ways and adds up the measures.
-func (s *benchStats) ask(ctx context.Context, c *gen.ClientWithResponses, b agent.Backend, cache *searchCache, m agent.Model, capsuleName string, q benchQuestion, uri map[string]string, maxTurns int) (answer, error) {
+func (s *benchStats) ask(ctx context.Context, c *gen.ClientWithResponses, b agent.Backend, cache *searchCache, m agent.Model, capsuleName string, q benchQuestion, uri map[string]string, maxTurns int, unpruned func(string) []string) (answer, error) {
 	var a answer
 	// One-shot: hybrid search, one chunk per item, the top 10 items.
 	t0 := time.Now()
@@ -535,6 +593,15 @@ func (s *benchStats) ask(ctx context.Context, c *gen.ClientWithResponses, b agen
 			a.agent = append(a.agent, u)
 		}
 	}
+	a.ranked = a.agent
+	if full := unpruned(q.text); full != nil {
+		a.ranked = nil
+		for _, id := range full {
+			if u, ok := uri[id]; ok {
+				a.ranked = append(a.ranked, u)
+			}
+		}
+	}
 	s.add(q, a)
 	return a, nil
 }
@@ -552,7 +619,16 @@ func (s *benchStats) add(q benchQuestion, a answer) {
 	if a.res.Reported {
 		s.reported++
 	}
-	for run, list := range map[string][]string{"oneshot": a.oneshot, "agent": a.agent} {
+	s.sizes = append(s.sizes, len(a.agent))
+	s.listed += len(a.agent)
+	for _, id := range a.agent {
+		if q.rel[id] > 0 {
+			s.listedGold++
+		}
+	}
+	s.sum["report_recall"] += recallAt(a.agent, q.rel, len(a.agent))
+	s.sum["unpruned_recall"] += recallAt(a.ranked, q.rel, len(a.ranked))
+	for run, list := range map[string][]string{"oneshot": a.oneshot, "agent": a.agent, "agent_unpruned": a.ranked} {
 		for _, k := range []int{2, 5, 10} {
 			r := recallAt(list, q.rel, k)
 			s.sum[fmt.Sprintf("%s_recall_at_%d", run, k)] += r
@@ -576,11 +652,19 @@ func (s *benchStats) add(q benchQuestion, a answer) {
 func (s *benchStats) summary() map[string]any {
 	n := float64(max(s.n, 1))
 	res := map[string]any{"questions": s.n}
-	for _, run := range []string{"oneshot", "agent"} {
+	for _, run := range []string{"oneshot", "agent", "agent_unpruned"} {
 		for _, k := range []int{2, 5, 10} {
 			res[fmt.Sprintf("%s_recall_at_%d", run, k)] = round4(s.sum[fmt.Sprintf("%s_recall_at_%d", run, k)] / n)
 			res[fmt.Sprintf("%s_both_at_%d", run, k)] = round4(s.sum[fmt.Sprintf("%s_both_at_%d", run, k)] / n)
 		}
+	}
+	// the report: its length, the share of its ids that are gold, and the
+	// recall of the whole list against the whole unpruned list's
+	res["report_size_p50"], res["report_size_p90"] = intPct(s.sizes, 50), intPct(s.sizes, 90)
+	res["report_precision"] = round4(float64(s.listedGold) / float64(max(s.listed, 1)))
+	res["report_recall"], res["unpruned_recall"] = round4(s.sum["report_recall"]/n), round4(s.sum["unpruned_recall"]/n)
+	if u := s.sum["unpruned_recall"]; u > 0 {
+		res["report_recall_ratio"] = round4(s.sum["report_recall"] / u)
 	}
 	res["turns_per_question"] = round4(float64(s.turns) / n)
 	res["tool_calls_per_question"] = round4(float64(s.calls) / n)
@@ -598,14 +682,26 @@ func (s *benchStats) summary() map[string]any {
 	return res
 }
 
+// intPct is the p-th percentile of xs (nearest rank).
+func intPct(xs []int, p int) int {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[max(0, min(len(s)-1, (len(s)*p+99)/100-1))]
+}
+
 func printAgentBench(w io.Writer, r map[string]any) {
 	fmt.Fprintf(w, "%s: %v questions over %v documents (%v chunks, %v, %v CPUs; ingest %vs)\n",
 		r["dataset"], r["questions"], r["docs"], r["chunks"], r["model"], r["cpus"], r["ingest_s"])
-	fmt.Fprintf(w, "  %-9s %8s %8s %8s %8s %8s %8s\n", "", "both@10", "both@5", "both@2", "rec@2", "rec@5", "rec@10")
-	for _, run := range []string{"oneshot", "agent"} {
-		fmt.Fprintf(w, "  %-9s %8v %8v %8v %8v %8v %8v\n", run, r[run+"_both_at_10"], r[run+"_both_at_5"], r[run+"_both_at_2"],
+	fmt.Fprintf(w, "  %-14s %8s %8s %8s %8s %8s %8s\n", "", "both@10", "both@5", "both@2", "rec@2", "rec@5", "rec@10")
+	for _, run := range []string{"oneshot", "agent", "agent_unpruned"} {
+		fmt.Fprintf(w, "  %-14s %8v %8v %8v %8v %8v %8v\n", run, r[run+"_both_at_10"], r[run+"_both_at_5"], r[run+"_both_at_2"],
 			r[run+"_recall_at_2"], r[run+"_recall_at_5"], r[run+"_recall_at_10"])
 	}
+	fmt.Fprintf(w, "  report: size p50 %v p90 %v; precision %v; recall of the list %v (unpruned %v, ratio %v)\n",
+		r["report_size_p50"], r["report_size_p90"], r["report_precision"], r["report_recall"], r["unpruned_recall"], r["report_recall_ratio"])
 	fmt.Fprintf(w, "  agent: %v turns and %v tool calls per question; report_helpful_ids reached in %v of questions\n",
 		r["turns_per_question"], r["tool_calls_per_question"], r["reported_share"])
 	fmt.Fprintf(w, "  latency per question: one-shot p50 %vms p95 %vms; agent p50 %vms p95 %vms; engine time per turn p50 %vms\n",

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -26,6 +27,7 @@ func TestBenchAgent(t *testing.T) {
 	}{
 		{"hotpotqa", []string{"--dataset", "testdata/hotpot"}, 3},
 		{"hotpotqa limit", []string{"--dataset", "testdata/hotpot", "--limit", "2"}, 2},
+		{"hotpotqa untitled", []string{"--dataset", "testdata/hotpot", "--untitled"}, 3},
 		{"locomo category 1 only", []string{"--locomo", "testdata/locomo_tiny.json"}, 2},
 	}
 	for _, tt := range tests {
@@ -36,7 +38,8 @@ func TestBenchAgent(t *testing.T) {
 				t.Errorf("questions = %v, want %v", res["questions"], tt.questions)
 			}
 			for _, k := range []string{"oneshot_both_at_10", "agent_both_at_10", "oneshot_both_at_5", "agent_both_at_5",
-				"oneshot_recall_at_2", "agent_recall_at_2", "oneshot_recall_at_5", "agent_recall_at_5", "reported_share"} {
+				"oneshot_recall_at_2", "agent_recall_at_2", "oneshot_recall_at_5", "agent_recall_at_5", "reported_share",
+				"agent_unpruned_both_at_10", "agent_unpruned_recall_at_5", "report_precision", "report_recall", "unpruned_recall", "report_recall_ratio"} {
 				v, ok := res[k].(float64)
 				if !ok || v < 0 || v > 1 {
 					t.Errorf("%s = %v, want a share in [0, 1]", k, res[k])
@@ -48,10 +51,23 @@ func TestBenchAgent(t *testing.T) {
 					t.Errorf("%s = %v, want > 0", k, res[k])
 				}
 			}
+			for _, k := range []string{"report_size_p50", "report_size_p90"} {
+				if v, ok := res[k].(float64); !ok || v < 1 || v > 10 {
+					t.Errorf("%s = %v, want 1 to 10 ids", k, res[k])
+				}
+			}
+			if want := map[bool]string{true: "hotpotqa-untitled", false: "hotpotqa"}[slices.Contains(tt.args, "--untitled")]; strings.HasPrefix(tt.name, "hotpotqa") && res["dataset"] != want {
+				t.Errorf("dataset = %v, want %s", res["dataset"], want)
+			}
 			// Every set here is small enough for the loop to find both
-			// passages in its top 10.
-			if res["agent_both_at_10"] != 1.0 {
-				t.Errorf("agent_both_at_10 = %v, want 1\n%v", res["agent_both_at_10"], res)
+			// passages in its top 10 (untitled: before the report's cut,
+			// which may leave out a passage the ranking holds).
+			key := "agent_both_at_10"
+			if slices.Contains(tt.args, "--untitled") {
+				key = "agent_unpruned_both_at_10"
+			}
+			if res[key] != 1.0 {
+				t.Errorf("%s = %v, want 1\n%v", key, res[key], res)
 			}
 		})
 	}

@@ -23,8 +23,8 @@ const (
 
 // Config sets the policy's budgets. Zero fields take the defaults.
 type Config struct {
-	MaxTurns    int     // tool-calling replies before it must report; default 4
-	MaxCalls    int     // tool calls over the whole conversation; default 24
+	MaxTurns    int     // tool-calling replies before it must report; default 6 (the question's search and four hops)
+	MaxCalls    int     // tool calls over the whole conversation; default 40
 	MaxParallel int     // tool calls in one reply; default 8
 	Limit       int     // limit of each search; default 10
 	ReportLimit int     // ids in report_helpful_ids; default 10
@@ -51,8 +51,8 @@ func (c Config) WithDefaults() Config {
 			*v = d
 		}
 	}
-	def(&c.MaxTurns, 4)
-	def(&c.MaxCalls, 24)
+	def(&c.MaxTurns, 6)
+	def(&c.MaxCalls, 40)
 	def(&c.MaxParallel, 8)
 	def(&c.Limit, 10)
 	def(&c.ReportLimit, 10)

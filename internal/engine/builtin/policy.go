@@ -211,7 +211,10 @@ func (e *Engine) plan(st *state, req *domain.ChatRequest) ([]call, string) {
 	cov := e.coverage(st, ranked)
 	hops := st.turns // the first turn searched the question; each later turn is a hop
 	chat := st.chatTurns()
-	grew := st.turns < 2 || st.grew()
+	// the evidence grows: the last hop found documents not seen before, and
+	// beyond the second hop, one of them is among the best three (the chain
+	// goes on rather than wandering off)
+	grew := st.turns < 2 || st.grew() && (st.turns < 3 || st.onChain(ranked))
 	if !chat && grew && (hops <= 1 || cov < e.cfg.MinCoverage && hops < e.cfg.MaxTurns-1) {
 		var followed, rests []string
 		for _, b := range e.bridges(st, ranked) {
@@ -246,7 +249,7 @@ func (e *Engine) plan(st *state, req *domain.ChatRequest) ([]call, string) {
 		return nil, "Most documents found are chat turns (\"Name: text\"), so there is no chain to follow; I keep the order of the search for the question."
 	}
 	if len(calls) == 0 && !grew {
-		return nil, "The last hop found no document not seen before: the evidence stopped growing."
+		return nil, "The last hop added nothing to the chain (no new document, or none among the best three): the evidence stopped growing."
 	}
 	if len(calls) == 0 {
 		return nil, fmt.Sprintf("The evidence covers %.0f%% of the question's terms and there is nothing new to search.", cov*100)
@@ -395,6 +398,17 @@ func (st *state) chatTurns() bool {
 func (st *state) grew() bool {
 	for _, d := range st.docs {
 		if d.hop == st.turns-1 {
+			return true
+		}
+	}
+	return false
+}
+
+// onChain says whether one of the best three documents was first found by
+// the last hop.
+func (st *state) onChain(ranked []scored) bool {
+	for _, r := range ranked[:min(3, len(ranked))] {
+		if st.docs[r.id].hop == st.turns-1 {
 			return true
 		}
 	}
