@@ -113,6 +113,9 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		r = r.WithContext(ctx)
 		sw := &statusWriter{ResponseWriter: w}
 		sw.Header().Set("X-Request-Id", ri.ID)
+		// No API response is meant to be rendered by a browser as anything
+		// but its declared type.
+		sw.Header().Set("X-Content-Type-Options", "nosniff")
 		s.metrics.inflight.Inc()
 		defer func() {
 			if p := recover(); p != nil {

@@ -303,3 +303,32 @@ func TestAttackRestrictedAdminMintsWiderKeys(t *testing.T) {
 	expect(t, do(t, req{method: "GET", path: "/v1/keys", cred: srv.admin}), http.StatusOK)
 	expect(t, do(t, req{method: "DELETE", path: "/v1/keys/" + created.Key.ID, cred: limited}), http.StatusOK)
 }
+
+// Attack 8: an access token whose signature was re-encoded with other unused
+// low bits (the same bytes to a lenient base64 decoder) used to be accepted:
+// signatures are now decoded strictly. And every API response says
+// X-Content-Type-Options: nosniff.
+func TestAttackNonCanonicalTokenSignature(t *testing.T) {
+	t.Parallel()
+	_, key := newKey(t, map[string]any{"scopes": []string{"memory"}})
+	var tok struct {
+		Token string `json:"token"`
+	}
+	resp := expect(t, do(t, req{method: "POST", path: "/v1/tokens", cred: key, body: map[string]any{}}), http.StatusCreated)
+	resp.JSON(t, &tok)
+	if resp.Header.Get("X-Content-Type-Options") != "nosniff" {
+		t.Errorf("X-Content-Type-Options %q", resp.Header.Get("X-Content-Type-Options"))
+	}
+	expect(t, do(t, req{method: "GET", path: "/v1/memory/namespaces", cred: tok.Token}), http.StatusOK)
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	last := tok.Token[len(tok.Token)-1]
+	forged := tok.Token[:len(tok.Token)-1] + string(alphabet[strings.IndexByte(alphabet, last)^1])
+	if e := expect(t, do(t, req{method: "GET", path: "/v1/memory/namespaces", cred: forged}), http.StatusUnauthorized).Err(t); e.Error.Type != "authentication_error" {
+		t.Fatalf("error %+v", e.Error)
+	}
+	for _, r := range []req{{method: "GET", path: "/healthz"}, {method: "GET", path: "/v2/nothing"}, {method: "GET", path: "/v1/keys", cred: srv.admin}} {
+		if got := do(t, r).Header.Get("X-Content-Type-Options"); got != "nosniff" {
+			t.Errorf("%s %s: X-Content-Type-Options %q", r.method, r.path, got)
+		}
+	}
+}

@@ -281,7 +281,7 @@ func (s *Service) authenticateToken(ctx context.Context, tok string) (*domain.Pr
 	if !ok {
 		return nil, errUnauthenticated
 	}
-	gotSig, err := base64.RawURLEncoding.DecodeString(sig)
+	gotSig, err := base64.RawURLEncoding.Strict().DecodeString(sig)
 	if err != nil {
 		return nil, errUnauthenticated
 	}
@@ -292,7 +292,7 @@ func (s *Service) authenticateToken(ctx context.Context, tok string) (*domain.Pr
 	if !hmac.Equal(gotSig, sign(key, body)) {
 		return nil, errUnauthenticated
 	}
-	payload, err := base64.RawURLEncoding.DecodeString(body)
+	payload, err := base64.RawURLEncoding.Strict().DecodeString(body)
 	if err != nil {
 		return nil, errUnauthenticated
 	}

@@ -28,14 +28,17 @@ func TestSessionCookieRoundTripAndTampering(t *testing.T) {
 		return "A" + s[1:]
 	}
 	for name, bad := range map[string]string{
-		"other key":     "",
-		"no signature":  body,
-		"flipped body":  other(body) + "." + sig,
-		"flipped sig":   body + "." + other(sig),
-		"empty":         "",
-		"too long":      strings.Repeat("a", maxCookie+1),
-		"junk":          "....",
-		"unsigned json": "eyJrIjoia2V5XzEiLCJzIjoic2lkIiwiZSI6OTk5OTk5OTk5OX0.",
+		// The signature with other unused low bits in its last character:
+		// the same bytes to a lenient decoder, refused by the strict one.
+		"non-canonical sig": body + "." + sig[:len(sig)-1] + string(base64URL[strings.IndexByte(base64URL, sig[len(sig)-1])^1]),
+		"other key":         "",
+		"no signature":      body,
+		"flipped body":      other(body) + "." + sig,
+		"flipped sig":       body + "." + other(sig),
+		"empty":             "",
+		"too long":          strings.Repeat("a", maxCookie+1),
+		"junk":              "....",
+		"unsigned json":     "eyJrIjoia2V5XzEiLCJzIjoic2lkIiwiZSI6OTk5OTk5OTk5OX0.",
 	} {
 		k := key
 		if name == "other key" {
@@ -46,6 +49,8 @@ func TestSessionCookieRoundTripAndTampering(t *testing.T) {
 		}
 	}
 }
+
+const base64URL = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 
 func FuzzDecodeSession(f *testing.F) {
 	key := []byte("0123456789abcdef0123456789abcdef")

@@ -105,11 +105,11 @@ func decodeSession(key []byte, v string) (claims, bool) {
 	if !ok {
 		return claims{}, false
 	}
-	got, err := base64.RawURLEncoding.DecodeString(sig)
+	got, err := base64.RawURLEncoding.Strict().DecodeString(sig)
 	if err != nil || !hmac.Equal(got, mac(key, "session", body)) {
 		return claims{}, false
 	}
-	payload, err := base64.RawURLEncoding.DecodeString(body)
+	payload, err := base64.RawURLEncoding.Strict().DecodeString(body)
 	if err != nil {
 		return claims{}, false
 	}
