@@ -4,9 +4,9 @@ import (
 	"context"
 	"hash/fnv"
 	"math"
-	"strings"
 	"sync/atomic"
-	"unicode"
+
+	"capsuled/internal/terms"
 )
 
 // FakeEmbedder is a deterministic embedder FOR TESTS: each lower-cased word
@@ -38,7 +38,7 @@ func (f *FakeEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, 
 	for i, t := range texts {
 		f.calls.Add(1)
 		v := make([]float32, f.dim)
-		for _, w := range strings.FieldsFunc(strings.ToLower(t), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+		for _, w := range terms.Words(t) {
 			h := fnv.New64a()
 			h.Write([]byte(w))
 			seed := h.Sum64()

@@ -25,4 +25,12 @@
 // allocating on the hot path; chunkers and usage counters call it often.
 //
 // A Tokenizer is immutable after Load and safe for concurrent use.
+//
+// It is hand-written rather than a binding of the Hugging Face tokenizers
+// library on purpose: it matches the reference exactly (TestGolden compares
+// its ids and offsets with the reference's on testdata/golden.jsonl, made by
+// testdata/gen_golden.py), and it needs no cgo, so the no-cgo build (the
+// pure-Go embedder internal/embed/gobert, and token counting everywhere)
+// tokenizes as the ONNX Runtime build does. It is the model's tokenizer
+// only; the words keyword search looks for are split by internal/terms.
 package wordpiece
