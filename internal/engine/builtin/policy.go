@@ -317,6 +317,8 @@ func (e *Engine) rank(st *state) []scored {
 		if l.hop > 0 {
 			w = 0.8
 		}
+		// Weighted reciprocal rank with a small k, not rank.RRF's k 60:
+		// see internal/rank/fusion.go for why the policy fuses apart.
 		for r, h := range l.hits {
 			score[h.ID] += w / float64(5+r)
 		}
