@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"capsuled/api"
@@ -13,6 +14,8 @@ import (
 	"capsuled/internal/embed/modelfiles"
 	"capsuled/internal/embed/wordpiece"
 	"capsuled/internal/engine/builtin"
+	"capsuled/internal/reasoning"
+	"capsuled/internal/toolcall"
 )
 
 // ChatConfig configures the svc-1 engine: builtin or upstream.
@@ -26,6 +29,13 @@ type ChatConfig struct {
 	UpstreamModel   string
 	UpstreamKey     string
 	UpstreamTimeout time.Duration
+	// UpstreamToolParser and UpstreamReasoningParser name the parsers
+	// (vLLM's names, as given to vLLM's --tool-call-parser and
+	// --reasoning-parser) that read tool calls and reasoning the upstream
+	// left in the text; defaults hermes and qwen3. An unknown name fails at
+	// start-up with the list of known ones.
+	UpstreamToolParser      string
+	UpstreamReasoningParser string
 	// Tokenizer is the path of the embedding model's vocab.txt or
 	// tokenizer.json (or a folder holding one), used to count usage tokens.
 	// Default: the embedder's model folder (Capsules.ONNXDir, then
@@ -45,6 +55,10 @@ func (c *ChatConfig) RegisterFlags(fs *flag.FlagSet) {
 		d = v
 	}
 	fs.DurationVar(&c.UpstreamTimeout, "upstream-timeout", d, "time-out of each upstream call (env CAPSULED_UPSTREAM_TIMEOUT)")
+	fs.StringVar(&c.UpstreamToolParser, "upstream-tool-parser", envOr("CAPSULED_UPSTREAM_TOOL_PARSER", toolcall.DefaultParser),
+		"tool-call parser of the upstream's text, by vLLM's name: "+strings.Join(toolcall.Names(), ", ")+" (env CAPSULED_UPSTREAM_TOOL_PARSER)")
+	fs.StringVar(&c.UpstreamReasoningParser, "upstream-reasoning-parser", envOr("CAPSULED_UPSTREAM_REASONING_PARSER", reasoning.DefaultParser),
+		"reasoning parser of the upstream's text, by vLLM's name: "+strings.Join(reasoning.Names(), ", ")+" (env CAPSULED_UPSTREAM_REASONING_PARSER)")
 	fs.StringVar(&c.Tokenizer, "tokenizer", os.Getenv("CAPSULED_TOKENIZER"), "vocab.txt or tokenizer.json for usage counting (env CAPSULED_TOKENIZER)")
 }
 

@@ -7,5 +7,6 @@ import (
 
 // newUpstream builds the upstream engine from the --upstream-* settings.
 func newUpstream(c ChatConfig) (chat.Engine, error) {
-	return upstream.New(upstream.Config{URL: c.UpstreamURL, Model: c.UpstreamModel, Key: c.UpstreamKey, Timeout: c.UpstreamTimeout})
+	return upstream.New(upstream.Config{URL: c.UpstreamURL, Model: c.UpstreamModel, Key: c.UpstreamKey, Timeout: c.UpstreamTimeout,
+		ToolParser: c.UpstreamToolParser, ReasoningParser: c.UpstreamReasoningParser})
 }

@@ -6,11 +6,13 @@
 // the configured upstream model) and capsuled's own extension fields. A
 // streamed request is streamed upstream too and its deltas accumulated. The
 // reply is normalised across engines: structured tool_calls are kept;
-// Hermes-style <tool_call>{…}</tool_call> text in the content or in the
-// reasoning becomes structured tool calls; reasoning returned in a separate
-// field (reasoning_content, as vLLM's reasoning parsers give it, or
-// reasoning) becomes the choice's Reasoning, which the chat service puts back
-// as a <think> block when include_reasoning is true.
+// reasoning returned in a separate field (reasoning_content, as vLLM's
+// reasoning parsers give it, or reasoning) becomes the choice's Reasoning,
+// else the configured reasoning parser (internal/reasoning; vLLM's names,
+// default qwen3) splits it out of the content; tool calls written as text in
+// the content or in the reasoning are read by the configured tool-call
+// parser (internal/toolcall; vLLM's names, default hermes). The chat service
+// puts the reasoning back as a <think> block when include_reasoning is true.
 //
 // Requests go through capsuled's one client of OpenAI-compatible servers,
 // internal/oai: its one table maps the upstream's failures (429 with its

@@ -12,7 +12,7 @@ import (
 
 	"capsuled/internal/domain"
 	"capsuled/internal/oai"
-	"capsuled/internal/think"
+	"capsuled/internal/reasoning"
 	"capsuled/internal/toolcall"
 )
 
@@ -23,12 +23,18 @@ type Config struct {
 	Key     string        // optional bearer key
 	Timeout time.Duration // per call; default 60s
 	Client  *http.Client  // default: a client with no overall time-out (Timeout bounds each call)
+	// ToolParser and ReasoningParser name the parsers (vLLM's names) that
+	// read tool calls and reasoning the server left in the text; "" is
+	// toolcall.DefaultParser and reasoning.DefaultParser.
+	ToolParser, ReasoningParser string
 }
 
 // Engine is the upstream engine.
 type Engine struct {
-	cfg    Config
-	client *oai.Client
+	cfg       Config
+	client    *oai.Client
+	tools     toolcall.Parser
+	reasoning reasoning.Parser
 }
 
 // New checks the configuration and returns the engine.
@@ -43,7 +49,15 @@ func New(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("upstream: %w", err)
 	}
-	return &Engine{cfg: cfg, client: client}, nil
+	tools, err := toolcall.Lookup(cfg.ToolParser)
+	if err != nil {
+		return nil, fmt.Errorf("upstream: --upstream-tool-parser: %w", err)
+	}
+	reasoner, err := reasoning.Lookup(cfg.ReasoningParser)
+	if err != nil {
+		return nil, fmt.Errorf("upstream: --upstream-reasoning-parser: %w", err)
+	}
+	return &Engine{cfg: cfg, client: client, tools: tools, reasoning: reasoner}, nil
 }
 
 // Name is "upstream".
@@ -64,7 +78,7 @@ func (e *Engine) Generate(ctx context.Context, req *domain.ChatRequest) ([]domai
 	}
 	choices := make([]domain.Choice, 0, len(c.Choices))
 	for _, ch := range c.Choices {
-		choices = append(choices, normalise(ch.Index, ch.Message, ch.FinishReason))
+		choices = append(choices, e.normalise(ch.Index, ch.Message, ch.FinishReason))
 	}
 	var usage *domain.Usage
 	if c.Usage != nil {
@@ -114,12 +128,14 @@ func messagesToWire(msgs []domain.Message) []map[string]any {
 	return out
 }
 
-// normalise turns one upstream message into a choice: structured tool calls
-// kept, Hermes calls parsed out of the content and the reasoning, reasoning
-// moved to Reasoning.
-func normalise(index int, m oai.Message, finish string) domain.Choice {
+// normalise turns one upstream message into a choice: structured tool
+// calls kept; else the calls the tool-call parser finds in the content and
+// in the reasoning (a model may write its calls while reasoning: they are
+// calls all the same, after those of the content); reasoning from the
+// server's field, else split out of the content by the reasoning parser.
+func (e *Engine) normalise(index int, m oai.Message, finish string) domain.Choice {
 	content := m.Text()
-	reasoning := m.ReasoningText()
+	reasoningText := m.ReasoningText()
 	var calls []toolcall.Call
 	for _, tc := range m.ToolCalls {
 		if tc.Function.Name == "" {
@@ -131,31 +147,22 @@ func normalise(index int, m oai.Message, finish string) domain.Choice {
 	for i, tc := range m.ToolCalls {
 		ids[i] = tc.ID
 	}
-	inContent, rest := toolcall.Parse(content)
-	content = rest
-	inReasoning, restR := toolcall.Parse(reasoning)
-	reasoning = restR
-	// inline <think> in content when the server has no reasoning parser
-	if reasoning == "" {
-		if r, rest, ok := think.Split(content); ok {
-			content = rest
-			more, r2 := toolcall.Parse(r)
-			inReasoning = append(inReasoning, more...)
-			reasoning = r2
-		}
+	if reasoningText == "" {
+		reasoningText, content = e.reasoning.Split(content)
 	}
+	inContent, content := e.tools.Parse(content)
+	inReasoning, reasoningText := e.tools.Parse(reasoningText)
 	if len(calls) == 0 {
 		calls = append(inContent, inReasoning...)
 	}
-	ch := domain.Choice{Index: index, Content: content, Reasoning: reasoning, FinishReason: finish}
+	ch := domain.Choice{Index: index, Content: content, Reasoning: reasoningText, FinishReason: finish}
 	for i, c := range calls {
 		id := ""
 		if i < len(ids) {
 			id = ids[i]
 		}
 		if id == "" {
-			h := sha256.Sum256([]byte(fmt.Sprintf("%d\x00%s\x00%s", i, c.Name, c.Arguments)))
-			id = "call_" + hex.EncodeToString(h[:6])
+			id = callID(i, c.Name, c.Arguments)
 		}
 		ch.ToolCalls = append(ch.ToolCalls, domain.ToolCall{ID: id, Type: "function", Name: c.Name, Arguments: c.Arguments})
 	}
@@ -166,4 +173,11 @@ func normalise(index int, m oai.Message, finish string) domain.Choice {
 		ch.FinishReason = domain.FinishStop
 	}
 	return ch
+}
+
+// callID is the id of a call the server sent without one: derived from the
+// call, so the same reply always gets the same ids.
+func callID(i int, name, args string) string {
+	h := sha256.Sum256([]byte(fmt.Sprintf("%d\x00%s\x00%s", i, name, args)))
+	return "call_" + hex.EncodeToString(h[:6])
 }
