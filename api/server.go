@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -180,13 +179,4 @@ func (c chargedChat) Complete(ctx context.Context, req *domain.ChatRequest) (*do
 // notImplemented is the answer of an operation whose service is not configured.
 func notImplemented(what string) error {
 	return &domain.Error{Kind: domain.KindNotImplemented, Code: "not_implemented", Message: what + " is not available on this server"}
-}
-
-// errorJSON renders err as the spec's error body, for typed error responses.
-func (s *Server) errorJSON(ctx context.Context, err error) (int, gen.ErrorResponse) {
-	status, body, _ := toWire(ctx, s.log, err)
-	raw, _ := json.Marshal(body)
-	var out gen.ErrorResponse
-	_ = json.Unmarshal(raw, &out)
-	return status, out
 }

@@ -417,14 +417,13 @@ func TestUnsignedVisitorsGoToSignIn(t *testing.T) {
 		t.Fatalf("%d to %q", p.status, p.header.Get("Location"))
 	}
 	// After signing in the browser lands where it was going, but never off-site.
-	tok := csrf(t, br.get("/dashboard/signin"))
 	for next, want := range map[string]string{
 		"/dashboard/keys?x=1":   "/dashboard/keys?x=1",
 		"//evil.example/":       "/dashboard/",
 		"https://evil.example/": "/dashboard/",
 	} {
 		br := b.browser(t)
-		tok = csrf(t, br.get("/dashboard/signin"))
+		tok := csrf(t, br.get("/dashboard/signin"))
 		p := br.post("/dashboard/signin", url.Values{"csrf_token": {tok}, "key": {b.admin}, "next": {next}})
 		if got := p.header.Get("Location"); got != want {
 			t.Errorf("next %q: went to %q, want %q", next, got, want)

@@ -88,9 +88,8 @@ type Queue[TTx any] struct {
 	driver   riverdriver.Driver[TTx]
 	inserter *river.Client[TTx] // insert-only
 
-	mu      sync.Mutex
-	worker  *river.Client[TTx] // while started
-	stopped chan struct{}
+	mu     sync.Mutex
+	worker *river.Client[TTx] // while started
 }
 
 // NewSQLite returns the queue on a SQLite database. Pass the process's
@@ -114,24 +113,27 @@ func newQueue[TTx any](d riverdriver.Driver[TTx]) (*Queue[TTx], error) {
 	return &Queue[TTx]{driver: d, inserter: c}, nil
 }
 
-// MigrateSQLiteTx applies river's pending migrations for SQLite in tx.
-func MigrateSQLiteTx(ctx context.Context, tx *sql.Tx) error {
-	return migrateTx(ctx, riversqlite.New(nil), tx)
+// MigrateSQLite applies river's pending migrations for SQLite through db,
+// each in a transaction of its own (river's recommended way: some
+// migrations cannot share one transaction).
+func MigrateSQLite(ctx context.Context, db *sql.DB) error {
+	return migrate(ctx, riversqlite.New(db))
 }
 
-// MigratePostgresTx applies river's pending migrations for PostgreSQL in
-// tx; run it under the lock that serializes the store's migrations, so that
-// replicas starting together apply each one once.
-func MigratePostgresTx(ctx context.Context, tx pgx.Tx) error {
-	return migrateTx(ctx, riverpgxv5.New(nil), tx)
+// MigratePostgres applies river's pending migrations for PostgreSQL through
+// pool, each in a transaction of its own; run it under the lock that
+// serializes the store's migrations, so that replicas starting together
+// apply each one once.
+func MigratePostgres(ctx context.Context, pool *pgxpool.Pool) error {
+	return migrate(ctx, riverpgxv5.New(pool))
 }
 
-func migrateTx[TTx any](ctx context.Context, d riverdriver.Driver[TTx], tx TTx) error {
+func migrate[TTx any](ctx context.Context, d riverdriver.Driver[TTx]) error {
 	m, err := rivermigrate.New(d, &rivermigrate.Config{Logger: quiet(nil)})
 	if err != nil {
 		return fmt.Errorf("jobs: migrations: %w", err)
 	}
-	if _, err := m.MigrateTx(ctx, tx, rivermigrate.DirectionUp, nil); err != nil {
+	if _, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
 		return fmt.Errorf("jobs: migrations: %w", err)
 	}
 	return nil

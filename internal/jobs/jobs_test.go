@@ -27,14 +27,10 @@ func openSQLite(t *testing.T) (*sql.DB, *jobs.Queue[*sql.Tx]) {
 	}
 	db.SetMaxOpenConns(1)
 	t.Cleanup(func() { db.Close() })
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
+	if err := jobs.MigrateSQLite(ctx, db); err != nil {
 		t.Fatal(err)
 	}
-	if err := jobs.MigrateSQLiteTx(ctx, tx); err != nil {
-		t.Fatal(err)
-	}
-	if err := tx.Commit(); err != nil {
+	if err := jobs.MigrateSQLite(ctx, db); err != nil { // nothing left to apply
 		t.Fatal(err)
 	}
 	q, err := jobs.NewSQLite(db)

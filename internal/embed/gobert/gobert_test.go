@@ -44,10 +44,8 @@ func TestMatmulABt(t *testing.T) {
 
 func tinyEmbedder(t *testing.T) *Embedder {
 	t.Helper()
-	vocab := []string{"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"}
-	for _, w := range []string{"the", "cat", "sat", "on", "mat", "dog", "ran", "a", "far", "##s", ".", ","} {
-		vocab = append(vocab, w)
-	}
+	vocab := []string{"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
+		"the", "cat", "sat", "on", "mat", "dog", "ran", "a", "far", "##s", ".", ","}
 	cfg := bert.TinyConfig()
 	cfg.VocabSize = len(vocab)
 	tok, err := wordpiece.New(vocab)

@@ -81,14 +81,6 @@ func (m msg) float(field protowire.Number, f float32) msg {
 	return protowire.AppendFixed32(m, math.Float32bits(f))
 }
 
-func (m msg) packedInts(field protowire.Number, vs []int64) msg {
-	var p []byte
-	for _, v := range vs {
-		p = protowire.AppendVarint(p, uint64(v))
-	}
-	return m.bytes(field, p)
-}
-
 // attribute encoders
 
 func attrInt(name string, v int64) msg {

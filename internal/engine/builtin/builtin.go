@@ -179,18 +179,17 @@ type doc struct {
 
 // state is what the messages say happened.
 type state struct {
-	tools     toolset
-	question  string
-	issued    map[string]bool // tool + "\x00" + normalised query
-	read      map[string]bool
-	calls     int
-	turns     int // tool-calling assistant replies since the question
-	reported  bool
-	lists     []resultList
-	docs      map[string]*doc
-	order     []string
-	hopQuery  map[string]int // normalised query -> hop of the call
-	lastTurns []string       // nothing for now; kept for the reasoning
+	tools    toolset
+	question string
+	issued   map[string]bool // tool + "\x00" + normalised query
+	read     map[string]bool
+	calls    int
+	turns    int // tool-calling assistant replies since the question
+	reported bool
+	lists    []resultList
+	docs     map[string]*doc
+	order    []string
+	hopQuery map[string]int // normalised query -> hop of the call
 }
 
 func readState(msgs []domain.Message, defs []ToolDef) *state {

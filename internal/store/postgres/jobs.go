@@ -7,23 +7,27 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"capsuled/internal/domain"
 	"capsuled/internal/jobs"
 )
 
-// migrateJobs applies river's pending migrations in one transaction on the
-// connection that holds the migration lock.
-func migrateJobs(ctx context.Context, conn *pgx.Conn) error {
-	tx, err := conn.Begin(ctx)
+// migrateJobs applies river's pending migrations through a one-connection
+// pool of its own (river migrates through a pool), while the caller's
+// connection holds the migration lock.
+func migrateJobs(ctx context.Context, cfg *pgxpool.Config) error {
+	cfg = cfg.Copy()
+	cfg.MaxConns, cfg.MinConns = 1, 0
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("postgres: job migrations: %w", err)
 	}
-	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after Commit
-	if err := jobs.MigratePostgresTx(ctx, tx); err != nil {
+	defer pool.Close()
+	if err := jobs.MigratePostgres(ctx, pool); err != nil {
 		return fmt.Errorf("postgres: %w", err)
 	}
-	return tx.Commit(ctx)
+	return nil
 }
 
 // afterMigration holds Go steps that run in the transaction of a migration,

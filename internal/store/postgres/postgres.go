@@ -81,7 +81,7 @@ func Open(ctx context.Context, url string, opts Options) (*DB, error) {
 	if opts.MaxConns > 0 {
 		cfg.MaxConns = opts.MaxConns
 	}
-	if err := migrate(ctx, cfg.ConnConfig); err != nil {
+	if err := migrate(ctx, cfg); err != nil {
 		return nil, err
 	}
 	cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
@@ -163,10 +163,10 @@ func (db *DB) Pool() *pgxpool.Pool { return db.pool.Pool }
 func (db *DB) FullText() FullText { return db.fullText }
 
 // migrate applies river's pending migrations (its job tables), then the
-// embedded migrations that are not yet recorded, on one connection that
-// holds the advisory lock throughout.
-func migrate(ctx context.Context, cc *pgx.ConnConfig) error {
-	conn, err := pgx.ConnectConfig(ctx, cc)
+// embedded migrations that are not yet recorded, while one connection holds
+// the advisory lock throughout.
+func migrate(ctx context.Context, cfg *pgxpool.Config) error {
+	conn, err := pgx.ConnectConfig(ctx, cfg.ConnConfig)
 	if err != nil {
 		return fmt.Errorf("postgres: connect: %w", err)
 	}
@@ -179,7 +179,7 @@ func migrate(ctx context.Context, cc *pgx.ConnConfig) error {
 		version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
 		return fmt.Errorf("postgres: create schema_migrations: %w", err)
 	}
-	if err := migrateJobs(ctx, conn); err != nil {
+	if err := migrateJobs(ctx, cfg); err != nil {
 		return err
 	}
 	names, err := fs.Glob(migrations, "migrations/*.sql")

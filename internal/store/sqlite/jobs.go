@@ -10,17 +10,12 @@ import (
 	"capsuled/internal/jobs"
 )
 
-// migrateJobs applies river's pending migrations in one transaction.
+// migrateJobs applies river's pending migrations through the writer pool.
 func (db *DB) migrateJobs(ctx context.Context) error {
-	tx, err := db.write.BeginTx(ctx, nil)
-	if err != nil {
+	if err := jobs.MigrateSQLite(ctx, db.write); err != nil {
 		return fmt.Errorf("job migrations: %w", err)
 	}
-	defer tx.Rollback()
-	if err := jobs.MigrateSQLiteTx(ctx, tx); err != nil {
-		return err
-	}
-	return tx.Commit()
+	return nil
 }
 
 // afterMigration holds Go steps that run in the transaction of a migration,

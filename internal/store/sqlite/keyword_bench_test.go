@@ -81,17 +81,10 @@ func startItem(ctx context.Context, st any, id, hash string, at time.Time) (doma
 	return domain.Item{}, fmt.Errorf("%T can start no item", st)
 }
 
-// loadSciFact indexes SciFact's corpus (text only, no vectors) into capsule
-// "bench" of a fresh database and returns the store and the test queries'
-// terms.
-func loadSciFact(b *testing.B) (*sqlite.CapsuleStore, [][]string) {
-	b.Helper()
-	st, _, queries := loadSciFactAt(b, filepath.Join(b.TempDir(), "capsuled.db"))
-	return st, queries
-}
-
-// loadSciFactAt is loadSciFact into the database at path; a database there
-// that already has the capsule is reused as it is.
+// loadSciFactAt indexes SciFact's corpus (text only, no vectors) into
+// capsule "bench" of the database at path and returns the store, the
+// database and the test queries' terms; a database there that already has
+// the capsule is reused as it is.
 func loadSciFactAt(b *testing.B, path string) (*sqlite.CapsuleStore, *sqlite.DB, [][]string) {
 	b.Helper()
 	ctx := context.Background()
