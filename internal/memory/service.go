@@ -32,7 +32,7 @@ type Config struct {
 	Candidates int
 	// RecencyWeight scales the recency bonus, in units of a first-rank
 	// score. Default 0.05 (a tie-breaker; measured on LoCoMo:
-	// docs/benchmarks.md); negative turns it off.
+	// docs/experiments/memory.md); negative turns it off.
 	RecencyWeight float64
 	// RecencyHalfLife is the age at which the recency bonus halves.
 	// Default 30 days.
@@ -44,7 +44,7 @@ type Config struct {
 	ExtractTimeout time.Duration
 	// DenseWeight is the weight of the dense ranking in the fusion (BM25's
 	// is 1; 1 is the retrieval core's Alpha 0.5). Default 1 (measured on
-	// LoCoMo: docs/benchmarks.md).
+	// LoCoMo: docs/experiments/memory.md).
 	DenseWeight float64
 	// IndexAlone indexes each turn by its own text only. By default a turn
 	// is indexed (for BM25 and its vector) together with the turns before
@@ -55,15 +55,15 @@ type Config struct {
 	// name) while BM25 still indexes it with its neighbours.
 	EmbedAlone bool
 	// IndexWindow is how many turns on each side join a turn's full-text
-	// (BM25) index text. Default 2 (measured on LoCoMo: docs/benchmarks.md).
+	// (BM25) index text. Default 2 (measured on LoCoMo: docs/experiments/memory.md).
 	IndexWindow int
 	// Fusion combines the retrievers: FusionCore (default: the capsule
-	// retrieval core's convex mix; measured on LoCoMo: docs/benchmarks.md),
+	// retrieval core's convex mix; measured on LoCoMo: docs/experiments/memory.md),
 	// FusionConvex or FusionRRF.
 	Fusion Fusion
 	// SpeakerWeight is the bonus, in units of a first-rank score, of a
 	// turn whose speaker's (first) name the query mentions. Default 0.5
-	// (measured on LoCoMo: docs/benchmarks.md); negative turns it off.
+	// (measured on LoCoMo: docs/experiments/memory.md); negative turns it off.
 	SpeakerWeight float64
 	// OwnRepeat is how many times a turn's own text is in its index text
 	// (the neighbours once): a field weight for the turn itself, so that of
@@ -73,7 +73,7 @@ type Config struct {
 	// EmbedWindow and EmbedOwnRepeat are IndexWindow and OwnRepeat for the
 	// text a turn's vector is computed from. Default 1 and 2: a wider
 	// window helps BM25 (more of the exchange's words) but blurs the
-	// vector (measured on LoCoMo: docs/benchmarks.md).
+	// vector (measured on LoCoMo: docs/experiments/memory.md).
 	EmbedWindow    int
 	EmbedOwnRepeat int
 	// NeighbourPenalty is the share of its score a turn loses for each
@@ -85,12 +85,12 @@ type Config struct {
 	// best three candidates by this much, and the dense part of every score
 	// is taken again from the moved vector (pseudo-relevance feedback; with
 	// FusionCore and an embedder). Default 0.5 (measured on LoCoMo:
-	// docs/benchmarks.md); negative turns it off.
+	// docs/experiments/memory.md); negative turns it off.
 	FeedbackWeight float64
 	// DateWeight is the bonus, in units of a first-rank score, of a memory
 	// valid on the day or in the month the query names ("on 7 July, 2023",
 	// "in May 2023"; a day either side). Default 1 (measured on LoCoMo:
-	// docs/benchmarks.md); negative turns it off.
+	// docs/experiments/memory.md); negative turns it off.
 	DateWeight float64
 	// Now is the clock. Default time.Now.
 	Now func() time.Time

@@ -27,19 +27,13 @@
 // exactly. A filter that leaves no more chunks than that is scanned exactly,
 // so selective filters lose nothing.
 //
-// Measured by BenchmarkDenseScan (go test -run '^$' -bench BenchmarkDenseScan
-// -benchtime 30x ./internal/retrieval; 200,000 synthetic clustered 384-d
-// vectors, 2 cores under a load average of about 17, so wall times are
-// inflated about tenfold and CPU time per query is the steadier figure):
-// exact 57 CPU-ms per query (306 ms wall), approximate 6.8 CPU-ms (33 ms
-// wall) with recall@10 1.00 against exact (0.99 with a one-in-ten metadata
-// filter), approximate with that filter 1.8 CPU-ms; 187.5 MiB of heap per
-// 100,000 chunks (vectors, codes and items). Exact costs about 0.28 CPU-µs
-// per chunk, so below 50,000 chunks it stays under about 15 CPU-ms per query
-// and keeps exact results; above, the approximate scan's cost grows about
-// eight times slower. Its recall on real all-MiniLM-L6-v2 vectors is what
-// `capsuled bench retrieval` reports as approx_recall_at_10 (see
-// docs/benchmarks.md).
+// Exact search costs time in proportion to the capsule's chunks; the
+// approximate scan's cost grows far more slowly, which is why it takes over
+// from ApproxMin chunks. BenchmarkDenseScan (200,000 synthetic 384-d
+// vectors) measures both scans, their recall against each other and the
+// heap per chunk; `capsuled bench retrieval` reports the approximate scan's
+// recall on real vectors (approx_recall_at_10). The current figures are in
+// docs/benchmarks.md.
 //
 // # Filters
 //
@@ -76,13 +70,8 @@
 // A recency preference then blends in 2^(−age/half-life); min_score and
 // max_chunks_per_item apply last. Ties break by item id, then idx.
 //
-// The defaults come from SciFact train queries (never test), measured by
-// `capsuled bench retrieval --split train --max-docs 700 --sweep` (700
-// documents: every one relevant to a train query, then others; 1,776 chunks;
-// all-MiniLM-L6-v2): nDCG@10 keyword 0.8155, dense 0.8273; RRF k=20 0.8555,
-// k=60 0.8530; convex with the query-relative keyword score, Alpha
-// 0.3/0.4/0.5/0.6/0.7/0.8: 0.8607 0.8656 0.8678 0.8657 0.8654 0.8558; convex
-// with x/(x+10) (same run): 0.8544 0.8623 0.8648 0.8659 0.8655 0.8592.
-// The convex mix with the query-relative keyword score and Alpha 0.5 is the
-// best, so it is the default.
+// The defaults (FusionConvex, Alpha 0.5, KeywordNormQuery) were chosen on
+// SciFact's train queries, never its test queries, with `capsuled bench
+// retrieval --split train --sweep`; the sweep is in
+// docs/experiments/retrieval.md.
 package retrieval
