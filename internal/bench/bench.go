@@ -18,6 +18,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 
 	"capsuled/internal/cli"
 )
@@ -25,23 +26,28 @@ import (
 // A harness runs one benchmark with its command-line arguments.
 type harness func(ctx context.Context, args []string, stdout, stderr io.Writer) error
 
-func harnesses() map[string]harness {
-	return map[string]harness{
-		"retrieval": runRetrieval,
-		"agent":     runAgent,
-		"load":      runLoad,
-		"memory":    runMemory,
-	}
+// harnesses are the benchmarks by name, in the order the usage lists them.
+var harnesses = []struct {
+	name string
+	run  harness
+}{
+	{"retrieval", runRetrieval},
+	{"agent", runAgent},
+	{"memory", runMemory},
+	{"load", runLoad},
 }
 
 // Run is `capsuled bench NAME [flags]`: it runs the harness NAME with the
 // rest of args. An unknown or missing name prints the usage to stderr and
 // returns cli.ErrUsage.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	hs := harnesses()
-	if len(args) == 0 || hs[args[0]] == nil {
-		fmt.Fprintln(stderr, "usage: capsuled bench retrieval|agent|memory|load [flags]   (-h after the name for its flags)")
-		return cli.ErrUsage
+	names := make([]string, len(harnesses))
+	for i, h := range harnesses {
+		if len(args) > 0 && args[0] == h.name {
+			return h.run(ctx, args[1:], stdout, stderr)
+		}
+		names[i] = h.name
 	}
-	return hs[args[0]](ctx, args[1:], stdout, stderr)
+	fmt.Fprintf(stderr, "usage: capsuled bench %s [flags]   (-h after the name for its flags)\n", strings.Join(names, "|"))
+	return cli.ErrUsage
 }
