@@ -243,10 +243,7 @@ func (s *Service) generator(model string) (string, Generator, bool) {
 // generators' models, then the aliases.
 func (s *Service) Models() []string {
 	out := append([]string(nil), s.models...)
-	for _, a := range s.cfg.Aliases {
-		out = append(out, a)
-	}
-	return out
+	return append(out, s.cfg.Aliases...)
 }
 
 // Embedder is the service's embedder (nil: keyword-only retrieval).
