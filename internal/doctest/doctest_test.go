@@ -196,6 +196,8 @@ func TestDocsCommands(t *testing.T) {
 
 	t.Run("docs", func(t *testing.T) {
 		docs, _ := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+		logs, _ := filepath.Glob(filepath.Join(root, "docs", "experiments", "*.md"))
+		docs = append(docs, logs...)
 		checked := 0
 		for _, d := range docs {
 			for _, b := range shellBlocks(t, d) {
