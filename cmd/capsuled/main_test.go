@@ -191,7 +191,7 @@ func TestServe(t *testing.T) {
 			done <- run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--data", dir, "--model-fetch=false"}, io.Discard, &errb)
 		}()
 		listening := regexp.MustCompile(`addr=http://(127\.0\.0\.1:\d+)`)
-		deadline := time.Now().Add(10 * time.Second)
+		deadline := time.Now().Add(60 * time.Second)
 		for time.Now().Before(deadline) {
 			if m := listening.FindStringSubmatch(errb.String()); m != nil {
 				a := m[1]
@@ -246,7 +246,7 @@ func TestModelsCommands(t *testing.T) {
 	if code, _, stderr := runCLI(t, "models", "shrink"); code != 2 || !strings.Contains(stderr, "unknown subcommand") {
 		t.Fatalf("unknown: %d %q", code, stderr)
 	}
-	code, _, stderr := runCLI(t, "models", "fetch", "--data", t.TempDir(), "--model-url", "http://127.0.0.1:1", "--model-dir", "")
+	code, _, stderr := runCLI(t, "models", "fetch", "--data", t.TempDir(), "--model-url", "http://127.0.0.1:1", "--model-dir", "", "--source", "home")
 	if code != 1 || !strings.Contains(stderr, "cannot download the embedding model") {
 		t.Fatalf("fetch from nowhere: %d %q", code, stderr)
 	}
