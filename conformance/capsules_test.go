@@ -457,3 +457,16 @@ func TestCapsuleAllowLists(t *testing.T) {
 		expect(t, do(t, r), http.StatusForbidden)
 	}
 }
+
+// TestQueryNullWishlist: "wishlist": null is the default wishlist, as an
+// absent one is (clients that serialise every optional field send null).
+func TestQueryNullWishlist(t *testing.T) {
+	createCapsule(t, "conf-nullwish")
+	addText(t, "conf-nullwish", map[string]any{"content": "Tides rise and fall twice a day."}, http.StatusCreated)
+	absent := query(t, "conf-nullwish", map[string]any{"query": "tides"}, http.StatusOK)
+	null := query(t, "conf-nullwish", map[string]any{"query": "tides", "wishlist": nil}, http.StatusOK)
+	if len(null) == 0 || len(null) != len(absent) || null[0].Content != absent[0].Content {
+		t.Fatalf("null wishlist %+v, absent %+v", null, absent)
+	}
+	query(t, "conf-nullwish", map[string]any{"query": "tides", "wishlist": map[string]any{"mode": "bogus"}}, http.StatusBadRequest)
+}
