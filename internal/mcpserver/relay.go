@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -52,19 +54,30 @@ func Relay(ctx context.Context, local mcp.Transport, endpoint, key string, clien
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	pending := &pendingCalls{ids: map[jsonrpc.ID]bool{}, idle: make(chan struct{}, 1)}
 	errc := make(chan error, 2)
 	go func() { // local → server
 		for {
 			msg, err := conn.Read(ctx)
 			if err != nil {
+				// The client closed its input: deliver the answers it
+				// still waits for, then end.
+				if endOf("", err) == nil {
+					pending.wait(ctx, relayDrain)
+				}
 				errc <- endOf("local client", err)
 				return
 			}
+			req, isCall := msg.(*jsonrpc.Request)
+			isCall = isCall && req.IsCall()
+			if isCall {
+				pending.add(req.ID)
+			}
 			if err := remote.Write(ctx, msg); err != nil {
-				req, ok := msg.(*jsonrpc.Request)
-				if !ok || !req.IsCall() {
+				if !isCall {
 					continue // a notification: nobody waits for an answer
 				}
+				pending.done(req.ID)
 				resp := &jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
 					Message: "capsuled relay: " + relayMessage(err)}}
 				if err := conn.Write(ctx, resp); err != nil {
@@ -85,6 +98,9 @@ func Relay(ctx context.Context, local mcp.Transport, endpoint, key string, clien
 				errc <- endOf("local client", err)
 				return
 			}
+			if resp, ok := msg.(*jsonrpc.Response); ok {
+				pending.done(resp.ID)
+			}
 		}
 	}()
 	err = <-errc
@@ -92,6 +108,57 @@ func Relay(ctx context.Context, local mcp.Transport, endpoint, key string, clien
 		return nil
 	}
 	return err
+}
+
+// relayDrain bounds how long the relay waits, after the local client closed
+// its input, for the answers to the requests it sent.
+const relayDrain = 2 * time.Minute
+
+// pendingCalls are the requests relayed to the server and not answered yet.
+type pendingCalls struct {
+	mu   sync.Mutex
+	ids  map[jsonrpc.ID]bool
+	idle chan struct{} // signalled when ids becomes empty
+}
+
+func (p *pendingCalls) add(id jsonrpc.ID) {
+	p.mu.Lock()
+	p.ids[id] = true
+	p.mu.Unlock()
+}
+
+func (p *pendingCalls) done(id jsonrpc.ID) {
+	p.mu.Lock()
+	delete(p.ids, id)
+	empty := len(p.ids) == 0
+	p.mu.Unlock()
+	if empty {
+		select {
+		case p.idle <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// wait returns when no call is pending, after d, or when ctx ends.
+func (p *pendingCalls) wait(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
+		p.mu.Lock()
+		empty := len(p.ids) == 0
+		p.mu.Unlock()
+		if empty {
+			return
+		}
+		select {
+		case <-p.idle:
+		case <-t.C:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // endOf says which side ended the relay; a clean end of input is no error.
@@ -102,11 +169,17 @@ func endOf(side string, err error) error {
 	return fmt.Errorf("%s: %w", side, err)
 }
 
-// relayMessage is the text of a failed POST, without the SDK's framing.
+// relayMessage is the text of a failed POST, with what to do about the
+// refusals a user can fix (the SDK reports only the HTTP status text).
 func relayMessage(err error) string {
 	s := err.Error()
-	if i := strings.LastIndex(s, "broken session: "); i >= 0 {
-		s = s[i+len("broken session: "):]
+	switch {
+	case strings.HasSuffix(s, http.StatusText(http.StatusUnauthorized)):
+		s += " (401: the server refused the key; check --key or CAPSULED_API_KEY)"
+	case strings.HasSuffix(s, http.StatusText(http.StatusForbidden)):
+		s += " (403: the key has neither the capsules:read nor the memory scope)"
+	case strings.HasSuffix(s, http.StatusText(http.StatusTooManyRequests)):
+		s += " (429: the key is over its rate limit; retry later)"
 	}
 	return s
 }

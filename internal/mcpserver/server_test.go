@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"capsuled/internal/mcpserver"
 )
 
 // bearer adds a bearer credential to every request.
@@ -337,6 +339,33 @@ func TestHTTP(t *testing.T) {
 		}
 	})
 
+	t.Run("relay", func(t *testing.T) {
+		local, relayEnd := mcp.NewInMemoryTransports()
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- mcpserver.Relay(ctx, relayEnd, f.base+"/mcp", f.keys["alpha"], nil) }()
+		s, err := mcp.NewClient(&mcp.Implementation{Name: "relay-test"}, nil).Connect(ctx, local, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := toolNames(t, s); !slices.Equal(got, allToolNames) {
+			t.Errorf("tools through the relay: %v", got)
+		}
+		var caps struct {
+			Capsules []struct{ Name string } `json:"capsules"`
+		}
+		call(t, s, "list_capsules", nil, &caps)
+		if len(caps.Capsules) != 1 || caps.Capsules[0].Name != "alpha" {
+			t.Errorf("list_capsules through the relay: %+v", caps)
+		}
+		mustFail(t, s, "search", map[string]any{"query": "x", "capsule": "beta"}, "capsule_not_allowed")
+		s.Close()
+		if err := <-done; err != nil {
+			t.Errorf("relay ended with %v", err)
+		}
+		cancel()
+	})
+
 	t.Run("bad arguments are tool errors", func(t *testing.T) {
 		s := f.connect(t, f.keys["all"])
 		for _, c := range []struct {
@@ -397,4 +426,22 @@ func rawPost(t *testing.T, url, authorization string) (int, string, http.Header)
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b), resp.Header
+}
+
+func TestEndpointURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"http://127.0.0.1:8080":         "http://127.0.0.1:8080/mcp",
+		"http://127.0.0.1:8080/":        "http://127.0.0.1:8080/mcp",
+		"http://127.0.0.1:8080/v1":      "http://127.0.0.1:8080/mcp",
+		"https://rag.example.com/mcp":   "https://rag.example.com/mcp",
+		"https://example.com/capsuled/": "https://example.com/capsuled/mcp",
+		"127.0.0.1:8080":                "",
+		"ftp://example.com":             "",
+		"http://":                       "",
+	} {
+		got, err := mcpserver.EndpointURL(in)
+		if got != want || (err == nil) != (want != "") {
+			t.Errorf("EndpointURL(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
 }

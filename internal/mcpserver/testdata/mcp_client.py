@@ -9,8 +9,9 @@ Plan: {"transport": "http", "url": URL, "key": KEY}
    plus "steps": a list of {"op": "list_tools"} | {"op": "call", "name": N,
    "args": {...}} | {"op": "list_resources"} | {"op": "list_templates"} |
    {"op": "read_resource", "uri": U}.
-Output: {"sdk": VERSION, "connect_error": str|null, "results": [...]}, one
-result per step.
+Output: {"sdk": VERSION, "connect_error": str|null, "results": [...],
+"http_statuses": [...]}: one result per step, and the status of every HTTP
+response (the SDK's errors do not carry it).
 """
 
 import asyncio
@@ -23,8 +24,11 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 
-def dump(model):
-    return json.loads(model.model_dump_json(by_alias=True, exclude_none=True))
+def leaves(e):
+    """The exceptions inside (nested) exception groups."""
+    if isinstance(e, BaseExceptionGroup):
+        return [x for sub in e.exceptions for x in leaves(sub)]
+    return [e]
 
 
 async def run_step(client, step):
@@ -53,9 +57,15 @@ async def run_step(client, step):
 
 async def main():
     plan = json.load(sys.stdin)
-    out = {"sdk": importlib.metadata.version("mcp"), "connect_error": None, "results": []}
+    out = {"sdk": importlib.metadata.version("mcp"), "connect_error": None, "results": [], "http_statuses": []}
     if plan["transport"] == "http":
-        http = httpx2.AsyncClient(headers={"Authorization": "Bearer " + plan["key"]}, timeout=120)
+
+        async def record(response):
+            out["http_statuses"].append(response.status_code)
+
+        http = httpx2.AsyncClient(
+            headers={"Authorization": "Bearer " + plan["key"]}, timeout=120, event_hooks={"response": [record]}
+        )
         server = streamable_http_client(plan["url"], http_client=http)
     else:
         server = StdioServerParameters(command=plan["command"], args=plan.get("args", []), env=plan.get("env"))
@@ -66,9 +76,7 @@ async def main():
     except BaseException as e:  # a refused connection ends in an exception group
         if isinstance(e, (KeyboardInterrupt, SystemExit)):
             raise
-        out["connect_error"] = f"{type(e).__name__}: {e}" + "".join(
-            f" | {type(x).__name__}: {x}" for x in getattr(e, "exceptions", [])
-        )
+        out["connect_error"] = " | ".join(f"{type(x).__name__}: {x}" for x in leaves(e))
     json.dump(out, sys.stdout)
 
 
