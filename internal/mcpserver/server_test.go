@@ -150,7 +150,13 @@ func TestHTTP(t *testing.T) {
 				t.Errorf("%s: %d %q (WWW-Authenticate %q), want 401", name, status, body, hdr.Get("WWW-Authenticate"))
 			}
 		}
-		status, body, _ := rawPost(t, f.base+"/mcp", "Bearer "+f.keys["chat"])
+		// Behind a reverse proxy on the same machine: a public Host on a
+		// loopback connection is served (the credential is what counts).
+		status, body, _ := rawPostHost(t, f.base+"/mcp", "rag.example.com", "Bearer "+f.keys["all"])
+		if status != http.StatusOK || !strings.Contains(body, `"serverInfo"`) {
+			t.Errorf("a proxied Host: %d %s", status, body)
+		}
+		status, body, _ = rawPost(t, f.base+"/mcp", "Bearer "+f.keys["chat"])
 		if status != http.StatusForbidden || !strings.Contains(body, `"code":"missing_scope"`) || !strings.Contains(body, `"type":"permission_error"`) {
 			t.Errorf("chat-only key: %d %s, want 403 missing_scope", status, body)
 		}
@@ -412,12 +418,21 @@ func TestHTTP(t *testing.T) {
 // header and returns the status, body and headers.
 func rawPost(t *testing.T, url, authorization string) (int, string, http.Header) {
 	t.Helper()
+	return rawPostHost(t, url, "", authorization)
+}
+
+// rawPostHost is rawPost with the Host header set to host (when not empty).
+func rawPostHost(t *testing.T, url, host, authorization string) (int, string, http.Header) {
+	t.Helper()
 	body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
 	req, _ := http.NewRequest("POST", url, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	if authorization != "" {
 		req.Header.Set("Authorization", authorization)
+	}
+	if host != "" {
+		req.Host = host
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
