@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"capsuled/internal/domain"
+	"capsuled/internal/ingest"
 	"capsuled/internal/ingest/chunk"
 	"capsuled/internal/ingest/detect"
 	"capsuled/internal/ingest/parse"
@@ -324,6 +325,7 @@ func (s *Service) AddItem(ctx context.Context, capsule string, in NewItem) (doma
 		if it.URI == "" {
 			it.URI = "file:" + in.FileName
 		}
+		it.Metadata, it.TimeAuthored = withFileMetadata(in.Metadata, in.TimeAuthored, s.fileMetadata(ctx, hash, it.FileType))
 	} else if it.URI == "" {
 		it.URI = "sha256:" + hash
 	}
@@ -358,6 +360,45 @@ func (s *Service) fileType(hash, name, given string) (string, error) {
 	head := make([]byte, 8192)
 	n, _ := io.ReadFull(f, head)
 	return detect.ResolveType(name, given, head[:n]), nil
+}
+
+// fileMetadata reads what a file says about itself (see
+// parse.ReadMetadata). A file whose metadata cannot be read has none: its
+// text may still be readable, and ingestion reports what is not.
+func (s *Service) fileMetadata(ctx context.Context, hash, fileType string) ingest.Metadata {
+	f, err := s.blobs.open(hash)
+	if err != nil {
+		return ingest.Metadata{}
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return ingest.Metadata{}
+	}
+	m, err := parse.ReadMetadata(ctx, f, st.Size(), fileType)
+	if err != nil {
+		s.log.Debug("file metadata unreadable", "type", fileType, "err", err)
+	}
+	return m
+}
+
+// withFileMetadata merges a file's own metadata under what the client sent:
+// the client's metadata fields and time_authored win, the file's title,
+// author, date, description and keywords fill the fields it left out, and
+// the file's date is the time authored when the client gave none.
+func withFileMetadata(sent map[string]any, sentAuthored *time.Time, file ingest.Metadata) (map[string]any, *time.Time) {
+	out := make(map[string]any, len(sent)+5)
+	for k, v := range file.Fields() {
+		out[k] = v
+	}
+	for k, v := range sent {
+		out[k] = v
+	}
+	if sentAuthored == nil && !file.Date.IsZero() {
+		d := file.Date.UTC().Truncate(time.Millisecond)
+		sentAuthored = &d
+	}
+	return out, sentAuthored
 }
 
 // GetItem returns an item of a capsule.

@@ -1,6 +1,10 @@
 package ingest
 
-import "strings"
+import (
+	"strings"
+	"time"
+	"unicode/utf8"
+)
 
 // BlockKind says what a Block is.
 type BlockKind string
@@ -74,6 +78,73 @@ func ParagraphBlocks(text string, path []string) []Block {
 			out = append(out, Block{Kind: BlockParagraph, Path: path, Start: start, End: e})
 		}
 		i = end
+	}
+	return out
+}
+
+// Metadata is what a file says about itself: Markdown front matter, an HTML
+// head, a PDF's document information, a DOCX file's core properties.
+type Metadata struct {
+	Title       string
+	Author      string // several authors joined by ", "
+	Description string
+	Keywords    []string
+	Date        time.Time // when the document was written; zero when unknown
+}
+
+// Clean collapses white space in every text, drops empty and repeated
+// keywords, and cuts texts to maxText bytes, keywords to maxKeyword bytes
+// and their list to maxKeywords (on UTF-8 boundaries).
+func (m Metadata) Clean(maxText, maxKeywords, maxKeyword int) Metadata {
+	out := Metadata{
+		Title:       clip(m.Title, maxText),
+		Author:      clip(m.Author, maxText),
+		Description: clip(m.Description, maxText),
+		Date:        m.Date,
+	}
+	seen := map[string]bool{}
+	for _, k := range m.Keywords {
+		k = clip(k, maxKeyword)
+		if k == "" || seen[k] || len(out.Keywords) >= maxKeywords {
+			continue
+		}
+		seen[k] = true
+		out.Keywords = append(out.Keywords, k)
+	}
+	return out
+}
+
+// clip collapses white space and keeps at most n bytes of whole runes.
+func clip(s string, n int) string {
+	s = strings.Join(strings.Fields(strings.ToValidUTF8(s, "\uFFFD")), " ")
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return strings.TrimSpace(s[:n])
+}
+
+// Fields returns the metadata as item metadata fields: title, author,
+// description (strings), keywords (a list of strings) and date (RFC 3339),
+// each only when present.
+func (m Metadata) Fields() map[string]any {
+	out := map[string]any{}
+	for k, v := range map[string]string{"title": m.Title, "author": m.Author, "description": m.Description} {
+		if v != "" {
+			out[k] = v
+		}
+	}
+	if len(m.Keywords) > 0 {
+		kw := make([]any, len(m.Keywords))
+		for i, k := range m.Keywords {
+			kw[i] = k
+		}
+		out["keywords"] = kw
+	}
+	if !m.Date.IsZero() {
+		out["date"] = m.Date.Format(time.RFC3339)
 	}
 	return out
 }

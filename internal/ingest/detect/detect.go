@@ -175,14 +175,16 @@ func ResolveType(fileName, given string, head []byte) string {
 	case "", "application/octet-stream", "binary/octet-stream", "application/unknown":
 		return Sniff(fileName, head)
 	case "text/plain":
-		if byName := typeByName(fileName); byName != "" && isTextType(byName) {
+		if byName := typeByName(fileName); byName != "" && IsText(byName) {
 			return byName
 		}
 	}
 	return t
 }
 
-func isTextType(t string) bool {
+// IsText reports whether the canonical MIME type t is a text format (text/*,
+// JSON, JSON lines, YAML, TOML, SQL, XML).
+func IsText(t string) bool {
 	if strings.HasPrefix(t, "text/") {
 		return true
 	}
@@ -222,12 +224,12 @@ func Sniff(fileName string, head []byte) string {
 		}
 		return detected
 	case !isText(m) && !(detected == "application/octet-stream" && !IsBinary(head)):
-		if detected == "application/octet-stream" && byName != "" && !isTextType(byName) {
+		if detected == "application/octet-stream" && byName != "" && !IsText(byName) {
 			return byName
 		}
 		return detected
 	}
-	if byName != "" && isTextType(byName) {
+	if byName != "" && IsText(byName) {
 		return byName
 	}
 	if detected == "text/html" {
@@ -266,20 +268,25 @@ func zipHas(b []byte, name string) bool {
 
 // IsBinary reports whether head is not plausibly text: it is not UTF-16
 // with a byte-order mark, and 5% or more of its bytes are control
-// characters other than tab, newline, carriage return and form feed. Text
-// in any ASCII-compatible encoding passes; a stray NUL does not make a file
-// binary.
+// characters (ControlBytes). Text in any ASCII-compatible encoding passes;
+// a stray NUL does not make a file binary.
 func IsBinary(head []byte) bool {
 	if bytes.HasPrefix(head, []byte{0xFF, 0xFE}) || bytes.HasPrefix(head, []byte{0xFE, 0xFF}) {
 		return false
 	}
-	bad := 0
-	for _, c := range head {
+	return len(head) > 0 && ControlBytes(head)*20 >= len(head)
+}
+
+// ControlBytes counts the bytes of b that are control characters other than
+// tab, newline, carriage return and form feed.
+func ControlBytes(b []byte) int {
+	n := 0
+	for _, c := range b {
 		if c < 0x20 && c != '\n' && c != '\r' && c != '\t' && c != '\f' {
-			bad++
+			n++
 		}
 	}
-	return bad*20 >= len(head) && len(head) > 0
+	return n
 }
 
 // sniffLimit is how much of a text file the content rules look at.

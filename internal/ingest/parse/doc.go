@@ -51,7 +51,19 @@
 //
 // Anything else (images, archives, executables, random bytes) and corrupt
 // files return a *domain.Error of KindUnprocessable whose message says why,
-// e.g. "unsupported file type image/png" or "corrupt PDF: …". No input makes
-// a parser panic: each runs behind a recover that turns a panic into such an
-// error.
+// e.g. "unsupported file type image/png" or "corrupt PDF: …". Content of a
+// text type that is binary (5% or more control bytes, or, read as UTF-8,
+// more than 10% invalid bytes) is refused with code binary_content rather
+// than indexed as mojibake; unrecognised binary (application/octet-stream)
+// is an unsupported file type. No input makes a parser panic: each runs
+// behind a recover that turns a panic into such an error.
+//
+// # Metadata
+//
+// ReadMetadata reads what a file says about itself, reading only the part
+// that holds it: Markdown front matter (YAML), an HTML head (<title> and
+// <meta> author, description, keywords and date names), a PDF's document
+// information dictionary, a DOCX file's docProps/core.xml. The result is an
+// ingest.Metadata (title, author, description, keywords, date), bounded in
+// size; docs/ingestion.md has the mapping of each format's fields.
 package parse

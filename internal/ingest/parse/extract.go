@@ -1,6 +1,7 @@
 package parse
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"runtime/debug"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"capsuled/internal/domain"
 	"capsuled/internal/ingest"
@@ -30,6 +32,24 @@ type ParserFunc func(ctx context.Context, data []byte, fileName string) (ingest.
 // Parse calls f.
 func (f ParserFunc) Parse(ctx context.Context, data []byte, fileName string) (ingest.Document, error) {
 	return f(ctx, data, fileName)
+}
+
+// A MetadataReader reads what a file says about itself (see ReadMetadata),
+// reading only the parts it needs. A Parser of a format that carries
+// metadata implements it too.
+type MetadataReader interface {
+	ReadMetadata(ctx context.Context, r io.ReaderAt, size int64) (ingest.Metadata, error)
+}
+
+// withMetadata is a parser with its format's metadata reader.
+type withMetadata struct {
+	ParserFunc
+	meta func(ctx context.Context, r io.ReaderAt, size int64) (ingest.Metadata, error)
+}
+
+// ReadMetadata calls the metadata reader.
+func (p withMetadata) ReadMetadata(ctx context.Context, r io.ReaderAt, size int64) (ingest.Metadata, error) {
+	return p.meta(ctx, r, size)
 }
 
 // A Registry maps canonical MIME types to parsers. It is immutable once built
@@ -81,10 +101,10 @@ func (r *Registry) Supports(mimeType string) bool {
 func DefaultParsers() map[string]Parser {
 	m := map[string]Parser{
 		"text/plain":                ParserFunc(parsePlain),
-		"text/markdown":             ParserFunc(parseMarkdown),
-		"text/html":                 ParserFunc(parseHTML),
-		"application/pdf":           ParserFunc(parsePDF),
-		detect.DOCX:                 ParserFunc(parseDOCX),
+		"text/markdown":             withMetadata{parseMarkdown, markdownMetadata},
+		"text/html":                 withMetadata{parseHTML, htmlMetadata},
+		"application/pdf":           withMetadata{parsePDF, pdfMetadata},
+		detect.DOCX:                 withMetadata{parseDOCX, docxMetadata},
 		"text/csv":                  ParserFunc(parseCSV),
 		"text/tab-separated-values": ParserFunc(parseTSV),
 		"application/json":          ParserFunc(parseJSON),
@@ -141,12 +161,22 @@ func (r *Registry) Extract(ctx context.Context, rd io.Reader, fileName, mimeType
 // recovering from panics.
 func (r *Registry) Parse(ctx context.Context, data []byte, fileName, mimeType string) (doc ingest.Document, err error) {
 	typ := detect.NormalizeMIME(mimeType)
+	if typ == "application/octet-stream" {
+		return ingest.Document{}, unprocessable("unsupported_file_type", nil,
+			"unsupported file type application/octet-stream: binary content that is neither text nor a known document format")
+	}
 	p, ok := r.parsers[typ]
 	if !ok {
 		if typ == "" {
 			typ = "unknown"
 		}
 		return ingest.Document{}, unprocessable("unsupported_file_type", nil, "unsupported file type %s", typ)
+	}
+	if detect.IsText(typ) {
+		if reason := binaryReason(data, typ); reason != "" {
+			return ingest.Document{}, unprocessable("binary_content", nil,
+				"binary content declared as %s: %s; upload text as UTF-8, or a supported document format", typ, reason)
+		}
 	}
 	defer func() {
 		if v := recover(); v != nil {
@@ -247,4 +277,36 @@ func trimBlankLines(s string) string {
 		}
 		s = s[i+1:]
 	}
+}
+
+// binarySample is how much of a file binaryReason looks at.
+const binarySample = 64 << 10
+
+// binaryReason says why data, declared as the text type typ, is binary
+// rather than text, or "" when it is text: 5% or more control characters
+// (detect.IsBinary), or, for types read as UTF-8 (all but HTML, which
+// declares its own charset), more than 10% of bytes that are not valid UTF-8
+// in a file that does hold valid multi-byte UTF-8 (a file with none is read
+// as Windows-1252, a legitimate 8-bit encoding).
+func binaryReason(data []byte, typ string) string {
+	head := data[:min(len(data), binarySample)]
+	if detect.IsBinary(head) {
+		return fmt.Sprintf("%.0f%% of its first %d bytes are control characters", 100*float64(detect.ControlBytes(head))/float64(len(head)), len(head))
+	}
+	if typ == "text/html" || bytes.HasPrefix(head, []byte{0xFF, 0xFE}) || bytes.HasPrefix(head, []byte{0xFE, 0xFF}) ||
+		utf8.Valid(head) || !hasMultibyteUTF8(head) {
+		return ""
+	}
+	bad := 0
+	for i := 0; i < len(head); {
+		r, n := utf8.DecodeRune(head[i:])
+		if r == utf8.RuneError && n == 1 && len(head)-i >= utf8.UTFMax {
+			bad++
+		}
+		i += n
+	}
+	if bad*10 > len(head) {
+		return fmt.Sprintf("%.0f%% of its first %d bytes are not valid UTF-8", 100*float64(bad)/float64(len(head)), len(head))
+	}
+	return ""
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
@@ -166,7 +167,13 @@ func TestExtractErrors(t *testing.T) {
 	}{
 		{"png", readFixture(t, "image.png"), "image.png", "", 0, domain.KindUnprocessable, "unsupported file type image/png"},
 		{"png named txt", readFixture(t, "image.png"), "notes.txt", "", 0, domain.KindUnprocessable, "unsupported file type image/png"},
-		{"random", readFixture(t, "random.bin"), "blob", "", 0, domain.KindUnprocessable, "unsupported file type application/octet-stream"},
+		{"random", readFixture(t, "random.bin"), "blob", "", 0, domain.KindUnprocessable, "unsupported file type application/octet-stream: binary content"},
+		{"random named bin", readFixture(t, "random.bin"), "blob.bin", "application/octet-stream", 0, domain.KindUnprocessable, "unsupported file type application/octet-stream: binary content"},
+		{"random declared text", readFixture(t, "random.bin"), "blob.bin", "text/plain", 0, domain.KindUnprocessable, "binary content declared as text/plain: 1"},
+		{"random named txt", readFixture(t, "random.bin"), "notes.txt", "", 0, domain.KindUnprocessable, "unsupported file type application/octet-stream"},
+		{"random declared json", readFixture(t, "random.bin"), "x", "application/json", 0, domain.KindUnprocessable, "control characters"},
+		{"random declared markdown", readFixture(t, "random.bin"), "x.md", "text/markdown", 0, domain.KindUnprocessable, "control characters"},
+		{"high bytes declared text", highBytes(), "blob.bin", "text/plain", 0, domain.KindUnprocessable, "are not valid UTF-8; upload text as UTF-8"},
 		{"zip", readFixture(t, "notdocx.zip"), "archive.zip", "", 0, domain.KindUnprocessable, "unsupported file type application/zip"},
 		{"zip as docx", readFixture(t, "notdocx.zip"), "report.docx", "", 0, domain.KindUnprocessable, "corrupt DOCX: word/document.xml is missing"},
 		{"text as docx", []byte("hello"), "x.docx", detect.DOCX, 0, domain.KindUnprocessable, "corrupt DOCX: not a zip archive"},
@@ -328,4 +335,15 @@ func TestExtractEmpty(t *testing.T) {
 			t.Errorf("%s: %q %v", name, doc.Text, doc.Blocks)
 		}
 	}
+}
+
+// highBytes is random bytes without control characters, mostly above 0x7F:
+// binary junk that has no control bytes to give it away.
+func highBytes() []byte {
+	rng := rand.New(rand.NewPCG(5, 6))
+	b := make([]byte, 4096)
+	for i := range b {
+		b[i] = byte(0x20 + rng.UintN(0xE0))
+	}
+	return b
 }

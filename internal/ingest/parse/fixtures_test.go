@@ -26,7 +26,11 @@ func pdfEscape(s string) string {
 // buildPDF writes a minimal, valid PDF 1.4 with one page per element of
 // pages; each line of a page is drawn with Helvetica 12pt, 14pt apart, and
 // an empty line leaves a paragraph gap.
-func buildPDF(pages [][]string) []byte {
+func buildPDF(pages [][]string) []byte { return buildPDFInfo(pages, "") }
+
+// buildPDFInfo is buildPDF with a document information dictionary (info is
+// its body, such as "/Title (x)"; none when empty).
+func buildPDFInfo(pages [][]string, info string) []byte {
 	var buf bytes.Buffer
 	var offsets []int
 	obj := func(body string) {
@@ -57,12 +61,17 @@ func buildPDF(pages [][]string) []byte {
 		}
 		obj(fmt.Sprintf("<< /Length %d >>\nstream\n%sendstream", cs.Len(), cs.String()))
 	}
+	infoRef := ""
+	if info != "" {
+		obj("<< " + info + " >>")
+		infoRef = fmt.Sprintf(" /Info %d 0 R", len(offsets))
+	}
 	xref := buf.Len()
 	fmt.Fprintf(&buf, "xref\n0 %d\n0000000000 65535 f \n", len(offsets)+1)
 	for _, o := range offsets {
 		fmt.Fprintf(&buf, "%010d 00000 n \n", o)
 	}
-	fmt.Fprintf(&buf, "trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n", len(offsets)+1, xref)
+	fmt.Fprintf(&buf, "trailer\n<< /Size %d /Root 1 0 R%s >>\nstartxref\n%d\n%%%%EOF\n", len(offsets)+1, infoRef, xref)
 	return buf.Bytes()
 }
 

@@ -3,10 +3,15 @@ package parse
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"io"
 	"testing"
+	"time"
+	"unicode/utf8"
 
 	"capsuled/internal/domain"
+	"capsuled/internal/ingest"
 	"capsuled/internal/ingest/detect"
 )
 
@@ -89,5 +94,63 @@ func FuzzSniff(f *testing.F) {
 			return
 		}
 		checkDocInvariants(t, doc)
+	})
+}
+
+// fuzzMetadata runs one metadata reader on arbitrary bytes (directly, not
+// behind ReadMetadata's recover): it must not panic, and what ReadMetadata
+// keeps of it must be valid UTF-8 within the bounds and marshal to JSON.
+func fuzzMetadata(f *testing.F, mime string, read func(context.Context, io.ReaderAt, int64) (ingest.Metadata, error), seeds ...[]byte) {
+	for _, s := range seeds {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := read(context.Background(), bytes.NewReader(data), int64(len(data)))
+		if err != nil {
+			return
+		}
+		m = m.Clean(metaMaxText, metaMaxKeywords, metaMaxKeyword)
+		for _, s := range append([]string{m.Title, m.Author, m.Description}, m.Keywords...) {
+			if !utf8.ValidString(s) || len(s) > metaMaxText {
+				t.Fatalf("%s: bad text %q", mime, s)
+			}
+		}
+		if _, err := json.Marshal(m.Fields()); err != nil {
+			t.Fatalf("%s: fields do not marshal: %v", mime, err)
+		}
+	})
+}
+
+func FuzzMetadataMarkdown(f *testing.F) {
+	fuzzMetadata(f, "text/markdown", markdownMetadata,
+		[]byte("---\ntitle: T\nauthors: [a, {name: b}]\ndate: 2023-05-17\ntags: x, y\n---\nbody"),
+		[]byte("---\na: &x [*x]\n---\n"))
+}
+
+func FuzzMetadataHTML(f *testing.F) {
+	fuzzMetadata(f, "text/html", htmlMetadata,
+		[]byte(`<html><head><title>T</title><meta name="author" content="A"><meta property="article:published_time" content="2022-11-05"></head></html>`))
+}
+
+func FuzzMetadataPDF(f *testing.F) {
+	fuzzMetadata(f, "application/pdf", pdfMetadata,
+		buildPDFInfo([][]string{{"x"}}, `/Title (T) /Author <FEFF0041> /CreationDate (D:20240301120000+01'00')`))
+}
+
+func FuzzMetadataDOCX(f *testing.F) {
+	fuzzMetadata(f, detect.DOCX, docxMetadata, docxWithCore(coreXML))
+}
+
+// FuzzParseDate: the date readers never panic and keep years in 1–9999.
+func FuzzParseDate(f *testing.F) {
+	for _, s := range []string{"2024-05-01T10:20:30Z", "May 1, 2024", "D:20240301120000+01'00'", "D:99999999"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, parse := range []func(string) (time.Time, bool){ParseDate, ParsePDFDate} {
+			if d, ok := parse(s); ok && (d.Year() < 1 || d.Year() > 9999) {
+				t.Fatalf("%q: year %d", s, d.Year())
+			}
+		}
 	})
 }

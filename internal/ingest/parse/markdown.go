@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"capsuled/internal/ingest"
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/ast"
 	"github.com/yuin/goldmark/extension"
@@ -14,8 +15,6 @@ import (
 	gmtext "github.com/yuin/goldmark/text"
 	"github.com/yuin/goldmark/util"
 	"golang.org/x/net/html"
-
-	"capsuled/internal/ingest"
 )
 
 // newMarkdownParser returns a CommonMark parser with the GitHub table and

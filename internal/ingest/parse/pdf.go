@@ -27,7 +27,7 @@ func parsePDF(ctx context.Context, data []byte, _ string) (doc ingest.Document, 
 	if bytes.HasPrefix(data, []byte("%PDF-2")) {
 		return ingest.Document{}, unprocessable("unsupported_pdf", nil, "unsupported PDF version %s: only PDF 1.x can be read", bytes.Fields(data[5:min(len(data), 16)])[0])
 	}
-	r, err := openPDF(data)
+	r, err := openPDF(bytes.NewReader(data), int64(len(data)))
 	if err != nil {
 		if errors.Is(err, pdf.ErrInvalidPassword) || strings.Contains(err.Error(), "encrypt") {
 			return ingest.Document{}, unprocessable("encrypted_pdf", err, "encrypted PDF: password-protected files cannot be read")
@@ -52,13 +52,13 @@ func parsePDF(ctx context.Context, data []byte, _ string) (doc ingest.Document, 
 	return b.doc(), nil
 }
 
-func openPDF(data []byte) (r *pdf.Reader, err error) {
+func openPDF(data io.ReaderAt, size int64) (r *pdf.Reader, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			r, err = nil, fmt.Errorf("malformed PDF: %v", v)
 		}
 	}()
-	return pdf.NewReader(bytes.NewReader(data), int64(len(data)))
+	return pdf.NewReader(data, size)
 }
 
 // pageList walks the page tree itself: the library's Page(n) loops for
