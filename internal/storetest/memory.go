@@ -151,6 +151,14 @@ func MemoryStore(t *testing.T, newStore func(t *testing.T) memory.Store) {
 		if hits, _ := st.SearchText(ctx, "a", "swordfish", 10, domain.LiveFilter{Now: t0, IncludeExpired: true}); len(hits) != 1 {
 			t.Fatalf("include expired: %+v", hits)
 		}
+		// The query's words are terms.Memory's: a query of memory stopwords
+		// alone ("you", "my" are not capsule stopwords) searches for nothing.
+		if hits, err := st.SearchText(ctx, "a", "Did you drive my car?", 10, live); err != nil || len(hits) != 1 || hits[0].ID != "mem_car" {
+			t.Fatalf("stopwords and car: %+v %v", hits, err)
+		}
+		if hits, err := st.SearchText(ctx, "a", "What did you do with my", 10, live); err != nil || len(hits) != 0 {
+			t.Fatalf("stopwords only: %+v %v", hits, err)
+		}
 		// FTS5 syntax in the query is text, never an error.
 		for _, q := range []string{`"unbalanced`, "NEAR(a b", "tea*", "-car", "a AND OR", "", "!!!"} {
 			if _, err := st.SearchText(ctx, "a", q, 5, live); err != nil {
