@@ -87,7 +87,7 @@ func documented(role string) roleTool {
 // role it plays: strong words say it in the name or the description, weak
 // ones (words any retrieval tool may use) only in the name.
 var roleWords = map[string]struct{ strong, weak []string }{
-	ToolReport:     {[]string{"report", "submit", "helpful", "final", "finish", "done", "conclude", "verdict"}, []string{"answer", "return", "give"}},
+	ToolReport:     {[]string{"report", "submit", "helpful", "final", "finish", "done", "conclude", "verdict", "hand back", "best first", "most helpful first", "at the end", "when you are done"}, []string{"answer", "return", "give", "hand"}},
 	ToolRead:       {[]string{"read", "fetch", "open", "view", "load", "full text", "whole", "entire"}, []string{"get", "show"}},
 	ToolTextSearch: {[]string{"grep", "keyword", "keywords", "exact", "exactly", "regex", "regular expression", "pattern", "lexical", "literal", "phrase", "bm25", "substring"}, []string{"match"}},
 	ToolSearch:     {[]string{"semantic", "semantically", "meaning", "similar", "similarity", "vector", "dense", "embedding", "hybrid", "natural language", "natural-language"}, []string{"search", "find", "lookup", "look", "query", "retrieve", "retrieval"}},
