@@ -263,6 +263,28 @@ func TestPythonSDK(t *testing.T) {
 		r := runPython(t, py, stdio(append(dataArgs, "--read-write")...), f.everyTool(f.memoryFor(t, "py", "A third note to forget."))...)
 		f.checkEveryTool(t, r, allToolNames)
 	})
+	t.Run("the initialize handshake of 2025 clients", func(t *testing.T) {
+		for name, tr := range map[string]map[string]any{
+			"http": http(f.keys["all"]), "stdio": stdio("--url", f.base, "--key", f.keys["all"]),
+		} {
+			tr["mode"] = "legacy"
+			r := runPython(t, py, tr, step{Op: "list_tools"},
+				step{Op: "call", Name: "search", Args: map[string]any{"query": "radium polonium"}},
+				step{Op: "read_resource", URI: "capsule://alpha/" + f.items["alpha/curie"]})
+			if r.ConnectError != "" {
+				t.Fatalf("%s: %s", name, r.ConnectError)
+			}
+			if got := r.Results[0].toolNames(); !slices.Equal(got, allToolNames) {
+				t.Errorf("%s: tools %v", name, got)
+			}
+			if r.Results[1].IsError || !strings.Contains(r.Results[1].Text, "id="+f.items["alpha/curie"]) {
+				t.Errorf("%s: search %+v", name, r.Results[1])
+			}
+			if !strings.HasPrefix(r.Results[2].Text, "Marie Curie") {
+				t.Errorf("%s: resources/read %+v", name, r.Results[2])
+			}
+		}
+	})
 	t.Run("the data directory is read-only by default", func(t *testing.T) {
 		r := runPython(t, py, stdio(dataArgs...), step{Op: "list_tools"},
 			step{Op: "call", Name: "remember", Args: map[string]any{"content": "x"}},

@@ -6,7 +6,9 @@ The script asserts nothing itself.
 
 Plan: {"transport": "http", "url": URL, "key": KEY}
    or {"transport": "stdio", "command": PATH, "args": [...], "env": {...}},
-   plus "steps": a list of {"op": "list_tools"} | {"op": "call", "name": N,
+   plus "mode": the SDK's connect mode ("auto", the default, probes for the
+   2026 protocol; "legacy" uses the initialize handshake of 2025 clients),
+   and "steps": a list of {"op": "list_tools"} | {"op": "call", "name": N,
    "args": {...}} | {"op": "list_resources"} | {"op": "list_templates"} |
    {"op": "read_resource", "uri": U}.
 Output: {"sdk": VERSION, "connect_error": str|null, "results": [...],
@@ -70,7 +72,7 @@ async def main():
     else:
         server = StdioServerParameters(command=plan["command"], args=plan.get("args", []), env=plan.get("env"))
     try:
-        async with Client(server, cache=None) as client:
+        async with Client(server, cache=None, mode=plan.get("mode", "auto")) as client:
             for step in plan.get("steps", []):
                 out["results"].append(await run_step(client, step))
     except BaseException as e:  # a refused connection ends in an exception group
