@@ -346,7 +346,7 @@ func TestQuery(t *testing.T) {
 	}{
 		{"empty query", map[string]any{"query": ""}, "query"},
 		{"blank query", map[string]any{"query": "   "}, "query"},
-		{"long query", map[string]any{"query": strings.Repeat("a", 4097)}, "query"},
+		{"long query", map[string]any{"query": strings.Repeat("a", 16385)}, "query"},
 		{"limit over", map[string]any{"query": "x", "limit": 101}, "limit"},
 		{"limit zero", map[string]any{"query": "x", "limit": 0}, "limit"},
 		{"unknown key", map[string]any{"query": "x", "wishlist": map[string]any{"colour": "red"}}, "wishlist"},
@@ -469,4 +469,26 @@ func TestQueryNullWishlist(t *testing.T) {
 		t.Fatalf("null wishlist %+v, absent %+v", null, absent)
 	}
 	query(t, "conf-nullwish", map[string]any{"query": "tides", "wishlist": map[string]any{"mode": "bogus"}}, http.StatusBadRequest)
+}
+
+// TestQueryLong: a query that is itself a document (up to 16 KiB; BEIR's
+// ArguAna queries are whole arguments) is answered; its repeated topic
+// words find the document even when they come late in the text.
+func TestQueryLong(t *testing.T) {
+	createCapsule(t, "conf-longq")
+	addText(t, "conf-longq", map[string]any{"content": "Glaciers carve valleys as they slowly move downhill."}, http.StatusCreated)
+	addText(t, "conf-longq", map[string]any{"content": "Volcanoes erupt when magma rises through the crust."}, http.StatusCreated)
+	var b strings.Builder
+	for i := 0; b.Len() < 15000; i++ {
+		fmt.Fprintf(&b, "filler%d words about nothing in particular number %d. ", i, i)
+	}
+	b.WriteString("But really: how do glaciers carve valleys? Glaciers, glaciers, valleys.")
+	if b.Len() > 16384 {
+		t.Fatalf("test query too long: %d", b.Len())
+	}
+	hits := query(t, "conf-longq", map[string]any{"query": b.String(), "wishlist": map[string]any{"mode": "keyword"}}, http.StatusOK)
+	if len(hits) == 0 || !strings.Contains(hits[0].Content, "Glaciers") {
+		t.Fatalf("a %d-byte query missed its topic: %+v", b.Len(), hits)
+	}
+	query(t, "conf-longq", map[string]any{"query": b.String()}, http.StatusOK) // hybrid: the vector from what fits the model
 }

@@ -36,7 +36,8 @@ import (
 
 // runRetrieval is `capsuled bench retrieval`: it ingests a BEIR folder
 // into a fresh capsule and measures quality (nDCG@10, Recall@100 for hybrid,
-// BM25 and dense from one run), ingestion speed against the bare embedder,
+// BM25 and dense from one run; as BEIR's evaluation does, a hit whose id is
+// the query's own id is ignored, and the count is reported), ingestion speed against the bare embedder,
 // query latency in process and over HTTP, and resident memory.
 func runRetrieval(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := cli.NewFlags("bench retrieval", stderr)
@@ -234,6 +235,7 @@ func runRetrieval(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		}
 	}
 	sort.Strings(qids)
+	ownIDHits := 0
 	eval := func(search func(q domain.Query) ([]domain.Hit, error), mode domain.SearchMode) (ndcg, recall float64, lat []time.Duration, err error) {
 		for _, qid := range qids {
 			q := domain.Query{Text: queries[qid], Limit: 100, Wishlist: domain.Wishlist{Mode: mode, MaxChunksPerItem: 1}}
@@ -245,6 +247,13 @@ func runRetrieval(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			lat = append(lat, time.Since(t0))
 			var ranked []string
 			for _, h := range hits {
+				if h.Item.URI == qid {
+					// BEIR's convention (its evaluation's ignore_identical_ids):
+					// where queries are corpus documents (ArguAna, Quora), the
+					// query's own document is not a hit.
+					ownIDHits++
+					continue
+				}
 				ranked = append(ranked, h.Item.URI)
 			}
 			ndcg += ndcgAt(ranked, qrels[qid], 10)
@@ -270,6 +279,11 @@ func runRetrieval(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			res["query_cpu_ms"] = perQueryMS(cpu, len(lat))
 		}
 		fmt.Fprintf(stderr, "%-8s nDCG@10 %.4f  Recall@100 %.4f\n", m, ndcg, recall)
+	}
+	// Hits on the query's own document, ignored above (all three modes).
+	res["own_id_hits_ignored"] = ownIDHits
+	if ownIDHits > 0 {
+		fmt.Fprintf(stderr, "ignored %d hits on the query's own document (BEIR's convention)\n", ownIDHits)
 	}
 	if *sweep {
 		memo := &memoEmbedder{emb: emb, vecs: map[string][]float32{}}

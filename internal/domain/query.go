@@ -6,7 +6,11 @@ import "time"
 const (
 	DefaultQueryLimit = 10
 	MaxQueryLimit     = 100
-	MaxQueryBytes     = 4096
+	// MaxQueryBytes bounds a capsule query's text: long enough for a query
+	// that is itself a document (BEIR's ArguAna and Quora queries are corpus
+	// passages). The query's vector is computed from what fits the
+	// embedding model; its keyword side reads the whole text.
+	MaxQueryBytes = 16 << 10
 )
 
 // SearchMode selects which retrievers a query uses.

@@ -22,11 +22,16 @@
 package terms
 
 import (
+	"slices"
 	"strings"
 	"unicode"
 )
 
-// MaxQuery bounds a query: longer ones keep their first MaxQuery terms.
+// MaxQuery bounds a query's terms. A memory search keeps its first MaxQuery
+// terms; a capsule query with more (a query that is itself a document) keeps
+// the MaxQuery it repeats most, read over the whole text, first occurrence
+// breaking ties, so its topic rather than its opening decides the keyword
+// search. A query with at most MaxQuery terms keeps them all either way.
 const MaxQuery = 64
 
 // Words splits text into its lower-cased words, in order, repeats kept.
@@ -35,14 +40,34 @@ func Words(text string) []string {
 }
 
 // Capsule returns the distinct words of a capsule query, in order, without
-// the capsule stopwords, at most MaxQuery.
-func Capsule(q string) []string { return distinct(q, capsuleStop) }
+// the capsule stopwords, at most MaxQuery (see MaxQuery for which).
+func Capsule(q string) []string {
+	all := distinct(q, capsuleStop, 0)
+	if len(all) <= MaxQuery {
+		return all
+	}
+	count := map[string]int{}
+	for _, w := range Words(q) {
+		count[w]++
+	}
+	order := make(map[string]int, len(all))
+	for i, w := range all {
+		order[w] = i
+	}
+	top := slices.Clone(all)
+	slices.SortStableFunc(top, func(a, b string) int { return count[b] - count[a] })
+	top = top[:MaxQuery]
+	slices.SortFunc(top, func(a, b string) int { return order[a] - order[b] })
+	return top
+}
 
 // Memory returns the distinct words of a memory search, in order, without
 // the memory stopwords, at most MaxQuery.
-func Memory(text string) []string { return distinct(text, memoryStop) }
+func Memory(text string) []string { return distinct(text, memoryStop, MaxQuery) }
 
-func distinct(text string, stop map[string]bool) []string {
+// distinct returns the distinct words of text not in stop, in order, at
+// most max (0: all).
+func distinct(text string, stop map[string]bool, max int) []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, w := range Words(text) {
@@ -51,7 +76,7 @@ func distinct(text string, stop map[string]bool) []string {
 		}
 		seen[w] = true
 		out = append(out, w)
-		if len(out) == MaxQuery {
+		if len(out) == max {
 			break
 		}
 	}

@@ -47,6 +47,12 @@ func TestMaxQuery(t *testing.T) {
 	if got := Capsule(b.String()); len(got) != MaxQuery || got[0] != "wx" {
 		t.Errorf("Capsule kept %d terms, first %q", len(got), got[0])
 	}
+	// A long capsule query keeps the terms it repeats, wherever they are.
+	long := b.String() + strings.Repeat("tides moon ", 3)
+	got := Capsule(long)
+	if len(got) != MaxQuery || !slices.Contains(got, "tides") || !slices.Contains(got, "moon") || got[0] != "wx" {
+		t.Errorf("a long query's repeated late terms were dropped: %v", got)
+	}
 	if got := Memory(b.String()); len(got) != MaxQuery {
 		t.Errorf("Memory kept %d terms", len(got))
 	}
