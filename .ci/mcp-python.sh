@@ -15,9 +15,21 @@ if [[ -x "$venv/bin/python" ]] && "$venv/bin/python" -c "import importlib.metada
 	echo "$venv/bin/python"
 	exit 0
 fi
-echo "mcp-python: installing mcp==$version into $venv" >&2
+echo "mcp-python: installing mcp==$version into $venv (needs Python >= 3.10)" >&2
 mkdir -p "$root/.cache"
-"$python" -m venv "$venv"
-"$venv/bin/python" -m pip install --quiet --disable-pip-version-check "mcp==$version" >&2
+rm -rf "$venv"
+if "$python" -m venv "$venv" >&2; then
+	"$venv/bin/python" -m pip install --quiet --disable-pip-version-check "mcp==$version" >&2
+else
+	# No venv module (Debian without python3-venv): install into a folder
+	# and give it an interpreter that finds it.
+	echo "mcp-python: no venv; installing with pip --target" >&2
+	rm -rf "$venv"
+	"$python" -m pip install --quiet --disable-pip-version-check --target "$venv/site" "mcp==$version" >&2
+	mkdir -p "$venv/bin"
+	interp="$(command -v "$python")"
+	printf '#!/bin/sh\nPYTHONPATH="%s${PYTHONPATH:+:$PYTHONPATH}" exec "%s" "$@"\n' "$venv/site" "$interp" >"$venv/bin/python"
+	chmod +x "$venv/bin/python"
+fi
 "$venv/bin/python" -c "import mcp, httpx2" >&2
 echo "$venv/bin/python"
