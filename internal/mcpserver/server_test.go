@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"capsuled/internal/domain"
 	"capsuled/internal/mcpserver"
 )
 
@@ -392,7 +393,7 @@ func TestHTTP(t *testing.T) {
 			{"search", map[string]any{"query": "x", "added_after": "yesterday"}, "added_after"},
 			{"search", map[string]any{"query": "x", "min_score": 3}, "min_score"},
 			{"search", map[string]any{"query": "x", "metadata": map[string]any{"k": []int{1}}}, "metadata"},
-			{"search", map[string]any{"query": strings.Repeat("x", 5000)}, "query"},
+			{"search", map[string]any{"query": strings.Repeat("x", domain.MaxQueryBytes+1)}, "query"},
 			{"read", map[string]any{}, "id"},
 			{"read", map[string]any{"id": f.items["alpha/curie"], "offset": -1}, "offset"},
 			{"read", map[string]any{"id": f.items["alpha/curie"], "max_chars": 0.5}, "max_chars"},
