@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 
 	"capsuled/internal/app"
@@ -18,6 +19,7 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	fs.StringVar(&cfg.Store, "store", "sqlite", "storage backend: sqlite (in the data directory)")
 	fs.StringVar(&cfg.CapsuleHostSuffix, "capsule-host-suffix", "", "serve capsule <name>.<suffix> hosts (empty: off)")
 	fs.StringVar(&cfg.PublicURL, "public-url", "", "address browsers use, when not the listen address (behind a TLS proxy: https://host); the dashboard trusts its origin and, for https, sets Secure cookies")
+	fs.StringVar(&cfg.SecretsFile, "secrets-file", "", "file of signing keys (\"access-token-signing-key <base64>\", \"dashboard-session-key <base64>\" lines; the first of a name signs, all verify) instead of keys kept in the database; CAPSULED_SECRETS may hold the same lines")
 	fs.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", 4<<20, "largest JSON request body")
 	fs.Int64Var(&cfg.MaxUploadBytes, "max-upload-bytes", 64<<20, "largest file upload")
 	fs.IntVar(&cfg.RateLimitRPM, "rate-limit-rpm", 6000, "requests per minute per API key (0: unlimited)")
@@ -35,6 +37,7 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 		return err
 	}
 	cfg.Version = version
+	cfg.Secrets = os.Getenv("CAPSULED_SECRETS")
 	a, err := app.New(ctx, cfg, log)
 	if err != nil {
 		return err

@@ -23,6 +23,7 @@ type App struct {
 	log     *slog.Logger
 	db      *backend
 	auth    *auth.Service
+	secrets Secrets // the operator's signing keys (none: generated, in the store)
 	mcp     *mcpserver.Server
 	handler http.Handler
 	// memoryDefault is the memory model svc-1 selects on the memory
@@ -46,6 +47,13 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 		log = slog.Default()
 	}
 	a := &App{cfg: cfg, log: log}
+	dbPath := cfg.DatabasePath()
+	if isPostgresURL(cfg.Store) {
+		dbPath = ""
+	}
+	if err := securePaths(cfg.DataDir, dbPath, log); err != nil {
+		return nil, err
+	}
 	db, err := openStore(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -53,6 +61,13 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 	a.db = db
 	a.closers = append(a.closers, db)
 	a.auth = auth.New(db.Keys(), cfg.Now, log)
+	if a.secrets, err = loadSecrets(cfg.SecretsFile, cfg.Secrets, log); err != nil {
+		a.Close()
+		return nil, err
+	}
+	if len(a.secrets.TokenSigning) > 0 {
+		a.auth.UseSigningKeys(a.secrets.TokenSigning)
+	}
 
 	spec, err := api.LoadSpec(ctx)
 	if err != nil {

@@ -30,6 +30,10 @@ type Config struct {
 	// dashboard trusts its origin for form posts and marks cookies Secure
 	// when it is https. Empty: the request's own.
 	PublicURL string
+	// SecretsFile and Secrets (the text of one, from CAPSULED_SECRETS) give
+	// the token and session signing keys (see ParseSecrets) instead of the
+	// ones generated and kept in the database.
+	SecretsFile, Secrets string
 	// MaxBodyBytes limits JSON request bodies. Default 4 MiB.
 	MaxBodyBytes int64
 	// MaxUploadBytes limits file uploads. Default 64 MiB.

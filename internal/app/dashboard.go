@@ -35,6 +35,7 @@ func (a *App) mountDashboard(apiHandler http.Handler, services ...any) (http.Han
 	d, err := dashboard.New(dashboard.Config{
 		MaxUploadBytes: a.cfg.MaxUploadBytes,
 		PublicURL:      a.cfg.PublicURL,
+		SessionKeys:    a.secrets.Session,
 		Version:        a.cfg.Version,
 		Now:            a.cfg.Now,
 	}, dashboard.Deps{

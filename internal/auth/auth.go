@@ -55,9 +55,11 @@ type Service struct {
 	now   func() time.Time
 	log   *slog.Logger
 
-	mu         sync.Mutex
-	signingKey []byte
-	lastTouch  map[string]time.Time
+	mu sync.Mutex
+	// signingKeys sign tokens (the first) and verify them (any): the
+	// operator's, or else one generated and kept in the store.
+	signingKeys [][]byte
+	lastTouch   map[string]time.Time
 }
 
 // New returns a Service over st. now may be nil (time.Now).
@@ -263,10 +265,11 @@ func (s *Service) MintToken(ctx context.Context, p *domain.Principal, namespaces
 	}
 	now := s.now().UTC().Truncate(time.Second)
 	c := claims{ID: "tok_" + id, KeyID: p.KeyID, Namespaces: ns, IssuedAt: now.Unix(), ExpiresAt: now.Add(ttl).Unix()}
-	key, err := s.key(ctx)
+	keys, err := s.keys(ctx)
 	if err != nil {
 		return "", domain.AccessToken{}, err
 	}
+	key := keys[0]
 	payload, err := json.Marshal(c)
 	if err != nil {
 		return "", domain.AccessToken{}, fmt.Errorf("encode token: %w", err)
@@ -285,11 +288,11 @@ func (s *Service) authenticateToken(ctx context.Context, tok string) (*domain.Pr
 	if err != nil {
 		return nil, errUnauthenticated
 	}
-	key, err := s.key(ctx)
+	keys, err := s.keys(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if !hmac.Equal(gotSig, sign(key, body)) {
+	if !slices.ContainsFunc(keys, func(k []byte) bool { return hmac.Equal(gotSig, sign(k, body)) }) {
 		return nil, errUnauthenticated
 	}
 	payload, err := base64.RawURLEncoding.Strict().DecodeString(body)
@@ -317,12 +320,23 @@ func (s *Service) authenticateToken(ctx context.Context, tok string) (*domain.Pr
 	return &domain.Principal{KeyID: k.ID, KeyName: k.Name, Scopes: []domain.Scope{domain.ScopeMemory}, Namespaces: c.Namespaces, TokenID: c.ID}, nil
 }
 
-// key returns the token signing key, creating it in the store on first use.
-func (s *Service) key(ctx context.Context) ([]byte, error) {
+// UseSigningKeys makes the service sign tokens with keys[0] and accept
+// tokens signed with any of keys, instead of the key it generates and keeps
+// in the store: to rotate, put a new key first and keep the old ones until
+// their tokens have expired (at most MaxTokenTTL).
+func (s *Service) UseSigningKeys(keys [][]byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.signingKey != nil {
-		return s.signingKey, nil
+	s.signingKeys = slices.Clone(keys)
+}
+
+// keys returns the token signing keys, creating one in the store on first
+// use when the operator gave none.
+func (s *Service) keys(ctx context.Context) ([][]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.signingKeys) > 0 {
+		return s.signingKeys, nil
 	}
 	k, err := s.store.Secret(ctx, secretName, func() ([]byte, error) {
 		b := make([]byte, 32)
@@ -332,8 +346,8 @@ func (s *Service) key(ctx context.Context) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load token signing key: %w", err)
 	}
-	s.signingKey = k
-	return k, nil
+	s.signingKeys = [][]byte{k}
+	return s.signingKeys, nil
 }
 
 func sign(key []byte, body string) []byte {

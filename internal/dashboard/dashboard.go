@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"sync"
 	"time"
 
@@ -31,6 +32,10 @@ type Config struct {
 	PublicURL string
 	// MaxUploadBytes limits one upload form. Default 64 MiB.
 	MaxUploadBytes int64
+	// SessionKeys sign sessions (the first) and verify them (any), instead
+	// of a key generated and kept in the store; to rotate, put a new key
+	// first and keep the old ones for SessionTTL.
+	SessionKeys [][]byte
 	// Version is shown in the footer and on the status page.
 	Version string
 	// Now is the clock. Default time.Now.
@@ -167,7 +172,7 @@ type Handler struct {
 	cop    *http.CrossOriginProtection
 
 	mu        sync.Mutex
-	key       []byte               // the session signing key, loaded on first use
+	keys      [][]byte             // the session keys (the first signs), loaded on first use
 	signedOut map[string]time.Time // session id → expiry, for sessions signed out here
 }
 
@@ -203,6 +208,7 @@ func New(cfg Config, deps Deps, log *slog.Logger) (*Handler, error) {
 		status:    deps.Status,
 		pages:     p,
 		public:    public,
+		keys:      slices.Clone(cfg.SessionKeys),
 		cop:       cop,
 		signedOut: map[string]time.Time{},
 	}

@@ -45,19 +45,29 @@ type claims struct {
 	Expires   int64  `json:"e"`
 }
 
-// signingKey returns the session signing key, creating it on first use.
+// signingKey returns the key that signs new sessions.
 func (h *Handler) signingKey(ctx context.Context) ([]byte, error) {
+	keys, err := h.sessionKeys(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return keys[0], nil
+}
+
+// sessionKeys returns the session keys: Config.SessionKeys, or else one
+// created in the store on first use. The first signs; any verifies.
+func (h *Handler) sessionKeys(ctx context.Context) ([][]byte, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.key != nil {
-		return h.key, nil
+	if len(h.keys) > 0 {
+		return h.keys, nil
 	}
 	k, err := h.secrets.Secret(ctx, secretName, func() ([]byte, error) { return randomBytes(32) })
 	if err != nil {
 		return nil, fmt.Errorf("load dashboard session key: %w", err)
 	}
-	h.key = k
-	return k, nil
+	h.keys = [][]byte{k}
+	return h.keys, nil
 }
 
 func mac(key []byte, parts ...string) []byte {
@@ -180,11 +190,18 @@ func (h *Handler) currentSession(ctx context.Context, r *http.Request) (*session
 	if err != nil {
 		return nil, errNoSession
 	}
-	key, err := h.signingKey(ctx)
+	keys, err := h.sessionKeys(ctx)
 	if err != nil {
 		return nil, err
 	}
-	c, ok := decodeSession(key, ck.Value)
+	key := keys[0]
+	var c claims
+	ok := false
+	for _, k := range keys {
+		if c, ok = decodeSession(k, ck.Value); ok {
+			break
+		}
+	}
 	if !ok {
 		return nil, errNoSession
 	}
