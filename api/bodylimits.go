@@ -27,6 +27,13 @@ const (
 	// import): 4 MiB of full exported records hold about 200,000 values, and
 	// their schema has no oneOf, which costs the most per value.
 	MaxJSONLinesValues = 1 << 18
+	// MaxJSONContainers and MaxJSONLinesContainers bound the arrays and
+	// objects among those values: a container under a oneOf is copied
+	// once per variant by the validator, so nested containers cost the
+	// most. A chat of 1,024 messages with content parts holds about 6,000;
+	// a 4 MiB import of full records about 30,000.
+	MaxJSONContainers      = 1 << 14
+	MaxJSONLinesContainers = 1 << 16
 	// maxErrorMessage and maxErrorParam cap what a validation error echoes
 	// back, whatever the body held.
 	maxErrorMessage = 512
@@ -73,13 +80,21 @@ func checkMediaType(r *http.Request, op *openapi3.Operation) (string, error) {
 		Message: fmt.Sprintf("unsupported Content-Type (%s): send %s", got, want)}
 }
 
+// shapeLimits are the limits jsonShape checks.
+type shapeLimits struct{ depth, values, containers int }
+
+var (
+	jsonLimits      = shapeLimits{MaxJSONDepth, MaxJSONValues, MaxJSONContainers}
+	jsonLinesLimits = shapeLimits{MaxJSONDepth, MaxJSONLinesValues, MaxJSONLinesContainers}
+)
+
 // jsonShape scans b (one JSON value or JSON Lines) for how deep arrays and
-// objects nest and about how many values it holds (commas and openers),
-// stopping as soon as either is over its limit. It scans bytes, skipping
-// strings, so it costs one pass and no allocation whatever b holds;
-// malformed JSON is left to the parser.
-func jsonShape(b []byte, maxDepth, maxValues int) (tooDeep, tooMany bool) {
-	depth, values := 0, 1
+// objects nest, about how many values it holds (commas and openers) and how
+// many of them are containers, stopping as soon as one is over its limit. It
+// scans bytes, skipping strings, so it costs one pass and no allocation
+// whatever b holds; malformed JSON is left to the parser.
+func jsonShape(b []byte, lim shapeLimits) (tooDeep, tooMany bool) {
+	depth, values, containers := 0, 1, 0
 	inString, escaped := false, false
 	for _, c := range b {
 		if inString {
@@ -99,7 +114,8 @@ func jsonShape(b []byte, maxDepth, maxValues int) (tooDeep, tooMany bool) {
 		case '{', '[':
 			depth++
 			values++
-			if depth > maxDepth {
+			containers++
+			if depth > lim.depth {
 				return true, false
 			}
 		case '}', ']':
@@ -109,7 +125,7 @@ func jsonShape(b []byte, maxDepth, maxValues int) (tooDeep, tooMany bool) {
 		case ',', '\n':
 			values++
 		}
-		if values > maxValues {
+		if values > lim.values || containers > lim.containers {
 			return false, true
 		}
 	}

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"mime"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
@@ -23,10 +25,21 @@ var fuzzRoutes = []struct{ method, path string }{
 	{"POST", "/v1/memory/namespaces/fuzz/memories"},
 }
 
-// FuzzRequestBody sends arbitrary bodies through the gate (routing, the
-// spec's validation and the validation error refiner) to the operations that
-// take JSON. Whatever the body, the answer is never a 500 and every error is
-// the spec's JSON error body whose param is null or names something.
+// fuzzContentTypes are the Content-Types the fuzzer picks from by its
+// second byte: JSON, its variants, and the ones that used to skip the gate.
+var fuzzContentTypes = []string{
+	"application/json", "application/json; charset=utf-8", "multipart/form-data; boundary=x",
+	"multipart/form-data", "text/plain", "application/x-www-form-urlencoded", "", "application/x-ndjson",
+	"application/json; charset=\"", "Application/JSON",
+}
+
+// FuzzRequestBody sends arbitrary bodies of arbitrary Content-Types through
+// the gate (routing, the media type, depth and value checks, the spec's
+// validation and the validation error refiner) to the operations that take
+// JSON. Whatever the body, the answer is never a 500 and every error is the
+// spec's JSON error body whose param is null or names something; a body
+// nested deeper than MaxJSONDepth is never accepted, a multipart body never
+// reaches a JSON operation, and no error is longer than the caps.
 func FuzzRequestBody(f *testing.F) {
 	seeds := []string{
 		`{"model":"svc-1","messages":[{"role":"user","content":"hi"}]}`,
@@ -41,8 +54,14 @@ func FuzzRequestBody(f *testing.F) {
 		`{"content":""}`,
 		`{`, `[]`, `null`, `"x"`, `{"a":1e999}`, "\x00\xff",
 	}
+	seeds = append(seeds,
+		`{"query":"x","wishlist":{"metadata":{"a":`+strings.Repeat(`{"eq":`, 70)+`1`+strings.Repeat(`}`, 70)+`}}}`,
+		`{"model":"svc-1","messages":[{"role":"user","content":`+strings.Repeat(`[`, 65)+strings.Repeat(`]`, 65)+`}]}`,
+		`{"name":"`+strings.Repeat(`[{\"`, 100)+`","scopes":["chat"]}`,
+		"--x\r\nContent-Disposition: form-data; name=\"name\"\r\n\r\nk\r\n--x--\r\n",
+	)
 	for i, s := range seeds {
-		f.Add(byte(i), s)
+		f.Add(byte(i), byte(i), s)
 	}
 	spec, err := LoadSpec(context.Background())
 	if err != nil {
@@ -53,11 +72,26 @@ func FuzzRequestBody(f *testing.F) {
 		f.Fatal(err)
 	}
 	h := srv.Handler()
-	f.Fuzz(func(t *testing.T, route byte, body string) {
+	f.Fuzz(func(t *testing.T, route, ctype byte, body string) {
 		r := fuzzRoutes[int(route)%len(fuzzRoutes)]
-		w := serve(h, r.method, r.path, "fuzzer", body)
+		ct := fuzzContentTypes[int(ctype)%len(fuzzContentTypes)]
+		req := httptest.NewRequest(r.method, r.path, strings.NewReader(body))
+		if ct != "" {
+			req.Header.Set("Content-Type", ct)
+		}
+		req.Header.Set("Authorization", "Bearer fuzzer")
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		deep, _ := jsonShape([]byte(body), shapeLimits{MaxJSONDepth, 1 << 30, 1 << 30})
+		mt, _, err := mime.ParseMediaType(ct)
+		if w.Code < 400 && body != "" && (deep || err != nil || mt != "application/json") {
+			t.Fatalf("%s %s (%q) %q: status %d for a body the gate must refuse", r.method, r.path, ct, body, w.Code)
+		}
+		if len(w.Body.Bytes()) > 2048 && w.Code >= 400 {
+			t.Fatalf("%s %s: an error body of %d bytes", r.method, r.path, w.Body.Len())
+		}
 		if w.Code >= 500 && w.Code != http.StatusNotImplemented {
-			t.Fatalf("%s %s %q: status %d: %s", r.method, r.path, body, w.Code, w.Body)
+			t.Fatalf("%s %s (%q) %q: status %d: %s", r.method, r.path, ct, body, w.Code, w.Body)
 		}
 		if w.Code < 400 {
 			return

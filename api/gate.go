@@ -108,17 +108,17 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, mediaType stri
 		}
 		return nil, &domain.Error{Kind: domain.KindInvalid, Code: "unreadable_body", Message: "could not read the request body"}
 	}
-	maxValues := MaxJSONValues
+	lim := jsonLimits
 	if mediaType == "application/x-ndjson" {
-		maxValues = MaxJSONLinesValues
+		lim = jsonLinesLimits
 	}
-	switch tooDeep, tooMany := jsonShape(body, MaxJSONDepth, maxValues); {
+	switch tooDeep, tooMany := jsonShape(body, lim); {
 	case tooDeep:
 		return nil, &domain.Error{Kind: domain.KindInvalid, Code: "nesting_too_deep",
 			Message: fmt.Sprintf("the request body nests arrays and objects more than %d deep", MaxJSONDepth)}
 	case tooMany:
 		return nil, &domain.Error{Kind: domain.KindTooLarge, Code: "too_many_values",
-			Message: fmt.Sprintf("the request body holds more than %d JSON values", maxValues)}
+			Message: fmt.Sprintf("the request body holds more than %d JSON values or %d arrays and objects", lim.values, lim.containers)}
 	}
 	return body, nil
 }

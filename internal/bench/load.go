@@ -9,6 +9,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"capsuled/internal/cli"
@@ -19,6 +21,7 @@ import (
 //
 //	capsuled bench load --url http://127.0.0.1:8080 --key KEY --rate 1000 --duration 10m \
 //	    --mix models=4,tokens=1,healthz=1 [--pid PID] [--capsule NAME] [--namespace NS] [--json]
+//	capsuled bench load ... --attack 0.2
 //	capsuled bench load --fake-upstream 127.0.0.1:9099 --duration 10m
 //
 // The second form serves a fake OpenAI-compatible upstream (an immediate
@@ -40,6 +43,7 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.IntVar(&cfg.PID, "pid", 0, "server process id, for its resident memory at start and end (0: not measured)")
 	fs.Uint64Var(&cfg.Seed, "seed", 1, "seed of the operation sequence")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
+	attack := fs.Float64("attack", 0, "also run the mix with attack requests ("+strings.Join(loadtest.AttackOps(), ", ")+") added at this share of --rate (e.g. 0.2), after a run without them; reports the ordinary traffic's p99 and the server's RSS in both")
 	fake := fs.String("fake-upstream", "", "serve a fake OpenAI-compatible upstream on this loopback address for --duration instead of sending load")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
@@ -52,6 +56,9 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	cfg.Mix = m
+	if *attack != 0 {
+		return runAttack(ctx, cfg, *attack, *asJSON, stdout)
+	}
 	res, err := loadtest.Run(ctx, cfg)
 	if err != nil && !errors.Is(err, context.Canceled) {
 		return err
@@ -86,5 +93,60 @@ func serveFakeUpstream(ctx context.Context, addr string, d time.Duration, stdout
 		return err
 	}
 	fmt.Fprintf(stdout, "fake upstream answered %d chat completions\n", up.Requests())
+	return nil
+}
+
+// attackResult compares the ordinary traffic without and with the attack.
+type attackResult struct {
+	Baseline loadtest.Result `json:"baseline"`
+	Attack   loadtest.Result `json:"attack"`
+	// P99Ratio is the ordinary traffic's p99 under attack over its p99
+	// without (target ≤ 2).
+	P99Ratio float64 `json:"ordinary_p99_ratio"`
+}
+
+// runAttack runs cfg's mix alone, then the same mix at the same rate with
+// the attack operations added on top at share × rate.
+func runAttack(ctx context.Context, cfg loadtest.Config, share float64, asJSON bool, stdout io.Writer) error {
+	if share < 0 || share > 10 {
+		return fmt.Errorf("attack %g: want a share of the rate between 0 and 10", share)
+	}
+	var out attackResult
+	var err error
+	if out.Baseline, err = loadtest.Run(ctx, cfg); err != nil {
+		return err
+	}
+	total := 0.0
+	for _, w := range cfg.Mix {
+		total += w.Weight
+	}
+	mixed := slices.Clone(cfg.Mix)
+	for _, op := range loadtest.AttackOps() {
+		mixed = append(mixed, loadtest.Weighted{Op: op, Weight: total * share / float64(len(loadtest.AttackOps()))})
+	}
+	ac := cfg
+	ac.Mix = mixed
+	ac.Rate = cfg.Rate * (1 + share)
+	if out.Attack, err = loadtest.Run(ctx, ac); err != nil {
+		return err
+	}
+	if b := out.Baseline.Ordinary.P99ms; b > 0 {
+		out.P99Ratio = out.Attack.Ordinary.P99ms / b
+	}
+	if asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(out)
+	}
+	fmt.Fprintln(stdout, "== without the attack")
+	loadtest.WriteText(stdout, out.Baseline)
+	fmt.Fprintln(stdout, "== with the attack")
+	loadtest.WriteText(stdout, out.Attack)
+	fmt.Fprintf(stdout, "ordinary traffic p99: %.2f ms without, %.2f ms with the attack (×%.2f)\n",
+		out.Baseline.Ordinary.P99ms, out.Attack.Ordinary.P99ms, out.P99Ratio)
+	if out.Baseline.RSSPeakKB > 0 {
+		fmt.Fprintf(stdout, "server RSS peak: %.1f MiB without, %.1f MiB with the attack\n",
+			float64(out.Baseline.RSSPeakKB)/1024, float64(out.Attack.RSSPeakKB)/1024)
+	}
 	return nil
 }

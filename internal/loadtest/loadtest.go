@@ -56,15 +56,17 @@ type OpResult struct {
 
 // Result is the outcome of a run.
 type Result struct {
-	URL        string     `json:"url"`
-	Rate       float64    `json:"rate_rps"`
-	Duration   float64    `json:"duration_s"`
-	Elapsed    float64    `json:"elapsed_s"`
-	Ops        []OpResult `json:"ops"`
-	Total      OpResult   `json:"total"`
-	RSSStartKB int64      `json:"rss_start_kb,omitempty"`
-	RSSEndKB   int64      `json:"rss_end_kb,omitempty"`
-	RSSPeakKB  int64      `json:"rss_peak_kb,omitempty"`
+	URL      string     `json:"url"`
+	Rate     float64    `json:"rate_rps"`
+	Duration float64    `json:"duration_s"`
+	Elapsed  float64    `json:"elapsed_s"`
+	Ops      []OpResult `json:"ops"`
+	Total    OpResult   `json:"total"`
+	// Ordinary is the total over the operations that are not attacks.
+	Ordinary   OpResult `json:"ordinary"`
+	RSSStartKB int64    `json:"rss_start_kb,omitempty"`
+	RSSEndKB   int64    `json:"rss_end_kb,omitempty"`
+	RSSPeakKB  int64    `json:"rss_peak_kb,omitempty"`
 }
 
 // validate checks the configuration and applies defaults.
@@ -210,6 +212,13 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		res.RSSPeakKB = max(peak, kb)
 	}
 	res.Ops, res.Total = summarize(collected, res.Elapsed)
+	var ordinary []sample
+	for _, s := range collected {
+		if !IsAttack(s.op) {
+			ordinary = append(ordinary, s)
+		}
+	}
+	res.Ordinary = summarizeOne("ordinary", ordinary, res.Elapsed)
 	return res, ctx.Err()
 }
 
@@ -305,9 +314,9 @@ func RSSKB(pid int) (int64, error) {
 // WriteText prints a result as a table.
 func WriteText(w io.Writer, r Result) {
 	fmt.Fprintf(w, "open-loop load: %s at %.0f req/s for %.0fs (elapsed %.1fs)\n", r.URL, r.Rate, r.Duration, r.Elapsed)
-	fmt.Fprintf(w, "%-10s %9s %8s %8s %10s %10s %10s %12s  %s\n", "op", "requests", "errors", "dropped", "p50 ms", "p99 ms", "max ms", "ok req/s", "statuses")
+	fmt.Fprintf(w, "%-16s %9s %8s %8s %10s %10s %10s %12s  %s\n", "op", "requests", "errors", "dropped", "p50 ms", "p99 ms", "max ms", "ok req/s", "statuses")
 	for _, o := range append(r.Ops, r.Total) {
-		fmt.Fprintf(w, "%-10s %9d %8d %8d %10.2f %10.2f %10.2f %12.1f  %s\n", o.Op, o.Requests, o.Errors, o.Dropped, o.P50ms, o.P99ms, o.MaxMs, o.Throughput, statuses(o.Statuses))
+		fmt.Fprintf(w, "%-16s %9d %8d %8d %10.2f %10.2f %10.2f %12.1f  %s\n", o.Op, o.Requests, o.Errors, o.Dropped, o.P50ms, o.P99ms, o.MaxMs, o.Throughput, statuses(o.Statuses))
 	}
 	if r.RSSStartKB > 0 {
 		change := 100 * float64(r.RSSEndKB-r.RSSStartKB) / float64(r.RSSStartKB)

@@ -1,11 +1,14 @@
 package loadtest
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -192,5 +195,57 @@ func TestFakeUpstream(t *testing.T) {
 	resp2.Body.Close()
 	if resp2.StatusCode != http.StatusBadRequest {
 		t.Fatalf("bad json: %d", resp2.StatusCode)
+	}
+}
+
+// TestAttackOpsAreCountedApart: the attack operations send the hostile
+// bodies they name, and Result.Ordinary counts only the other operations.
+func TestAttackOpsAreCountedApart(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	seen := map[string]int{} // Content-Type and size class of each attack body
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		switch {
+		case strings.HasPrefix(r.Header.Get("Content-Type"), "multipart/"):
+			seen["multipart"]++
+		case len(b) > 4<<20:
+			seen["oversized"]++
+		case bytes.Contains(b, []byte(strings.Repeat(`{"eq":`, 100))):
+			seen["deep"]++
+		case bytes.Count(b, []byte(",")) > 150000:
+			seen["values"]++
+		}
+		mu.Unlock()
+		w.WriteHeader(http.StatusBadRequest)
+	}))
+	defer srv.Close()
+	mix := Mix{{Op: "healthz", Weight: 1}}
+	for _, op := range AttackOps() {
+		if !IsAttack(op) || Ops[op] == nil {
+			t.Fatalf("%s is not an operation", op)
+		}
+		mix = append(mix, Weighted{Op: op, Weight: 1})
+	}
+	res, err := Run(context.Background(), Config{URL: srv.URL, Rate: 50, Duration: time.Second, Mix: mix, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	attacks := 0
+	for _, o := range res.Ops {
+		if IsAttack(o.Op) {
+			attacks += o.Requests
+		}
+	}
+	if res.Ordinary.Requests+attacks != res.Total.Requests || res.Ordinary.Requests == 0 || attacks == 0 {
+		t.Fatalf("ordinary %d + attacks %d != total %d", res.Ordinary.Requests, attacks, res.Total.Requests)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, k := range []string{"multipart", "oversized", "deep", "values"} {
+		if seen[k] == 0 {
+			t.Errorf("no %s attack body arrived (%v)", k, seen)
+		}
 	}
 }

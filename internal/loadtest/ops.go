@@ -1,7 +1,6 @@
 package loadtest
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -32,6 +31,50 @@ var Ops = map[string]Op{
 		`{"model":"memory-extractive","messages":[{"role":"user","content":"What did I say about the load test?"}]}`),
 }
 
+// The attack operations (bench load --attack) send bodies the server must
+// refuse cheaply: JSON nested 9,990 deep, a multipart body to a JSON route,
+// a 5 MiB memory chat (over the 4 MiB limit), and a body of 200,000 values.
+var attackOps = map[string]Op{
+	"attack-deep": post(func(p Params) string { return "/capsules/" + p.Capsule + "/query" },
+		`{"query":"x","wishlist":{"metadata":{"a":`+strings.Repeat(`{"eq":`, 9990)+`1`+strings.Repeat(`}`, 9990)+`}}}`),
+	"attack-multipart": withType(post(func(Params) string { return "/v1/chat/completions" },
+		"--xxxx\r\nContent-Disposition: form-data; name=\"f\"\r\n\r\n"+strings.Repeat("x", 1<<20)+"\r\n--xxxx--\r\n"),
+		"multipart/form-data; boundary=xxxx"),
+	"attack-oversized": post(func(p Params) string { return "/v1/memory/chat/completions?namespace=" + p.Namespace },
+		`{"model":"memory-extractive","messages":[`+strings.Repeat(`{"role":"user","content":"`+strings.Repeat("lorem ipsum ", 420)+`"},`, 1024)+`{"role":"user","content":"x"}]}`),
+	"attack-values": post(func(Params) string { return "/v1/chat/completions" },
+		`{"model":"svc-1","messages":[{"role":"user","content":"x"}],"allowed_token_ids":[`+strings.Repeat("1,", 200000)+`1]}`),
+}
+
+// AttackOps lists the attack operations, sorted.
+func AttackOps() []string {
+	out := make([]string, 0, len(attackOps))
+	for n := range attackOps {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// IsAttack reports whether op is an attack operation.
+func IsAttack(op string) bool { return attackOps[op] != nil }
+
+func init() {
+	for n, op := range attackOps {
+		Ops[n] = op
+	}
+}
+
+func withType(op Op, contentType string) Op {
+	return func(ctx context.Context, base string, p Params) (*http.Request, error) {
+		r, err := op(ctx, base, p)
+		if err == nil {
+			r.Header.Set("Content-Type", contentType)
+		}
+		return r, err
+	}
+}
+
 func get(path string, auth bool) Op {
 	return func(ctx context.Context, base string, p Params) (*http.Request, error) {
 		r, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
@@ -44,7 +87,7 @@ func get(path string, auth bool) Op {
 
 func post(path func(Params) string, body string) Op {
 	return func(ctx context.Context, base string, p Params) (*http.Request, error) {
-		r, err := http.NewRequestWithContext(ctx, http.MethodPost, base+path(p), bytes.NewReader([]byte(body)))
+		r, err := http.NewRequestWithContext(ctx, http.MethodPost, base+path(p), strings.NewReader(body))
 		if err != nil {
 			return nil, err
 		}
