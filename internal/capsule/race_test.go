@@ -132,3 +132,59 @@ func TestChangesWhileIngesting(t *testing.T) {
 		})
 	}
 }
+
+// TestIngestionBounds (issue 15, attack 7): an item whose ingestion runs
+// over the job time limit, or that yields more chunks than the limit, fails
+// with a reason instead of holding a worker.
+func TestIngestionBounds(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	db, err := sqlite.Open(ctx, dir+"/capsuled.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	// The held embedder never returns for "HOLD" until the job's time is up.
+	emb := &heldFakeEmbedder{FakeEmbedder: capsule.NewFakeEmbedder(16), held: make(chan struct{}), release: make(chan struct{})}
+	svc, err := capsule.New(capsule.Config{Store: db.Capsules(), Embedder: emb, DataDir: dir, Workers: 2,
+		JobTimeout: 300 * time.Millisecond, MaxChunksPerItem: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { close(emb.release); svc.Close() })
+	if _, err := svc.CreateCapsule(ctx, "docs", ""); err != nil {
+		t.Fatal(err)
+	}
+	slow, _, err := svc.AddItem(ctx, "docs", capsule.NewItem{Kind: domain.ItemText, Text: "HOLD these words.", URI: "slow"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := svc.WaitItem(ctx, "docs", slow.ID, 30*time.Second)
+	if err != nil || got.Status != domain.StatusFailed || !strings.Contains(got.Error, "longer than the limit") {
+		t.Fatalf("slow item: %+v %v", got, err)
+	}
+	var long strings.Builder
+	for i := range 400 {
+		long.WriteString("Paragraph " + strings.Repeat("word ", 60) + string(rune('a'+i%26)) + ".\n\n")
+	}
+	big, _, err := svc.AddItem(ctx, "docs", capsule.NewItem{Kind: domain.ItemText, Text: long.String(), URI: "big"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err = svc.WaitItem(ctx, "docs", big.ID, 30*time.Second)
+	if err != nil || got.Status != domain.StatusFailed || !strings.Contains(got.Error, "chunks, more than the limit of 3") {
+		t.Fatalf("item of many chunks: %+v %v", got, err)
+	}
+	// An ordinary item is still indexed.
+	ok, _, err := svc.AddItem(ctx, "docs", capsule.NewItem{Kind: domain.ItemText, Text: "A short note.", URI: "ok"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := svc.WaitItem(ctx, "docs", ok.ID, 30*time.Second); err != nil || got.Status != domain.StatusReady {
+		t.Fatalf("ordinary item: %+v %v", got, err)
+	}
+}

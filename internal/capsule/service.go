@@ -41,6 +41,12 @@ type Config struct {
 	// StopTimeout is how long Close lets running ingestion jobs finish
 	// before it cancels them (they run again later). Default 10s.
 	StopTimeout time.Duration
+	// JobTimeout bounds one item's extraction, chunking and embedding; an
+	// item over it fails with the reason. Default DefaultJobTimeout.
+	JobTimeout time.Duration
+	// MaxChunksPerItem fails an item that yields more chunks. Default
+	// DefaultMaxChunksPerItem.
+	MaxChunksPerItem int
 	// EmbedBatch is the most chunks embedded in one call. Default 64.
 	EmbedBatch int
 	// Chunking tunes the chunker (default: ingest's defaults with heading
@@ -94,6 +100,12 @@ func New(cfg Config) (*Service, error) {
 	}
 	if cfg.StopTimeout <= 0 {
 		cfg.StopTimeout = 10 * time.Second
+	}
+	if cfg.JobTimeout <= 0 {
+		cfg.JobTimeout = DefaultJobTimeout
+	}
+	if cfg.MaxChunksPerItem <= 0 {
+		cfg.MaxChunksPerItem = DefaultMaxChunksPerItem
 	}
 	if cfg.EmbedBatch <= 0 {
 		cfg.EmbedBatch = 64

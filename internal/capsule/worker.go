@@ -6,10 +6,18 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"capsuled/internal/domain"
 	"capsuled/internal/ingest/chunk"
 	"capsuled/internal/ingest/parse"
+)
+
+// Bounds on one item's ingestion, so that no upload (a CSV of 200,000
+// columns, a huge text) holds a worker for long.
+const (
+	DefaultJobTimeout       = 10 * time.Minute
+	DefaultMaxChunksPerItem = 20000
 )
 
 // ingestItem is one ingestion job's work, the per-item step: it moves the
@@ -28,13 +36,23 @@ func (s *Service) ingestItem(ctx context.Context, itemID, hash string) error {
 		return fmt.Errorf("start item %s: %w", itemID, err)
 	}
 	p := prepared{it: it}
-	p.text, p.chunks, p.err = s.prepare(ctx, it)
+	jctx, cancel := context.WithTimeout(ctx, s.cfg.JobTimeout)
+	defer cancel()
+	p.text, p.chunks, p.err = s.prepare(jctx, it)
+	if p.err == nil && len(p.chunks) > s.cfg.MaxChunksPerItem {
+		p.err = &domain.Error{Kind: domain.KindUnprocessable, Code: "too_many_chunks",
+			Message: fmt.Sprintf("the item yields %d chunks, more than the limit of %d per item; split it", len(p.chunks), s.cfg.MaxChunksPerItem)}
+	}
 	if p.err == nil && s.emb != nil && len(p.chunks) > 0 {
-		p.err = s.embedChunks(ctx, p.chunks)
+		p.err = s.embedChunks(jctx, p.chunks)
 	}
 	if ctx.Err() != nil {
 		// Stopping: the item stays indexing and the job runs again.
 		return ctx.Err()
+	}
+	if jctx.Err() != nil {
+		p.err = &domain.Error{Kind: domain.KindUnprocessable, Code: "ingestion_timeout",
+			Message: fmt.Sprintf("ingesting the item took longer than the limit of %s", s.cfg.JobTimeout)}
 	}
 	err = s.finish(ctx, p)
 	s.notify()
