@@ -25,7 +25,7 @@ func (s *Server) CreateChatCompletion(ctx context.Context, in gen.CreateChatComp
 	if s.chat == nil {
 		return nil, notImplemented("retrieval chat")
 	}
-	req, err := ChatRequestFromWire(in.Body, info(ctx).Body)
+	req, err := ChatRequestFromWire(info(ctx).Value)
 	if err != nil {
 		return nil, err
 	}

@@ -1,53 +1,59 @@
 package api
 
 import (
-	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"capsuled/gen"
 	"capsuled/internal/domain"
 )
 
-// ChatRequestFromWire converts a chat-completion request body into a
+// consumedFields are the request fields capsuled consumes or rewrites; every
+// other field is forwarded to an upstream model server as sent
+// (domain.ChatRequest.Passthrough).
+var consumedFields = map[string]bool{
+	"model": true, "messages": true, "stream": true, "stream_options": true, "echo": true, "memory": true,
+}
+
+// ChatRequestFromWire converts a chat-completion request body, as the spec's
+// validation decoded it (a JSON object with json.Number numbers), into a
 // domain.ChatRequest, applying the defaults and the rules that hold for every
 // engine and both chat operations: the tool-stub rules, tool_choice without a
 // stub, max_tokens against max_completion_tokens, and continue_final_message
-// against add_generation_prompt. raw is the body as received (it tells which
-// fields were sent); nil re-encodes body. Rule violations are *domain.Error
-// with a Param naming the field. It is a pure function.
-func ChatRequestFromWire(body *gen.ChatCompletionRequest, raw []byte) (*domain.ChatRequest, error) {
-	if body == nil {
-		return nil, &domain.Error{Kind: domain.KindInvalid, Code: "missing_body", Message: "a request body is required"}
-	}
-	if len(raw) == 0 {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return nil, domain.Invalid("", "the request cannot be encoded: %v", err)
+// against add_generation_prompt. It is the one conversion of both chat
+// operations, and a pure function. Rule violations are *domain.Error with a
+// Param naming the field.
+func ChatRequestFromWire(body any) (*domain.ChatRequest, error) {
+	fields, ok := body.(map[string]any)
+	if !ok {
+		if body == nil {
+			return nil, &domain.Error{Kind: domain.KindInvalid, Code: "missing_body", Message: "a request body is required"}
 		}
-		raw = b
-	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &fields); err != nil {
 		return nil, &domain.Error{Kind: domain.KindInvalid, Code: "invalid_json", Message: "the request body is not a JSON object"}
 	}
+	f := wireFields(fields)
 	req := &domain.ChatRequest{
-		Model:               body.Model,
-		Set:                 make(map[string]bool, len(fields)),
-		Raw:                 json.RawMessage(raw),
 		N:                   1,
 		IncludeReasoning:    true,
 		ParallelToolCalls:   true,
 		IncludeUsage:        true,
 		AddGenerationPrompt: true,
+		Passthrough:         make(map[string]any, len(fields)),
 	}
 	for k, v := range fields {
-		if !bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
-			req.Set[k] = true
+		if v != nil && !consumedFields[k] {
+			req.Passthrough[k] = v
 		}
 	}
-	for i, m := range body.Messages {
+	var err error
+	if req.Model, err = f.str("model"); err != nil {
+		return nil, err
+	}
+	msgs, _ := fields["messages"].([]any)
+	for i, m := range msgs {
 		dm, err := messageFromWire(m)
 		if err != nil {
 			return nil, domain.Invalid(fmt.Sprintf("messages[%d]", i), "%v", err)
@@ -60,57 +66,74 @@ func ChatRequestFromWire(body *gen.ChatCompletionRequest, raw []byte) (*domain.C
 	if err := toolsFromWire(fields["tools"], req); err != nil {
 		return nil, err
 	}
-	if err := toolChoiceFromWire(body.ToolChoice, req); err != nil {
+	if err := toolChoiceFromWire(fields["tool_choice"], req); err != nil {
 		return nil, err
 	}
 
+	maxCompletion, err := f.int("max_completion_tokens")
+	if err != nil {
+		return nil, err
+	}
+	maxTokens, err := f.int("max_tokens")
+	if err != nil {
+		return nil, err
+	}
 	switch {
-	case body.MaxCompletionTokens != nil && body.MaxTokens != nil && *body.MaxCompletionTokens != *body.MaxTokens:
+	case maxCompletion != nil && maxTokens != nil && *maxCompletion != *maxTokens:
 		return nil, domain.Invalid("max_tokens", "max_tokens is a deprecated alias of max_completion_tokens; give one of them, or the same value for both")
-	case body.MaxCompletionTokens != nil:
-		req.MaxTokens = body.MaxCompletionTokens
-	case body.MaxTokens != nil:
-		req.MaxTokens = body.MaxTokens
+	case maxCompletion != nil:
+		req.MaxTokens = maxCompletion
+	case maxTokens != nil:
+		req.MaxTokens = maxTokens
 	}
 	if req.MaxTokens != nil && *req.MaxTokens < 1 {
 		return nil, domain.Invalid("max_completion_tokens", "must be at least 1")
 	}
-	if body.N != nil {
-		req.N = *body.N
+	n, err := f.int("n")
+	if err != nil {
+		return nil, err
+	}
+	if n != nil {
+		req.N = *n
 	}
 	if req.N < 1 || req.N > 16 {
 		return nil, domain.Invalid("n", "must be between 1 and 16")
 	}
-	req.Seed = body.Seed
-	if body.Temperature != nil {
-		t := float64(*body.Temperature)
-		req.Temperature = &t
+	if seed, err := f.int("seed"); err != nil {
+		return nil, err
+	} else if seed != nil {
+		s := int64(*seed)
+		req.Seed = &s
 	}
-	if body.TopP != nil {
-		p := float64(*body.TopP)
-		req.TopP = &p
+	if req.Temperature, err = f.float("temperature"); err != nil {
+		return nil, err
 	}
-	if body.Stop != nil {
-		stop, err := stopFromWire(body.Stop)
-		if err != nil {
+	if req.TopP, err = f.float("top_p"); err != nil {
+		return nil, err
+	}
+	if req.Stop, err = stopFromWire(fields["stop"]); err != nil {
+		return nil, err
+	}
+	for _, b := range []struct {
+		dst  *bool
+		name string
+	}{
+		{&req.Echo, "echo"}, {&req.IncludeReasoning, "include_reasoning"}, {&req.ParallelToolCalls, "parallel_tool_calls"},
+		{&req.Stream, "stream"}, {&req.AddGenerationPrompt, "add_generation_prompt"},
+		{&req.ContinueFinalMessage, "continue_final_message"}, {&req.IncludeStopStr, "include_stop_str_in_output"},
+	} {
+		if err := f.setBool(b.dst, b.name); err != nil {
 			return nil, err
 		}
-		req.Stop = stop
 	}
-	setBool := func(dst *bool, src *bool) {
-		if src != nil {
-			*dst = *src
+	if o, ok := fields["stream_options"].(map[string]any); ok {
+		so := wireFields(o)
+		if err := so.setBool(&req.IncludeUsage, "include_usage"); err != nil {
+			return nil, err
 		}
-	}
-	setBool(&req.Echo, body.Echo)
-	setBool(&req.IncludeReasoning, body.IncludeReasoning)
-	setBool(&req.ParallelToolCalls, body.ParallelToolCalls)
-	setBool(&req.Stream, body.Stream)
-	setBool(&req.AddGenerationPrompt, body.AddGenerationPrompt)
-	setBool(&req.ContinueFinalMessage, body.ContinueFinalMessage)
-	if o := body.StreamOptions; o != nil {
-		setBool(&req.IncludeUsage, o.IncludeUsage)
-		setBool(&req.ContinuousUsage, o.ContinuousUsageStats)
+		if err := so.setBool(&req.ContinuousUsage, "continuous_usage_stats"); err != nil {
+			return nil, err
+		}
 	}
 	if req.ContinueFinalMessage {
 		if req.AddGenerationPrompt {
@@ -123,80 +146,109 @@ func ChatRequestFromWire(body *gen.ChatCompletionRequest, raw []byte) (*domain.C
 	return req, nil
 }
 
-// wireMessage is any message variant, decoded loosely after validation.
-type wireMessage struct {
-	Role       string          `json:"role"`
-	Content    json.RawMessage `json:"content"`
-	Name       string          `json:"name"`
-	ToolCallID *string         `json:"tool_call_id"`
-	ToolCalls  []gen.ToolCall  `json:"tool_calls"`
-	Refusal    *string         `json:"refusal"`
-	Reasoning  *string         `json:"reasoning"`
+// wireFields reads the typed fields of a decoded JSON object; an absent or
+// null field is left unset, a field of the wrong type is a 400 naming it.
+type wireFields map[string]any
+
+func (f wireFields) str(k string) (string, error) {
+	switch v := f[k].(type) {
+	case nil:
+		return "", nil
+	case string:
+		return v, nil
+	default:
+		return "", domain.Invalid(k, "must be a string")
+	}
 }
 
-type wirePart struct {
-	Type     string `json:"type"`
-	Text     string `json:"text"`
-	Refusal  string `json:"refusal"`
-	Thinking string `json:"thinking"`
-	Closed   *bool  `json:"closed"`
+func (f wireFields) setBool(dst *bool, k string) error {
+	switch v := f[k].(type) {
+	case nil:
+		return nil
+	case bool:
+		*dst = v
+		return nil
+	default:
+		return domain.Invalid(k, "must be a boolean")
+	}
 }
 
-func messageFromWire(m gen.ChatMessage) (domain.Message, error) {
-	raw, err := m.MarshalJSON()
+func (f wireFields) int(k string) (*int, error) {
+	if f[k] == nil {
+		return nil, nil
+	}
+	n, ok := f[k].(json.Number)
+	if !ok {
+		return nil, domain.Invalid(k, "must be an integer")
+	}
+	i, err := strconv.ParseInt(string(n), 10, 64)
+	if err != nil || int64(int(i)) != i {
+		return nil, domain.Invalid(k, "must be an integer")
+	}
+	v := int(i)
+	return &v, nil
+}
+
+func (f wireFields) float(k string) (*float64, error) {
+	if f[k] == nil {
+		return nil, nil
+	}
+	n, ok := f[k].(json.Number)
+	if !ok {
+		return nil, domain.Invalid(k, "must be a number")
+	}
+	v, err := n.Float64()
 	if err != nil {
-		return domain.Message{}, fmt.Errorf("unreadable message: %w", err)
+		return nil, domain.Invalid(k, "must be a number")
 	}
-	var w wireMessage
-	if err := json.Unmarshal(raw, &w); err != nil {
-		return domain.Message{}, fmt.Errorf("unreadable message: %w", err)
+	return &v, nil
+}
+
+// messageFromWire converts one message, whatever its variant.
+func messageFromWire(v any) (domain.Message, error) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return domain.Message{}, fmt.Errorf("a message must be an object")
 	}
-	if w.Role == "" {
+	f := wireFields(m)
+	var out domain.Message
+	for _, s := range []struct {
+		dst  *string
+		name string
+	}{{&out.Role, "role"}, {&out.Name, "name"}, {&out.ToolCallID, "tool_call_id"}, {&out.Refusal, "refusal"}, {&out.Reasoning, "reasoning"}} {
+		var err error
+		if *s.dst, err = f.str(s.name); err != nil {
+			return domain.Message{}, fmt.Errorf("%s must be a string", s.name)
+		}
+	}
+	if out.Role == "" {
 		return domain.Message{}, fmt.Errorf("role is required")
 	}
-	out := domain.Message{Role: w.Role, Name: w.Name}
-	if w.ToolCallID != nil {
-		out.ToolCallID = *w.ToolCallID
-	}
-	if w.Refusal != nil {
-		out.Refusal = *w.Refusal
-	}
-	if w.Reasoning != nil {
-		out.Reasoning = *w.Reasoning
-	}
-	for _, tc := range w.ToolCalls {
-		typ := tc.Type
-		if typ == "" {
-			typ = "function"
+	if m["tool_calls"] != nil {
+		calls, ok := m["tool_calls"].([]any)
+		if !ok {
+			return domain.Message{}, fmt.Errorf("tool_calls must be an array")
 		}
-		out.ToolCalls = append(out.ToolCalls, domain.ToolCall{ID: tc.Id, Type: typ, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
-	}
-	content := bytes.TrimSpace(w.Content)
-	switch {
-	case len(content) == 0 || bytes.Equal(content, []byte("null")):
-	case content[0] == '"':
-		var s string
-		if err := json.Unmarshal(content, &s); err != nil {
-			return domain.Message{}, fmt.Errorf("content: %w", err)
-		}
-		out.Content = []domain.Part{{Type: domain.PartText, Text: s}}
-	case content[0] == '[':
-		var parts []wirePart
-		if err := json.Unmarshal(content, &parts); err != nil {
-			return domain.Message{}, fmt.Errorf("content: %w", err)
-		}
-		out.Content = make([]domain.Part, 0, len(parts))
-		for _, p := range parts {
-			switch p.Type {
-			case domain.PartText:
-				out.Content = append(out.Content, domain.Part{Type: p.Type, Text: p.Text})
-			case domain.PartRefusal:
-				out.Content = append(out.Content, domain.Part{Type: p.Type, Text: p.Refusal})
-			case domain.PartThinking:
-				out.Content = append(out.Content, domain.Part{Type: p.Type, Text: p.Thinking, Closed: p.Closed})
-			default:
-				return domain.Message{}, fmt.Errorf("content part type %q is not text, refusal or thinking", p.Type)
+		for _, c := range calls {
+			tc, err := toolCallFromWire(c)
+			if err != nil {
+				return domain.Message{}, err
 			}
+			out.ToolCalls = append(out.ToolCalls, tc)
+		}
+	}
+	switch content := m["content"].(type) {
+	case nil:
+	case string:
+		out.Content = []domain.Part{{Type: domain.PartText, Text: content}}
+	case []any:
+		out.Content = make([]domain.Part, 0, len(content))
+		for _, p := range content {
+			part, err := partFromWire(p)
+			if err != nil {
+				return domain.Message{}, err
+			}
+			out.Content = append(out.Content, part)
 		}
 	default:
 		return domain.Message{}, fmt.Errorf("content must be a string or an array of parts")
@@ -204,26 +256,81 @@ func messageFromWire(m gen.ChatMessage) (domain.Message, error) {
 	return out, nil
 }
 
-// toolsFromWire enforces the tool-stub rules on the raw tools field.
-func toolsFromWire(raw json.RawMessage, req *domain.ChatRequest) error {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+func toolCallFromWire(v any) (domain.ToolCall, error) {
+	c, ok := v.(map[string]any)
+	if !ok {
+		return domain.ToolCall{}, fmt.Errorf("a tool call must be an object")
+	}
+	fn, _ := c["function"].(map[string]any)
+	id, err1 := wireFields(c).str("id")
+	typ, err2 := wireFields(c).str("type")
+	name, err3 := wireFields(fn).str("name")
+	args, err4 := wireFields(fn).str("arguments")
+	if err := errors.Join(err1, err2, err3, err4); err != nil {
+		return domain.ToolCall{}, fmt.Errorf("a tool call has an id, a type and a function with a name and arguments, all strings")
+	}
+	if typ == "" {
+		typ = "function"
+	}
+	return domain.ToolCall{ID: id, Type: typ, Name: name, Arguments: args}, nil
+}
+
+func partFromWire(v any) (domain.Part, error) {
+	p, ok := v.(map[string]any)
+	if !ok {
+		return domain.Part{}, fmt.Errorf("a content part must be an object")
+	}
+	f := wireFields(p)
+	typ, err := f.str("type")
+	if err != nil {
+		return domain.Part{}, fmt.Errorf("content part type must be a string")
+	}
+	out := domain.Part{Type: typ}
+	switch typ {
+	case domain.PartText:
+		out.Text, err = f.str("text")
+	case domain.PartRefusal:
+		out.Text, err = f.str("refusal")
+	case domain.PartThinking:
+		out.Text, err = f.str("thinking")
+		if err == nil && p["closed"] != nil {
+			var closed bool
+			if err = f.setBool(&closed, "closed"); err == nil {
+				out.Closed = &closed
+			}
+		}
+	default:
+		return domain.Part{}, fmt.Errorf("content part type %q is not text, refusal or thinking", typ)
+	}
+	if err != nil {
+		return domain.Part{}, fmt.Errorf("content part: %v", err)
+	}
+	return out, nil
+}
+
+// toolsFromWire reads the tool definitions and enforces the tool-stub rules.
+func toolsFromWire(v any, req *domain.ChatRequest) error {
+	if v == nil {
 		return nil
 	}
-	var stubs []map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &stubs); err != nil {
+	list, ok := v.([]any)
+	if !ok {
 		return stubError("tools", "tools must be an array holding one tool stub")
 	}
 	switch {
-	case len(stubs) == 0:
+	case len(list) == 0:
 		return nil
-	case len(stubs) > 1:
-		return stubError("tools", fmt.Sprintf("pass at most one tool stub, not %d: one stub turns on tool calls for every tool the system prompt names", len(stubs)))
+	case len(list) > 1:
+		return stubError("tools", fmt.Sprintf("pass at most one tool stub, not %d: one stub turns on tool calls for every tool the system prompt names", len(list)))
 	}
-	var fn map[string]json.RawMessage
-	if err := json.Unmarshal(stubs[0]["function"], &fn); err != nil || fn == nil {
-		return stubError("tools[0].function", "a tool stub needs a function with a name, such as {\"type\": \"function\", \"function\": {\"name\": \"dummy\"}}")
+	for i, t := range list {
+		tool, err := toolFromWire(t)
+		if err != nil {
+			return stubError(fmt.Sprintf("tools[%d].function", i), "a tool stub needs a function with a name, such as {\"type\": \"function\", \"function\": {\"name\": \"dummy\"}}")
+		}
+		req.Tools = append(req.Tools, tool)
 	}
+	fn := list[0].(map[string]any)["function"].(map[string]any)
 	for _, k := range []string{"description", "parameters", "strict"} {
 		if _, ok := fn[k]; ok {
 			return stubError("tools[0].function."+k, "a tool stub is a name-only placeholder: remove "+k+"; svc-1 reads each tool's name and behaviour from the system prompt")
@@ -233,36 +340,70 @@ func toolsFromWire(raw json.RawMessage, req *domain.ChatRequest) error {
 	return nil
 }
 
+// toolFromWire reads one tool definition with everything it declares.
+func toolFromWire(v any) (domain.Tool, error) {
+	t, ok := v.(map[string]any)
+	if !ok {
+		return domain.Tool{}, errors.New("not an object")
+	}
+	fn, ok := t["function"].(map[string]any)
+	if !ok {
+		return domain.Tool{}, errors.New("no function")
+	}
+	f := wireFields(fn)
+	typ, err1 := wireFields(t).str("type")
+	name, err2 := f.str("name")
+	desc, err3 := f.str("description")
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return domain.Tool{}, err
+	}
+	if typ == "" {
+		typ = "function"
+	}
+	out := domain.Tool{Type: typ, Name: name, Description: desc}
+	if fn["parameters"] != nil {
+		if out.Parameters, ok = fn["parameters"].(map[string]any); !ok {
+			return domain.Tool{}, errors.New("parameters must be an object")
+		}
+	}
+	if fn["strict"] != nil {
+		var strict bool
+		if err := f.setBool(&strict, "strict"); err != nil {
+			return domain.Tool{}, err
+		}
+		out.Strict = &strict
+	}
+	return out, nil
+}
+
 func stubError(param, msg string) error {
 	return &domain.Error{Kind: domain.KindInvalid, Code: "invalid_tool_stub", Param: param, Message: msg}
 }
 
-func toolChoiceFromWire(tc *gen.ChatCompletionRequest_ToolChoice, req *domain.ChatRequest) error {
+func toolChoiceFromWire(v any, req *domain.ChatRequest) error {
 	req.ToolChoice = domain.ToolChoice{Mode: domain.ToolChoiceNone}
 	if req.ToolStub {
 		req.ToolChoice.Mode = domain.ToolChoiceAuto
 	}
-	if tc == nil || !req.Set["tool_choice"] {
+	switch tc := v.(type) {
+	case nil:
 		return nil
-	}
-	raw, err := tc.MarshalJSON()
-	if err != nil {
-		return domain.Invalid("tool_choice", "unreadable tool_choice")
-	}
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		switch mode := domain.ToolChoiceMode(s); mode {
+	case string:
+		switch mode := domain.ToolChoiceMode(tc); mode {
 		case domain.ToolChoiceNone, domain.ToolChoiceAuto, domain.ToolChoiceRequired:
 			req.ToolChoice.Mode = mode
 		default:
 			return domain.Invalid("tool_choice", "tool_choice must be none, auto, required or a named function")
 		}
-	} else {
-		var named gen.NamedToolChoice
-		if err := json.Unmarshal(raw, &named); err != nil || strings.TrimSpace(named.Function.Name) == "" {
+	case map[string]any:
+		fn, _ := tc["function"].(map[string]any)
+		name, _ := fn["name"].(string)
+		if strings.TrimSpace(name) == "" {
 			return domain.Invalid("tool_choice", "a named tool_choice needs function.name")
 		}
-		req.ToolChoice = domain.ToolChoice{Mode: domain.ToolChoiceFunction, Function: named.Function.Name}
+		req.ToolChoice = domain.ToolChoice{Mode: domain.ToolChoiceFunction, Function: name}
+	default:
+		return domain.Invalid("tool_choice", "tool_choice must be none, auto, required or a named function")
 	}
 	if !req.ToolStub && req.ToolChoice.Mode != domain.ToolChoiceNone {
 		return domain.Invalid("tool_choice", "tool_choice %q needs the tool stub in tools (for example [{\"type\": \"function\", \"function\": {\"name\": \"dummy\"}}])", req.ToolChoice.Mode)
@@ -270,33 +411,30 @@ func toolChoiceFromWire(tc *gen.ChatCompletionRequest_ToolChoice, req *domain.Ch
 	return nil
 }
 
-func stopFromWire(stop *gen.ChatCompletionRequest_Stop) ([]string, error) {
-	raw, err := stop.MarshalJSON()
-	if err != nil {
-		return nil, domain.Invalid("stop", "unreadable stop")
-	}
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+func stopFromWire(v any) ([]string, error) {
+	switch stop := v.(type) {
+	case nil:
 		return nil, nil
-	}
-	var one string
-	if json.Unmarshal(raw, &one) == nil {
-		if one == "" {
+	case string:
+		if stop == "" {
 			return nil, nil
 		}
-		return []string{one}, nil
-	}
-	var many []string
-	if err := json.Unmarshal(raw, &many); err != nil {
+		return []string{stop}, nil
+	case []any:
+		var out []string
+		for _, s := range stop {
+			str, ok := s.(string)
+			if !ok {
+				return nil, domain.Invalid("stop", "stop must be a string or an array of strings")
+			}
+			if str != "" {
+				out = append(out, str)
+			}
+		}
+		return out, nil
+	default:
 		return nil, domain.Invalid("stop", "stop must be a string or an array of strings")
 	}
-	out := many[:0]
-	for _, s := range many {
-		if s != "" {
-			out = append(out, s)
-		}
-	}
-	return out, nil
 }
 
 // CompletionToWire renders a completion as the spec's ChatCompletion.

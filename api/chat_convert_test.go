@@ -1,20 +1,31 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
 	"testing"
 
-	"capsuled/gen"
+	"github.com/google/go-cmp/cmp"
+
 	"capsuled/internal/domain"
 )
 
+// decodeValue decodes a body as the spec's validation does.
+func decodeValue(raw []byte) (any, error) {
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	var v any
+	err := d.Decode(&v)
+	return v, err
+}
+
 func convert(t *testing.T, raw string) (*domain.ChatRequest, error) {
 	t.Helper()
-	var body gen.ChatCompletionRequest
-	if err := json.Unmarshal([]byte(raw), &body); err != nil {
+	v, err := decodeValue([]byte(raw))
+	if err != nil {
 		t.Fatal(err)
 	}
-	return ChatRequestFromWire(&body, []byte(raw))
+	return ChatRequestFromWire(v)
 }
 
 func TestChatRequestFromWire(t *testing.T) {
@@ -32,12 +43,35 @@ func TestChatRequestFromWire(t *testing.T) {
 	if r.Messages[1].Text() != "ab" || r.Messages[2].ToolCalls[0].Name != "search" || r.Messages[3].ToolCallID != "c1" {
 		t.Fatalf("messages %+v", r.Messages)
 	}
-	if !r.Set["stop"] || r.Set["temperature"] || !r.IncludeReasoning || !r.ParallelToolCalls || !r.AddGenerationPrompt {
-		t.Fatalf("set %v", r.Set)
+	if r.Passthrough["stop"] != "x" || r.Temperature != nil || !r.IncludeReasoning || !r.ParallelToolCalls || !r.AddGenerationPrompt {
+		t.Fatalf("%+v", r)
+	}
+	for _, k := range []string{"model", "messages", "stream", "stream_options", "temperature"} {
+		if _, ok := r.Passthrough[k]; ok {
+			t.Errorf("pass-through holds %s: %v", k, r.Passthrough)
+		}
+	}
+	if len(r.Tools) != 1 || r.Tools[0].Name != "dummy" || r.Tools[0].Type != "function" {
+		t.Fatalf("tools %+v", r.Tools)
 	}
 	r, err = convert(t, `{"model":"svc-1","messages":[{"role":"user","content":"q"}]}`)
 	if err != nil || r.ToolStub || r.ToolChoice.Mode != domain.ToolChoiceNone || r.N != 1 || !r.IncludeUsage {
 		t.Fatalf("defaults %+v %v", r, err)
+	}
+	// Typed fields keep the client's precision; upstream-only fields pass
+	// through as sent, unknown ones too (vLLM ignores what it does not know).
+	r, err = convert(t, `{"model":"svc-1","messages":[{"role":"user","content":"q"}],"temperature":0.6,"top_p":0.95,"seed":7,
+		"include_stop_str_in_output":true,"top_k":20,"chat_template_kwargs":{"enable_thinking":false},"echo":true,"memory":{"budget_tokens":5},"vllm_xargs":{"a":1}}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *r.Temperature != 0.6 || *r.TopP != 0.95 || *r.Seed != 7 || !r.IncludeStopStr || !r.Echo {
+		t.Fatalf("typed %+v", r)
+	}
+	want := map[string]any{"temperature": json.Number("0.6"), "top_p": json.Number("0.95"), "seed": json.Number("7"), "include_stop_str_in_output": true,
+		"top_k": json.Number("20"), "chat_template_kwargs": map[string]any{"enable_thinking": false}, "vllm_xargs": map[string]any{"a": json.Number("1")}}
+	if diff := cmp.Diff(want, r.Passthrough); diff != "" {
+		t.Errorf("pass-through (-want +got):\n%s", diff)
 	}
 	for _, bad := range []string{
 		`{"model":"svc-1","messages":[{"role":"user","content":"q"}],"tools":[{"function":{"name":"a"}},{"function":{"name":"b"}}]}`,
@@ -61,11 +95,11 @@ func FuzzChatRequestFromWire(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		var body gen.ChatCompletionRequest
-		if json.Unmarshal(raw, &body) != nil {
+		body, err := decodeValue(raw)
+		if err != nil {
 			return
 		}
-		r, err := ChatRequestFromWire(&body, raw)
+		r, err := ChatRequestFromWire(body)
 		if err != nil {
 			if _, ok := domain.AsError(err); !ok {
 				t.Fatalf("error %v is not a *domain.Error", err)

@@ -84,6 +84,9 @@ func (s *Server) gate(next http.Handler) http.Handler {
 			writeError(w, r, s.log, s.validationError(err))
 			return
 		}
+		if vb, ok := vr.Body.(interface{ ValidatedValue() any }); ok {
+			ri.Value = vb.ValidatedValue()
+		}
 		if ri.Body != nil {
 			r.Body = io.NopCloser(bytes.NewReader(ri.Body))
 		}

@@ -37,7 +37,7 @@ func (s *Server) CreateMemoryChatCompletion(ctx context.Context, in gen.CreateMe
 	if s.memory == nil {
 		return nil, notImplemented("memory chat")
 	}
-	req, err := ChatRequestFromWire(in.Body, info(ctx).Body)
+	req, err := ChatRequestFromWire(info(ctx).Value)
 	if err != nil {
 		return nil, err
 	}

@@ -27,6 +27,9 @@ type reqInfo struct {
 	Capsule   string // the capsule the route addresses, if any
 	Namespace string // the namespace the route addresses, if any
 	Body      []byte // the request body as received (JSON bodies only)
+	// Value is the JSON body as the spec's validation decoded it (objects
+	// are map[string]any, numbers json.Number); nil without a JSON body.
+	Value any
 }
 
 type ctxKey struct{}

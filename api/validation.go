@@ -29,6 +29,9 @@ func newValidationOptions() *openapi3filter.Options {
 		// the body's depth. The reason and the JSON pointer are all the
 		// error body uses.
 		SchemaValidationOptions: schemaOptions,
+		// The body is decoded once, by the validation; the chat operations
+		// convert the value it decoded (reqInfo.Value).
+		KeepValidatedValue: true,
 	}
 }
 

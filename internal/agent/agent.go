@@ -63,7 +63,7 @@ func InProcess(c Completer) Model {
 	return ModelFunc(func(ctx context.Context, msgs []domain.Message) (domain.Choice, error) {
 		comp, err := c.Complete(ctx, &domain.ChatRequest{
 			Model: "svc-1", Messages: msgs, ToolStub: true, ToolChoice: domain.ToolChoice{Mode: domain.ToolChoiceAuto},
-			N: 1, IncludeReasoning: true, ParallelToolCalls: true, AddGenerationPrompt: true, Set: map[string]bool{},
+			N: 1, IncludeReasoning: true, ParallelToolCalls: true, AddGenerationPrompt: true,
 		})
 		if err != nil {
 			return domain.Choice{}, err

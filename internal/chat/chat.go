@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -132,7 +131,7 @@ func (s *Service) shape(req *domain.ChatRequest, c domain.Choice) domain.Choice 
 		c.FinishReason = domain.FinishStop
 	}
 	if i, stop := firstStop(content, req.Stop); i >= 0 {
-		if includeStop(req) {
+		if req.IncludeStopStr {
 			i += len(stop)
 		}
 		content = content[:i]
@@ -151,19 +150,6 @@ func (s *Service) shape(req *domain.ChatRequest, c domain.Choice) domain.Choice 
 		}
 	}
 	return c
-}
-
-// includeStop reports include_stop_str_in_output, which the request keeps
-// only in Raw.
-func includeStop(req *domain.ChatRequest) bool {
-	if !req.Set["include_stop_str_in_output"] {
-		return false
-	}
-	var v struct {
-		B bool `json:"include_stop_str_in_output"`
-	}
-	_ = json.Unmarshal(req.Raw, &v)
-	return v.B
 }
 
 func firstStop(content string, stops []string) (int, string) {

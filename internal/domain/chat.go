@@ -1,7 +1,6 @@
 package domain
 
 import (
-	"encoding/json"
 	"strings"
 	"time"
 )
@@ -81,10 +80,25 @@ type ToolChoice struct {
 	Function string
 }
 
-// A ChatRequest is one chat-completion request after validation and defaults.
+// A Tool is one tool definition of a request's tools, as the client sent it.
+type Tool struct {
+	Type        string // "function"
+	Name        string
+	Description string
+	// Parameters is the JSON Schema of the arguments, as decoded JSON
+	// (nil when absent).
+	Parameters map[string]any
+	Strict     *bool
+}
+
+// A ChatRequest is one chat-completion request after validation and defaults,
+// decoded once by the HTTP layer. The typed fields are what capsuled reads;
+// Passthrough carries the request to an upstream model server.
 type ChatRequest struct {
 	Model    string
 	Messages []Message
+	// Tools are the request's tool definitions, in order.
+	Tools []Tool
 	// ToolStub is true when the request carried the single tool stub that
 	// turns on tool calls for every tool named in the system prompt.
 	ToolStub   bool
@@ -94,6 +108,7 @@ type ChatRequest struct {
 	N                 int
 	Seed              *int64
 	Stop              []string
+	IncludeStopStr    bool // include_stop_str_in_output
 	Temperature       *float64
 	TopP              *float64
 	Echo              bool
@@ -106,12 +121,15 @@ type ChatRequest struct {
 	AddGenerationPrompt  bool
 	ContinueFinalMessage bool
 
-	// Set lists the optional request fields the client sent with a non-null
-	// value, by their wire names, so an engine can refuse what it cannot honour.
-	Set map[string]bool
-	// Raw is the request body as received, for engines that pass every
-	// parameter through to an upstream server.
-	Raw json.RawMessage
+	// Passthrough holds the request fields an upstream model server receives
+	// as the client sent them, by wire name: every field with a non-null
+	// value except those capsuled consumes or rewrites (model, messages,
+	// stream, stream_options, echo, memory). Typed fields above that are also
+	// forwarded (tools, temperature, continue_final_message, …)
+	// are read-only views of their entry here. Values are decoded JSON:
+	// bool, string, json.Number, []any or map[string]any. Engines that cannot
+	// honour an entry refuse it in their Check.
+	Passthrough map[string]any
 }
 
 // Finish reasons.

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"capsuled/internal/chatwire"
 	"capsuled/internal/domain"
 	"capsuled/internal/oai"
 )
@@ -59,23 +60,20 @@ type wireMessage struct {
 	Name    string `json:"name,omitempty"`
 }
 
+// wireRequest is the request of a fact extraction.
 type wireRequest struct {
 	Model          string         `json:"model"`
 	Messages       []wireMessage  `json:"messages"`
-	MaxTokens      *int           `json:"max_tokens,omitempty"`
 	Temperature    *float64       `json:"temperature,omitempty"`
-	TopP           *float64       `json:"top_p,omitempty"`
-	Stop           []string       `json:"stop,omitempty"`
-	Seed           *int64         `json:"seed,omitempty"`
 	ResponseFormat map[string]any `json:"response_format,omitempty"`
 	Stream         bool           `json:"stream"`
 }
 
 // Generate sends the prompt to the upstream model.
 func (u *Upstream) Generate(ctx context.Context, in GenerateInput) (domain.Completion, error) {
-	r := in.Request
-	req := wireRequest{Model: in.Model, Messages: toWire(in.Messages), MaxTokens: r.MaxTokens, Temperature: r.Temperature, TopP: r.TopP, Stop: r.Stop, Seed: r.Seed}
-	resp, err := u.client.Chat(ctx, req, false)
+	// The caller's request as the svc-1 upstream engine forwards it, with
+	// the prompt that holds the memory block.
+	resp, err := u.client.Chat(ctx, chatwire.Body(in.Model, promptMessages(in.Messages), &in.Request, false), false)
 	if err != nil {
 		return domain.Completion{}, err
 	}
@@ -121,6 +119,19 @@ func (e upstreamExtractor) Extract(ctx context.Context, in ExtractInput) ([]Fact
 		return nil, errors.New("extraction answer has no content")
 	}
 	return ParseFacts(*resp.Choices[0].Message.Content)
+}
+
+// promptMessages keeps the messages that have a place in a memory chat
+// prompt: tool and custom messages have none.
+func promptMessages(msgs []domain.Message) []domain.Message {
+	out := make([]domain.Message, 0, len(msgs))
+	for _, m := range msgs {
+		switch m.Role {
+		case domain.RoleSystem, domain.RoleDeveloper, domain.RoleUser, domain.RoleAssistant:
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 func toWire(msgs []domain.Message) []wireMessage {

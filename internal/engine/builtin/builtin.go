@@ -87,46 +87,34 @@ func New(cfg Config) *Engine { return &Engine{cfg: cfg.WithDefaults()} }
 // Name is "builtin".
 func (e *Engine) Name() string { return "builtin" }
 
+// unsupported are the pass-through parameters a deterministic policy without
+// a tokenizer-level decoder cannot honour, each with the values it refuses.
+// Other pass-through parameters (sampling settings) do not change its reply.
+var unsupported = []struct {
+	param string
+	bad   func(v any) bool
+}{
+	{"logprobs", isTrue},
+	{"top_logprobs", func(v any) bool { n, ok := v.(json.Number); return ok && n != "0" }},
+	{"prompt_logprobs", always},
+	{"logit_bias", func(v any) bool { m, ok := v.(map[string]any); return !ok || len(m) > 0 }},
+	{"structured_outputs", always},
+	{"response_format", func(v any) bool { m, _ := v.(map[string]any); return m["type"] != "text" }},
+	{"use_beam_search", isTrue},
+	{"chat_template", always},
+	{"return_tokens_as_token_ids", isTrue},
+	{"return_token_ids", isTrue},
+}
+
+func isTrue(v any) bool { return v == true }
+func always(any) bool   { return true }
+
 // Check refuses the parameters a deterministic policy without a tokenizer-level
 // decoder cannot honour.
 func (e *Engine) Check(req *domain.ChatRequest) error {
-	type rule struct {
-		param string
-		bad   func(raw json.RawMessage) bool
-	}
-	isTrue := func(raw json.RawMessage) bool { return strings.TrimSpace(string(raw)) == "true" }
-	positive := func(raw json.RawMessage) bool {
-		s := strings.TrimSpace(string(raw))
-		return s != "0" && s != "null" && s != ""
-	}
-	always := func(json.RawMessage) bool { return true }
-	rules := []rule{
-		{"logprobs", isTrue},
-		{"top_logprobs", positive},
-		{"prompt_logprobs", always},
-		{"logit_bias", func(raw json.RawMessage) bool { return strings.TrimSpace(string(raw)) != "{}" }},
-		{"structured_outputs", always},
-		{"response_format", func(raw json.RawMessage) bool {
-			var rf struct {
-				Type string `json:"type"`
-			}
-			_ = json.Unmarshal(raw, &rf)
-			return rf.Type != "text"
-		}},
-		{"use_beam_search", isTrue},
-		{"chat_template", always},
-		{"return_tokens_as_token_ids", isTrue},
-		{"return_token_ids", isTrue},
-	}
-	var fields map[string]json.RawMessage
-	if len(req.Raw) > 0 {
-		_ = json.Unmarshal(req.Raw, &fields)
-	}
-	for _, r := range rules {
-		if !req.Set[r.param] {
-			continue
-		}
-		if r.bad(fields[r.param]) {
+	for _, r := range unsupported {
+		v, sent := req.Passthrough[r.param]
+		if sent && v != nil && r.bad(v) {
 			return &domain.Error{Kind: domain.KindInvalid, Code: "unsupported_parameter", Param: r.param,
 				Message: fmt.Sprintf("the builtin engine of svc-1 cannot honour %s; remove it, or serve svc-1 with an upstream engine (--engine upstream)", r.param)}
 		}

@@ -21,7 +21,7 @@ func conv(question string, turns ...[]domain.Message) []domain.Message {
 
 func gen(t testing.TB, msgs []domain.Message) domain.Choice {
 	t.Helper()
-	req := &domain.ChatRequest{Model: "svc-1", Messages: msgs, ToolStub: true, ToolChoice: domain.ToolChoice{Mode: domain.ToolChoiceAuto}, ParallelToolCalls: true, Set: map[string]bool{}}
+	req := &domain.ChatRequest{Model: "svc-1", Messages: msgs, ToolStub: true, ToolChoice: domain.ToolChoice{Mode: domain.ToolChoiceAuto}, ParallelToolCalls: true}
 	cs, _, err := New(Config{}).Generate(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
@@ -124,14 +124,15 @@ func TestToolsFromPrompt(t *testing.T) {
 func TestUnsupportedParameters(t *testing.T) {
 	t.Parallel()
 	e := New(Config{})
-	for raw, bad := range map[string]bool{`{"logprobs":true}`: true, `{"logprobs":false}`: false, `{"response_format":{"type":"text"}}`: false, `{"response_format":{"type":"json_object"}}`: true, `{"chat_template":"x"}`: true} {
-		var m map[string]json.RawMessage
-		_ = json.Unmarshal([]byte(raw), &m)
-		set := map[string]bool{}
-		for k := range m {
-			set[k] = true
+	for raw, bad := range map[string]bool{`{"logprobs":true}`: true, `{"logprobs":false}`: false, `{"response_format":{"type":"text"}}`: false, `{"response_format":{"type":"json_object"}}`: true, `{"chat_template":"x"}`: true,
+		`{"top_logprobs":0}`: false, `{"top_logprobs":2}`: true, `{"logit_bias":{}}`: false, `{"logit_bias":{"5":1}}`: true, `{"temperature":0.6,"top_k":20}`: false} {
+		d := json.NewDecoder(strings.NewReader(raw))
+		d.UseNumber()
+		var m map[string]any
+		if err := d.Decode(&m); err != nil {
+			t.Fatal(err)
 		}
-		err := e.Check(&domain.ChatRequest{Raw: []byte(raw), Set: set})
+		err := e.Check(&domain.ChatRequest{Passthrough: m})
 		if (err != nil) != bad {
 			t.Errorf("%s: %v", raw, err)
 		}

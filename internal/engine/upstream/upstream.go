@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"time"
 
+	"capsuled/internal/chatwire"
 	"capsuled/internal/domain"
 	"capsuled/internal/oai"
 	"capsuled/internal/reasoning"
@@ -87,45 +88,16 @@ func (e *Engine) Generate(ctx context.Context, req *domain.ChatRequest) ([]domai
 	return choices, usage, nil
 }
 
-// body is the client's request with the upstream model, without capsuled's
-// extensions, asking for usage when streaming.
+// body is the client's request as the upstream receives it: its pass-through
+// fields and messages with the upstream's model, asking for usage when
+// streaming. Capsuled's extensions and echo (which the chat service applies
+// to every engine's reply) are not sent.
 func (e *Engine) body(req *domain.ChatRequest) ([]byte, error) {
-	fields := map[string]json.RawMessage{}
-	if len(req.Raw) > 0 {
-		if err := json.Unmarshal(req.Raw, &fields); err != nil {
-			return nil, domain.Invalid("", "the request body is not a JSON object")
-		}
-	} else {
-		msgs, _ := json.Marshal(messagesToWire(req.Messages))
-		fields["messages"] = msgs
+	b, err := json.Marshal(chatwire.Body(e.cfg.Model, req.Messages, req, req.Stream))
+	if err != nil {
+		return nil, fmt.Errorf("upstream: encode the request: %w", err)
 	}
-	model, _ := json.Marshal(e.cfg.Model)
-	fields["model"] = model
-	delete(fields, "memory")
-	if req.Stream {
-		fields["stream"] = json.RawMessage("true")
-		fields["stream_options"] = json.RawMessage(`{"include_usage":true}`)
-	}
-	return json.Marshal(fields)
-}
-
-func messagesToWire(msgs []domain.Message) []map[string]any {
-	out := make([]map[string]any, 0, len(msgs))
-	for _, m := range msgs {
-		w := map[string]any{"role": m.Role, "content": m.Text()}
-		if m.ToolCallID != "" {
-			w["tool_call_id"] = m.ToolCallID
-		}
-		if len(m.ToolCalls) > 0 {
-			var calls []map[string]any
-			for _, tc := range m.ToolCalls {
-				calls = append(calls, map[string]any{"id": tc.ID, "type": "function", "function": map[string]any{"name": tc.Name, "arguments": tc.Arguments}})
-			}
-			w["tool_calls"] = calls
-		}
-		out = append(out, w)
-	}
-	return out
+	return b, nil
 }
 
 // normalise turns one upstream message into a choice: structured tool

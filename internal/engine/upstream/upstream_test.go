@@ -52,9 +52,8 @@ func newEngine(t *testing.T, url string, timeout time.Duration) *Engine {
 }
 
 func request(stream bool) *domain.ChatRequest {
-	raw, _ := json.Marshal(map[string]any{"model": "svc-1", "messages": []any{map[string]any{"role": "user", "content": "q"}},
-		"logprobs": true, "memory": map[string]any{"budget_tokens": 5}, "stream": stream})
-	return &domain.ChatRequest{Model: "svc-1", Raw: raw, Stream: stream, Messages: []domain.Message{domain.TextMessage("user", "q")}}
+	return &domain.ChatRequest{Model: "svc-1", Stream: stream, Echo: true, Messages: []domain.Message{domain.TextMessage("user", "q")},
+		Passthrough: map[string]any{"logprobs": true, "top_k": json.Number("20"), "continue_final_message": false, "add_generation_prompt": true}}
 }
 
 func TestGenerateFixtures(t *testing.T) {
@@ -109,8 +108,9 @@ func TestGenerateFixtures(t *testing.T) {
 			if diff := cmp.Diff(tt.usage, usage); diff != "" {
 				t.Errorf("usage (-want +got):\n%s", diff)
 			}
-			if sent["model"] != "qwen" || sent["logprobs"] != true || sent["memory"] != nil {
-				t.Errorf("sent %v: want the upstream model, parameters passed through, extensions removed", sent)
+			if sent["model"] != "qwen" || sent["logprobs"] != true || sent["top_k"] != 20.0 || sent["add_generation_prompt"] != true ||
+				sent["continue_final_message"] != false || sent["echo"] != nil || (sent["stream"] == true) != tt.stream {
+				t.Errorf("sent %v: want the upstream model and the pass-through parameters, without echo (the chat service applies it)", sent)
 			}
 		})
 	}
