@@ -67,7 +67,7 @@ func (s *Server) query(ctx context.Context, name string, body *gen.QueryRequest)
 	if body == nil {
 		return nil, domain.Invalid("query", "a request body is required")
 	}
-	q, err := queryFromWire(*body, info(ctx).Body)
+	q, err := QueryFromWire(*body)
 	if err != nil {
 		return nil, err
 	}
@@ -76,31 +76,6 @@ func (s *Server) query(ctx context.Context, name string, body *gen.QueryRequest)
 		return nil, err
 	}
 	return hitsToWire(hits), nil
-}
-
-// queryFromWire converts a query request; the wishlist is read again from
-// the raw body so that numbers keep their precision.
-func queryFromWire(b gen.QueryRequest, raw []byte) (domain.Query, error) {
-	q := domain.Query{Text: b.Query, Limit: domain.DefaultQueryLimit}
-	if b.Limit != nil {
-		q.Limit = *b.Limit
-	}
-	var envelope struct {
-		Wishlist json.RawMessage `json:"wishlist"`
-	}
-	if len(raw) > 0 {
-		if err := json.Unmarshal(raw, &envelope); err != nil {
-			return q, domain.Invalid("", "malformed JSON body")
-		}
-	} else if b.Wishlist != nil {
-		envelope.Wishlist, _ = json.Marshal(b.Wishlist)
-	}
-	w, err := capsule.ParseWishlist(envelope.Wishlist)
-	if err != nil {
-		return q, err
-	}
-	q.Wishlist = w
-	return q, nil
 }
 
 func hitsToWire(hits []domain.Hit) gen.QueryResults {

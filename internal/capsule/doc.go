@@ -24,6 +24,6 @@
 // # Queries
 //
 // Query validates the query and hands it to a retrieval.Engine, which the
-// service keeps current after each commit. ParseWishlist turns the wire
-// wishlist (JSON) into a domain.Wishlist, naming the field of any error.
+// service keeps current after each commit. The HTTP layer converts the wire
+// wishlist into the domain.Wishlist it takes (api.WishlistFromWire).
 package capsule

@@ -107,7 +107,7 @@ func TestBuildQuery(t *testing.T) {
 			}
 		}},
 		{"hybrid is the default and stays out of the wire", playgroundForm{Query: "a", Mode: "hybrid", Limit: "3"}, "", func(t *testing.T, q domain.Query, wire string) {
-			if wire != `{"query":"a","limit":3}` {
+			if wire != `{"limit":3,"query":"a"}` {
 				t.Errorf("%s", wire)
 			}
 		}},
@@ -119,7 +119,7 @@ func TestBuildQuery(t *testing.T) {
 					w.AddedAfter == nil || w.AddedAfter.Day() != 2 || w.MaxChunksPerItem != 2 || w.MinScore != 0.5 || len(w.Metadata) != 2 {
 					t.Errorf("%+v", w)
 				}
-				want := `{"query":"a","wishlist":{"mode":"semantic","kinds":["file"],"file_types":["text/plain","application/pdf"],"uri_prefix":"s3://b/","added_after":"2026-01-02T00:00:00Z","metadata":{"lang":"en","year":"2024"},"max_chunks_per_item":2,"min_score":0.5}}`
+				want := `{"query":"a","wishlist":{"added_after":"2026-01-02T00:00:00Z","file_types":["text/plain","application/pdf"],"kinds":["file"],"max_chunks_per_item":2,"metadata":{"lang":"en","year":"2024"},"min_score":0.5,"mode":"semantic","uri_prefix":"s3://b/"}}`
 				if wire != want {
 					t.Errorf("wire\n got %s\nwant %s", wire, want)
 				}
@@ -134,6 +134,7 @@ func TestBuildQuery(t *testing.T) {
 		{"max chunks", playgroundForm{Query: "a", MaxChunksPerItem: "101"}, "max_chunks_per_item", nil},
 		{"min score", playgroundForm{Query: "a", MinScore: "1.5"}, "min_score", nil},
 		{"metadata", playgroundForm{Query: "a", Metadata: "no equals sign"}, "metadata", nil},
+		{"date range (the API's rule)", playgroundForm{Query: "a", AddedAfter: "2026-01-02", AddedBefore: "2026-01-01"}, "added_before", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

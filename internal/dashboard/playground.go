@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"capsuled/api"
+	"capsuled/gen"
 	"capsuled/internal/domain"
 )
 
@@ -37,26 +39,6 @@ type playgroundData struct {
 	Curl     string
 }
 
-// wireWishlist is the wishlist as the capsule query takes it (openapi.yaml
-// Wishlist), for the equivalent curl command.
-type wireWishlist struct {
-	Mode             string            `json:"mode,omitempty"`
-	Kinds            []string          `json:"kinds,omitempty"`
-	FileTypes        []string          `json:"file_types,omitempty"`
-	URIPrefix        string            `json:"uri_prefix,omitempty"`
-	AddedAfter       string            `json:"added_after,omitempty"`
-	AddedBefore      string            `json:"added_before,omitempty"`
-	Metadata         map[string]string `json:"metadata,omitempty"`
-	MaxChunksPerItem int               `json:"max_chunks_per_item,omitempty"`
-	MinScore         float64           `json:"min_score,omitempty"`
-}
-
-type wireQuery struct {
-	Query    string        `json:"query"`
-	Limit    int           `json:"limit,omitempty"`
-	Wishlist *wireWishlist `json:"wishlist,omitempty"`
-}
-
 func parseTime(param, v string) (*time.Time, error) {
 	if v == "" {
 		return nil, nil
@@ -69,70 +51,74 @@ func parseTime(param, v string) (*time.Time, error) {
 	return nil, domain.Invalid(param, "%q is not a date or an RFC 3339 time", v)
 }
 
-// buildQuery turns the form into a domain query and its wire form.
-func buildQuery(f playgroundForm) (domain.Query, wireQuery, error) {
-	q := domain.Query{Text: strings.TrimSpace(f.Query), Limit: domain.DefaultQueryLimit}
-	wq := wireQuery{Query: q.Text}
-	ww := wireWishlist{}
-	if q.Text == "" {
-		return q, wq, domain.Invalid("query", "type a query")
+// buildQuery turns the form into the API's query request (gen.QueryRequest,
+// for the equivalent curl command) and converts that with the API's own
+// conversion, so the playground and the API apply the same rules. An
+// error's Param is the form field's name (the wishlist key).
+func buildQuery(f playgroundForm) (domain.Query, gen.QueryRequest, error) {
+	wq := gen.QueryRequest{Query: strings.TrimSpace(f.Query)}
+	if wq.Query == "" {
+		return domain.Query{}, wq, domain.Invalid("query", "type a query")
 	}
-	if len(q.Text) > domain.MaxQueryBytes {
-		return q, wq, domain.Invalid("query", "the query is longer than %d bytes", domain.MaxQueryBytes)
+	if len(wq.Query) > domain.MaxQueryBytes {
+		return domain.Query{}, wq, domain.Invalid("query", "the query is longer than %d bytes", domain.MaxQueryBytes)
 	}
 	if f.Limit != "" {
 		n, err := strconv.Atoi(f.Limit)
 		if err != nil || n < 1 || n > domain.MaxQueryLimit {
-			return q, wq, domain.Invalid("limit", "limit must be a whole number from 1 to %d", domain.MaxQueryLimit)
+			return domain.Query{}, wq, domain.Invalid("limit", "limit must be a whole number from 1 to %d", domain.MaxQueryLimit)
 		}
-		q.Limit, wq.Limit = n, n
+		wq.Limit = &n
 	}
-	switch m := domain.SearchMode(f.Mode); m {
-	case "", domain.ModeHybrid:
-	case domain.ModeSemantic, domain.ModeKeyword:
-		q.Wishlist.Mode, ww.Mode = m, string(m)
-	default:
-		return q, wq, domain.Invalid("mode", "mode must be hybrid, semantic or keyword")
+	var w gen.Wishlist
+	empty := true
+	set := func() { empty = false }
+	if f.Mode != "" && f.Mode != string(domain.ModeHybrid) { // hybrid is the default: it stays out of the request
+		m := gen.WishlistMode(f.Mode)
+		w.Mode = &m
+		set()
 	}
-	for _, k := range f.Kinds {
-		switch domain.ItemKind(k) {
-		case domain.ItemText, domain.ItemFile:
-			q.Wishlist.Kinds = append(q.Wishlist.Kinds, domain.ItemKind(k))
-			ww.Kinds = append(ww.Kinds, k)
-		default:
-			return q, wq, domain.Invalid("kinds", "kind must be text or file")
+	if len(f.Kinds) > 0 {
+		kinds := make([]gen.ItemKind, len(f.Kinds))
+		for i, k := range f.Kinds {
+			kinds[i] = gen.ItemKind(k)
 		}
+		w.Kinds = &kinds
+		set()
 	}
-	q.Wishlist.FileTypes = splitList(f.FileTypes)
-	ww.FileTypes = q.Wishlist.FileTypes
-	q.Wishlist.URIPrefix = strings.TrimSpace(f.URIPrefix)
-	ww.URIPrefix = q.Wishlist.URIPrefix
+	if types := splitList(f.FileTypes); len(types) > 0 {
+		w.FileTypes = &types
+		set()
+	}
+	if p := strings.TrimSpace(f.URIPrefix); p != "" {
+		w.UriPrefix = &p
+		set()
+	}
 	var err error
-	if q.Wishlist.AddedAfter, err = parseTime("added_after", f.AddedAfter); err != nil {
-		return q, wq, err
+	if w.AddedAfter, err = parseTime("added_after", f.AddedAfter); err != nil {
+		return domain.Query{}, wq, err
 	}
-	if q.Wishlist.AddedBefore, err = parseTime("added_before", f.AddedBefore); err != nil {
-		return q, wq, err
+	if w.AddedBefore, err = parseTime("added_before", f.AddedBefore); err != nil {
+		return domain.Query{}, wq, err
 	}
-	if t := q.Wishlist.AddedAfter; t != nil {
-		ww.AddedAfter = t.UTC().Format(time.RFC3339)
-	}
-	if t := q.Wishlist.AddedBefore; t != nil {
-		ww.AddedBefore = t.UTC().Format(time.RFC3339)
+	if w.AddedAfter != nil || w.AddedBefore != nil {
+		set()
 	}
 	if f.MaxChunksPerItem != "" {
 		n, err := strconv.Atoi(f.MaxChunksPerItem)
-		if err != nil || n < 1 || n > 100 {
-			return q, wq, domain.Invalid("max_chunks_per_item", "max chunks per item must be a whole number from 1 to 100")
+		if err != nil {
+			return domain.Query{}, wq, domain.Invalid("max_chunks_per_item", "max chunks per item must be a whole number from 1 to 100")
 		}
-		q.Wishlist.MaxChunksPerItem, ww.MaxChunksPerItem = n, n
+		w.MaxChunksPerItem = &n
+		set()
 	}
 	if f.MinScore != "" {
 		v, err := strconv.ParseFloat(f.MinScore, 64)
-		if err != nil || v < 0 || v > 1 {
-			return q, wq, domain.Invalid("min_score", "min score must be a number from 0 to 1")
+		if err != nil {
+			return domain.Query{}, wq, domain.Invalid("min_score", "min score must be a number from 0 to 1")
 		}
-		q.Wishlist.MinScore, ww.MinScore = v, v
+		w.MinScore = &v
+		set()
 	}
 	for _, line := range strings.Split(f.Metadata, "\n") {
 		line = strings.TrimSpace(line)
@@ -142,24 +128,37 @@ func buildQuery(f playgroundForm) (domain.Query, wireQuery, error) {
 		k, v, ok := strings.Cut(line, "=")
 		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
 		if !ok || k == "" {
-			return q, wq, domain.Invalid("metadata", "write metadata filters as key=value, one a line")
+			return domain.Query{}, wq, domain.Invalid("metadata", "write metadata filters as key=value, one a line")
 		}
-		q.Wishlist.Metadata = append(q.Wishlist.Metadata, domain.MetadataFilter{Key: k, Op: domain.OpEq, Value: v})
-		if ww.Metadata == nil {
-			ww.Metadata = map[string]string{}
+		if w.Metadata == nil {
+			w.Metadata = &map[string]gen.MetadataCondition{}
 		}
-		ww.Metadata[k] = v
+		var c gen.MetadataCondition
+		if err := c.FromMetadataCondition0(v); err != nil {
+			return domain.Query{}, wq, domain.Invalid("metadata", "%v", err)
+		}
+		(*w.Metadata)[k] = c
+		set()
 	}
-	if b, _ := json.Marshal(ww); string(b) != "{}" {
-		wq.Wishlist = &ww
+	if !empty {
+		wq.Wishlist = &w
 	}
-	return q, wq, nil
+	q, err := api.QueryFromWire(wq)
+	if e, ok := domain.AsError(err); ok {
+		e2 := *e
+		e2.Param = strings.TrimPrefix(e.Param, "wishlist.")
+		if i := strings.IndexByte(e2.Param, '.'); i >= 0 { // metadata.<key>.<op>: the metadata field
+			e2.Param = e2.Param[:i]
+		}
+		return q, wq, &e2
+	}
+	return q, wq, err
 }
 
 // curlCommand is the API request equivalent to a playground query. Every
 // value from the request (host, capsule, body) is single-quoted for the
 // shell; only $CAPSULED_API_KEY is left for the shell to expand.
-func curlCommand(r *http.Request, public *url.URL, capsule string, wq wireQuery) string {
+func curlCommand(r *http.Request, public *url.URL, capsule string, wq gen.QueryRequest) string {
 	base := "http://" + r.Host
 	switch {
 	case public != nil:
