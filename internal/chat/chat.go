@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"capsuled/internal/domain"
@@ -113,15 +114,28 @@ func (s *Service) Complete(ctx context.Context, req *domain.ChatRequest) (*domai
 	return comp, nil
 }
 
-// shape applies include_reasoning, stop, the token limit and echo.
+// shape applies include_reasoning, continue_final_message, stop, the token
+// limit and echo.
 func (s *Service) shape(req *domain.ChatRequest, c domain.Choice) domain.Choice {
+	prefill := prefillOf(req)
 	content := c.Content
-	if req.IncludeReasoning {
+	switch {
+	case !req.IncludeReasoning:
+		content = think.Strip(content)
+	case prefill.open:
+		// The reply continues inside the reasoning block the prefill
+		// opened: its reasoning goes on in that block, which it then
+		// closes; no block is opened inside it.
+		content = joinText(prefill.text, strings.TrimSpace(c.Reasoning))[len(prefill.text):] +
+			"\n" + think.CloseTag + "\n\n" + strings.TrimLeft(think.Strip(content), "\n")
+	case req.ContinueFinalMessage:
+		// The reply continues the prefill's visible text: a reasoning
+		// block would land in the middle of it, so there is none.
+		content = joinText(prefill.text, think.Strip(content))[len(prefill.text):]
+	default:
 		if b := think.Block(c.Reasoning); b != "" {
 			content = b + strings.TrimLeft(content, "\n")
 		}
-	} else {
-		content = think.Strip(content)
 	}
 	c.Reasoning = ""
 	if len(c.ToolCalls) > 0 && c.FinishReason == "" {
@@ -144,12 +158,49 @@ func (s *Service) shape(req *domain.ChatRequest, c domain.Choice) domain.Choice 
 		c.ToolCalls = nil
 		c.FinishReason = domain.FinishLength
 	}
-	if req.Echo && len(req.Messages) > 0 {
-		if last := req.Messages[len(req.Messages)-1]; last.Role == domain.RoleAssistant {
-			c.Content = last.Text() + c.Content
-		}
+	if req.Echo && prefill.assistant {
+		c.Content = prefill.text + c.Content
 	}
 	return c
+}
+
+// prefill is the last message when it is the assistant's: the text a reply
+// continues (continue_final_message) and echo prepends.
+type prefill struct {
+	assistant bool   // the last message is the assistant's
+	text      string // its text
+	// open: the reply continues inside a reasoning block that the text
+	// opened and did not close. Only with continue_final_message, or with
+	// echo (which would otherwise nest the reply's block inside it).
+	open bool
+}
+
+func prefillOf(req *domain.ChatRequest) prefill {
+	if len(req.Messages) == 0 {
+		return prefill{}
+	}
+	last := req.Messages[len(req.Messages)-1]
+	if last.Role != domain.RoleAssistant {
+		return prefill{}
+	}
+	p := prefill{assistant: true, text: last.Text()}
+	p.open = (req.ContinueFinalMessage || req.Echo) && think.Open(p.text)
+	return p
+}
+
+// joinText appends more to text, with a space between them when neither
+// has whitespace at the junction (the engines return whole words; the
+// upstream's reasoning comes trimmed).
+func joinText(text, more string) string {
+	if text == "" || more == "" {
+		return text + more
+	}
+	a, _ := utf8.DecodeLastRuneInString(text)
+	b, _ := utf8.DecodeRuneInString(more)
+	if unicode.IsSpace(a) || unicode.IsSpace(b) || unicode.IsPunct(b) {
+		return text + more
+	}
+	return text + " " + more
 }
 
 func firstStop(content string, stops []string) (int, string) {

@@ -42,6 +42,29 @@ func TestShape(t *testing.T) {
 		{"length", text, domain.ChatRequest{MaxTokens: &max2}, "one two ", "length", 0},
 		{"echo", text, domain.ChatRequest{Echo: true, Messages: []domain.Message{domain.TextMessage("assistant", "pre ")}}, "pre one two three four five", "stop", 0},
 		{"inline think stripped", domain.Choice{Content: "<think>x</think>\nanswer"}, domain.ChatRequest{}, "answer", "stop", 0},
+		// continue_final_message: the reply continues the prefill, with no
+		// new reasoning block inside it.
+		{"continue plain prefill", text, domain.ChatRequest{IncludeReasoning: true, ContinueFinalMessage: true, Messages: withPrefill("The answer is")},
+			" one two three four five", "stop", 0},
+		{"continue prefill ending in a space", text, domain.ChatRequest{IncludeReasoning: true, ContinueFinalMessage: true, Messages: withPrefill("The answer is ")},
+			"one two three four five", "stop", 0},
+		{"continue open reasoning", base, domain.ChatRequest{IncludeReasoning: true, ContinueFinalMessage: true, Messages: withPrefill("<think>\nLet me")},
+			" I plan.\n</think>\n\n", "tool_calls", 1},
+		{"continue after closed reasoning", text, domain.ChatRequest{IncludeReasoning: true, ContinueFinalMessage: true, Messages: withPrefill("<think>r</think>\n\nSo")},
+			" one two three four five", "stop", 0},
+		{"continue drops the engine's inline block", domain.Choice{Content: "<think>x</think>answer"}, domain.ChatRequest{IncludeReasoning: true, ContinueFinalMessage: true, Messages: withPrefill("An")},
+			" answer", "stop", 0},
+		// echo: the prefill is prepended, and a reply's reasoning never
+		// opens a block inside the prefill's.
+		{"echo with reasoning", text, domain.ChatRequest{IncludeReasoning: true, Echo: true, Messages: withPrefill("pre ")},
+			"pre <think>\nthink\n</think>\n\none two three four five", "stop", 0},
+		{"echo of open reasoning", text, domain.ChatRequest{IncludeReasoning: true, Echo: true, Messages: withPrefill("<think>\nLet me")},
+			"<think>\nLet me think\n</think>\n\none two three four five", "stop", 0},
+		{"echo and continue", text, domain.ChatRequest{IncludeReasoning: true, Echo: true, ContinueFinalMessage: true, Messages: withPrefill("<think>\nLet me")},
+			"<think>\nLet me think\n</think>\n\none two three four five", "stop", 0},
+		{"echo and continue plain", text, domain.ChatRequest{IncludeReasoning: true, Echo: true, ContinueFinalMessage: true, Messages: withPrefill("Well,")},
+			"Well, one two three four five", "stop", 0},
+		{"echo needs an assistant message last", text, domain.ChatRequest{Echo: true}, "one two three four five", "stop", 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -68,6 +91,10 @@ func TestShape(t *testing.T) {
 			}
 		})
 	}
+}
+
+func withPrefill(text string) []domain.Message {
+	return []domain.Message{domain.TextMessage("user", "a question here"), domain.TextMessage("assistant", text)}
 }
 
 func TestUnknownModel(t *testing.T) {
