@@ -20,7 +20,8 @@ type Chat interface {
 	Complete(ctx context.Context, req *domain.ChatRequest) (*domain.Completion, error)
 }
 
-// CreateChatCompletion runs one turn of svc-1.
+// CreateChatCompletion runs one turn of svc-1. Its body is the value the
+// gate's validation decoded (decodedOnce), not in.Body.
 func (s *Server) CreateChatCompletion(ctx context.Context, in gen.CreateChatCompletionRequestObject) (gen.CreateChatCompletionResponseObject, error) {
 	if s.chat == nil {
 		return nil, notImplemented("retrieval chat")

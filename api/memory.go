@@ -32,7 +32,8 @@ type Memory interface {
 	Failures(ctx context.Context, ns string) ([]domain.MemoryFailure, error)
 }
 
-// CreateMemoryChatCompletion runs one memory chat turn.
+// CreateMemoryChatCompletion runs one memory chat turn. Its body is the value
+// the gate's validation decoded (decodedOnce), not in.Body.
 func (s *Server) CreateMemoryChatCompletion(ctx context.Context, in gen.CreateMemoryChatCompletionRequestObject) (gen.CreateMemoryChatCompletionResponseObject, error) {
 	if s.memory == nil {
 		return nil, notImplemented("memory chat")
@@ -56,16 +57,8 @@ func (s *Server) CreateMemoryChatCompletion(ctx context.Context, in gen.CreateMe
 		return nil, domain.Invalid("n", "the memory operation generates one choice (n must be 1)")
 	}
 	mi := memory.ChatInput{Namespace: ns, Request: *req}
-	if o := in.Body.Memory; o != nil {
-		if o.BudgetTokens != nil {
-			mi.BudgetTokens = *o.BudgetTokens
-			if mi.BudgetTokens == 0 {
-				mi.BudgetTokens = -1 // an explicit 0: inject nothing
-			}
-		}
-		if o.ConversationId != nil {
-			mi.ConversationID = *o.ConversationId
-		}
+	if err := memoryOptionsFromWire(info(ctx).Value, &mi); err != nil {
+		return nil, err
 	}
 	if req.Stream {
 		// The turn is selected, generated and persisted exactly as without
@@ -103,6 +96,31 @@ func (s *Server) memoryChat(ctx context.Context, in memory.ChatInput) (memory.Ch
 		s.chargeTokens(ctx, res.Completion.Usage.Total())
 	}
 	return res, err
+}
+
+// memoryOptionsFromWire reads the request's memory extension (MemoryOptions)
+// from the body the validation decoded.
+func memoryOptionsFromWire(body any, mi *memory.ChatInput) error {
+	fields, _ := body.(map[string]any)
+	o, _ := fields["memory"].(map[string]any)
+	if o == nil {
+		return nil
+	}
+	f := wireFields(o)
+	budget, err := f.int("budget_tokens")
+	if err != nil {
+		return domain.Invalid("memory.budget_tokens", "must be an integer")
+	}
+	if budget != nil {
+		mi.BudgetTokens = *budget
+		if mi.BudgetTokens == 0 {
+			mi.BudgetTokens = -1 // an explicit 0: inject nothing
+		}
+	}
+	if mi.ConversationID, err = f.str("conversation_id"); err != nil {
+		return domain.Invalid("memory.conversation_id", "must be a string")
+	}
+	return nil
 }
 
 // memoryReport is the wire form of what a memory turn read and wrote.

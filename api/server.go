@@ -140,7 +140,7 @@ func (s *Server) Handler() http.Handler {
 		},
 	})
 	mux := http.NewServeMux()
-	routes := gen.HandlerWithOptions(strict, gen.StdHTTPServerOptions{
+	routes := gen.HandlerWithOptions(decodedOnce{ServerInterface: strict, s: s}, gen.StdHTTPServerOptions{
 		BaseRouter: mux,
 		ErrorHandlerFunc: func(w http.ResponseWriter, r *http.Request, err error) {
 			writeError(w, r, s.log, &domain.Error{Kind: domain.KindInvalid, Code: "invalid_request", Message: firstLine(err)})
