@@ -2,9 +2,14 @@
 // server (vLLM first; llama.cpp server, Ollama and SGLang speak the same
 // protocol).
 //
-// Every request parameter passes through unchanged, except model (replaced by
-// the configured upstream model) and capsuled's own extension fields. A
-// streamed request is streamed upstream too and its deltas accumulated. The
+// The upstream request is rendered by internal/chatwire, as memory chat's is:
+// every request parameter passes through as the client sent it
+// (domain.ChatRequest.Passthrough: vLLM's sampling extras, tools,
+// continue_final_message and add_generation_prompt at the top level, as vLLM
+// expects them), with the configured upstream model, the messages, and
+// without capsuled's extension fields or echo (the chat service applies echo
+// to every engine's reply). A streamed request is streamed upstream too and
+// its deltas accumulated. The
 // reply is normalised across engines: structured tool_calls are kept;
 // reasoning returned in a separate field (reasoning_content, as vLLM's
 // reasoning parsers give it, or reasoning) becomes the choice's Reasoning,
