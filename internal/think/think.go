@@ -1,9 +1,9 @@
 // Package think handles the <think>…</think> blocks in which models and the
 // svc-1 engines write their reasoning inside message content: it removes
-// them (Strip), splits a leading one from the text after it (Split), tells
-// whether a text ends inside an open block (Open), and renders one (Block).
-// The chat service, the memory service and the upstream engine all use it, so
-// a block means the same everywhere.
+// them (Strip), tells whether a text ends inside an open block (Open), and
+// renders one (Block). The chat service, the memory service and the reasoning
+// parsers (internal/reasoning) all use it, so a block means the same
+// everywhere.
 package think
 
 import "strings"
@@ -40,21 +40,6 @@ func Strip(s string) string {
 		s = s[j+len(CloseTag):]
 	}
 	return strings.TrimLeft(s, " \t\r\n")
-}
-
-// Split separates a leading reasoning block from the text after it, both
-// trimmed. ok is false, and s is returned whole as text, when s does not
-// start (after whitespace) with a closed block.
-func Split(s string) (reasoning, text string, ok bool) {
-	t := strings.TrimSpace(s)
-	if !strings.HasPrefix(t, OpenTag) {
-		return "", s, false
-	}
-	j := strings.Index(t, CloseTag)
-	if j < 0 {
-		return "", s, false
-	}
-	return strings.TrimSpace(t[len(OpenTag):j]), strings.TrimSpace(t[j+len(CloseTag):]), true
 }
 
 // Open reports whether s ends inside a reasoning block: its last opening tag

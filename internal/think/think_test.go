@@ -24,28 +24,6 @@ func TestStrip(t *testing.T) {
 	}
 }
 
-func TestSplit(t *testing.T) {
-	t.Parallel()
-	for _, tt := range []struct {
-		name, in, reasoning, text string
-		ok                        bool
-	}{
-		{"leading block", "<think>\nr\n</think>\n\nanswer", "r", "answer", true},
-		{"leading whitespace", "\n  <think>r</think>answer ", "r", "answer", true},
-		{"no block", "answer", "", "answer", false},
-		{"unclosed block", "<think>r", "", "<think>r", false},
-		{"block not leading", "a <think>r</think>", "", "a <think>r</think>", false},
-		{"several blocks: the first is split", "<think>a</think>x<think>b</think>y", "a", "x<think>b</think>y", true},
-		{"nested: up to the first closing tag", "<think>a<think>b</think>c</think>d", "a<think>b", "c</think>d", true},
-		{"empty block", "<think></think>answer", "", "answer", true},
-	} {
-		r, text, ok := Split(tt.in)
-		if r != tt.reasoning || text != tt.text || ok != tt.ok {
-			t.Errorf("%s: Split(%q) = %q, %q, %v; want %q, %q, %v", tt.name, tt.in, r, text, ok, tt.reasoning, tt.text, tt.ok)
-		}
-	}
-}
-
 func TestOpen(t *testing.T) {
 	t.Parallel()
 	for in, want := range map[string]bool{

@@ -137,7 +137,7 @@ func (f fakeCorpus) run(t *testing.T, e *Engine, question string) ([]string, int
 	msgs := conv(question)
 	for turn := 1; turn <= 10; turn++ {
 		cs, _, err := e.Generate(context.Background(), &domain.ChatRequest{Model: "svc-1", Messages: msgs, ToolStub: true,
-			ToolChoice: domain.ToolChoice{Mode: domain.ToolChoiceAuto}, ParallelToolCalls: true, Set: map[string]bool{}})
+			ToolChoice: domain.ToolChoice{Mode: domain.ToolChoiceAuto}, ParallelToolCalls: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -303,7 +303,7 @@ func TestCallsUseTheClientsTools(t *testing.T) {
 		reported := false
 		for turn := 0; turn < 10 && !reported; turn++ {
 			c := New(Config{}).generate(&domain.ChatRequest{Model: "svc-1", Messages: msgs, ToolStub: true,
-				ToolChoice: domain.ToolChoice{Mode: domain.ToolChoiceAuto}, ParallelToolCalls: true, Set: map[string]bool{}}, tc.defs())[0]
+				ToolChoice: domain.ToolChoice{Mode: domain.ToolChoiceAuto}, ParallelToolCalls: true}, tc.defs())[0]
 			if turn == 0 && len(tc.Unmapped) > 0 && !strings.Contains(c.Reasoning, "None of the tools offered plays the role of") {
 				t.Errorf("%s: the reasoning should say which role is unmapped: %s", name, c.Reasoning)
 			}
