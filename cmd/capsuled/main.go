@@ -1,13 +1,19 @@
-// Command capsuled is the capsuled server and its command-line client.
+// Command capsuled is the capsuled server and its command-line client. It
+// parses flags and wires packages together; the work is in internal/.
 //
-//	capsuled serve [--addr 127.0.0.1:8080] [--data DIR]   start the server
+//	capsuled serve [--addr 127.0.0.1:8080] [--data DIR]   start the server (internal/app)
 //	capsuled keys create|list|revoke [--data DIR | --store URL] [--json]  manage API keys in the server's database
+//	capsuled capsule|add|query|ask|memory …              client commands against a running server (internal/apiclient)
+//	capsuled mcp [--url URL | --data DIR]                 MCP over stdio (internal/mcpserver)
+//	capsuled models convert|fetch                         the embedding model
+//	capsuled bench retrieval|agent|memory|load …          benchmarks (internal/bench)
 //	capsuled conformance validate FILE                    check captured traffic against openapi.yaml
 //	capsuled version
 //
-// Every flag can also be set through an environment variable named
-// CAPSULED_ plus the flag's name in upper case with dashes as underscores
-// (--data → CAPSULED_DATA); a flag given on the command line wins.
+// Flags may come before or after positional arguments. Every flag can also
+// be set through an environment variable named CAPSULED_ plus the flag's name
+// in upper case with dashes as underscores (--data → CAPSULED_DATA); a flag
+// given on the command line wins (internal/cli).
 package main
 
 import (
