@@ -75,7 +75,7 @@ func (s *Service) Chat(ctx context.Context, in ChatInput) (ChatResult, error) {
 		return ChatResult{}, err
 	}
 	prompt := withMemoryBlock(msgs, ns, sel.Packed)
-	comp, err := gen.Generate(ctx, GenerateInput{Model: model, Messages: prompt, Memories: sel.Packed, Request: in.Request, Tokens: s.tok})
+	comp, err := gen.Generate(ctx, GenerateInput{Model: model, Messages: prompt, Memories: sel.Packed, Request: in.Request, Tokens: s.tok, Embedder: s.emb})
 	if err != nil {
 		return ChatResult{}, err
 	}

@@ -101,7 +101,7 @@ func TestExtractiveRemembersAcrossConversations(t *testing.T) {
 			b.now = b.now.Add(24 * time.Hour)
 			res := chat(t, b, "alice", user("What is my cat called?"))
 			reply := res.Completion.Choices[0].Content
-			if !strings.Contains(reply, "Miso") || !strings.Contains(reply, "Quoting from memory") || !strings.Contains(reply, "2026-11-22") {
+			if !strings.Contains(reply, "Miso") || !strings.HasPrefix(reply, "From memory: ") || !strings.Contains(reply, "2026-11-22") {
 				t.Fatalf("reply %q", reply)
 			}
 			if len(res.Read) == 0 || res.Read[0] != first.Written[0] {
