@@ -3016,6 +3016,10 @@ type ClientInterface interface {
 	// Searches the capsule's ready items and returns matching chunks, best
 	// first: score descending, then `item_id`, then `idx` (deterministic).
 	// Scores are in [0, 1], higher is better, comparable across modes.
+	// A server run with a rerank stage (`--rerank-url`) reorders the best
+	// fused candidates by its reranking model; their scores are then the
+	// model's relevance scores (a logistic of them when the model returns
+	// logits), and a reranker that fails answers 502, 503 or 504.
 	//
 	// `limit` defaults to 10 and may not exceed 100. `wishlist` filters and
 	// preferences apply inside retrieval, so a filtered query still returns up
@@ -3033,6 +3037,10 @@ type ClientInterface interface {
 	// Searches the capsule's ready items and returns matching chunks, best
 	// first: score descending, then `item_id`, then `idx` (deterministic).
 	// Scores are in [0, 1], higher is better, comparable across modes.
+	// A server run with a rerank stage (`--rerank-url`) reorders the best
+	// fused candidates by its reranking model; their scores are then the
+	// model's relevance scores (a logistic of them when the model returns
+	// logits), and a reranker that fails answers 502, 503 or 504.
 	//
 	// `limit` defaults to 10 and may not exceed 100. `wishlist` filters and
 	// preferences apply inside retrieval, so a filtered query still returns up
@@ -3695,6 +3703,10 @@ func (c *Client) AskCapsule(ctx context.Context, capsule CapsulePath, body AskCa
 // Searches the capsule's ready items and returns matching chunks, best
 // first: score descending, then `item_id`, then `idx` (deterministic).
 // Scores are in [0, 1], higher is better, comparable across modes.
+// A server run with a rerank stage (`--rerank-url`) reorders the best
+// fused candidates by its reranking model; their scores are then the
+// model's relevance scores (a logistic of them when the model returns
+// logits), and a reranker that fails answers 502, 503 or 504.
 //
 // `limit` defaults to 10 and may not exceed 100. `wishlist` filters and
 // preferences apply inside retrieval, so a filtered query still returns up
@@ -3722,6 +3734,10 @@ func (c *Client) QueryCapsuleWithBody(ctx context.Context, capsule CapsulePath, 
 // Searches the capsule's ready items and returns matching chunks, best
 // first: score descending, then `item_id`, then `idx` (deterministic).
 // Scores are in [0, 1], higher is better, comparable across modes.
+// A server run with a rerank stage (`--rerank-url`) reorders the best
+// fused candidates by its reranking model; their scores are then the
+// model's relevance scores (a logistic of them when the model returns
+// logits), and a reranker that fails answers 502, 503 or 504.
 //
 // `limit` defaults to 10 and may not exceed 100. `wishlist` filters and
 // preferences apply inside retrieval, so a filtered query still returns up
@@ -6457,6 +6473,10 @@ type ClientWithResponsesInterface interface {
 	// Searches the capsule's ready items and returns matching chunks, best
 	// first: score descending, then `item_id`, then `idx` (deterministic).
 	// Scores are in [0, 1], higher is better, comparable across modes.
+	// A server run with a rerank stage (`--rerank-url`) reorders the best
+	// fused candidates by its reranking model; their scores are then the
+	// model's relevance scores (a logistic of them when the model returns
+	// logits), and a reranker that fails answers 502, 503 or 504.
 	//
 	// `limit` defaults to 10 and may not exceed 100. `wishlist` filters and
 	// preferences apply inside retrieval, so a filtered query still returns up
@@ -6474,6 +6494,10 @@ type ClientWithResponsesInterface interface {
 	// Searches the capsule's ready items and returns matching chunks, best
 	// first: score descending, then `item_id`, then `idx` (deterministic).
 	// Scores are in [0, 1], higher is better, comparable across modes.
+	// A server run with a rerank stage (`--rerank-url`) reorders the best
+	// fused candidates by its reranking model; their scores are then the
+	// model's relevance scores (a logistic of them when the model returns
+	// logits), and a reranker that fails answers 502, 503 or 504.
 	//
 	// `limit` defaults to 10 and may not exceed 100. `wishlist` filters and
 	// preferences apply inside retrieval, so a filtered query still returns up
@@ -7288,8 +7312,12 @@ type QueryCapsuleResponse struct {
 	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// JSON502 the response for an HTTP 502 `application/json` response
+	JSON502 *BadGateway
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *GatewayTimeout
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *QueryCapsuleResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -7348,9 +7376,19 @@ func (r QueryCapsuleResponse) GetJSON500() *Internal {
 	return r.JSON500
 }
 
+// GetJSON502 returns the response for an HTTP 502 `application/json` response
+func (r QueryCapsuleResponse) GetJSON502() *BadGateway {
+	return r.JSON502
+}
+
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r QueryCapsuleResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r QueryCapsuleResponse) GetJSON504() *GatewayTimeout {
+	return r.JSON504
 }
 
 // GetBody returns the raw response body bytes
@@ -7536,8 +7574,12 @@ type QueryCapsuleByHostResponse struct {
 	JSON429 *RateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// JSON502 the response for an HTTP 502 `application/json` response
+	JSON502 *BadGateway
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *GatewayTimeout
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *QueryCapsuleByHostResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -7596,9 +7638,19 @@ func (r QueryCapsuleByHostResponse) GetJSON500() *Internal {
 	return r.JSON500
 }
 
+// GetJSON502 returns the response for an HTTP 502 `application/json` response
+func (r QueryCapsuleByHostResponse) GetJSON502() *BadGateway {
+	return r.JSON502
+}
+
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r QueryCapsuleByHostResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r QueryCapsuleByHostResponse) GetJSON504() *GatewayTimeout {
+	return r.JSON504
 }
 
 // GetBody returns the raw response body bytes
@@ -11143,6 +11195,10 @@ func (c *ClientWithResponses) AskCapsuleWithResponse(ctx context.Context, capsul
 // Searches the capsule's ready items and returns matching chunks, best
 // first: score descending, then `item_id`, then `idx` (deterministic).
 // Scores are in [0, 1], higher is better, comparable across modes.
+// A server run with a rerank stage (`--rerank-url`) reorders the best
+// fused candidates by its reranking model; their scores are then the
+// model's relevance scores (a logistic of them when the model returns
+// logits), and a reranker that fails answers 502, 503 or 504.
 //
 // `limit` defaults to 10 and may not exceed 100. `wishlist` filters and
 // preferences apply inside retrieval, so a filtered query still returns up
@@ -11166,6 +11222,10 @@ func (c *ClientWithResponses) QueryCapsuleWithBodyWithResponse(ctx context.Conte
 // Searches the capsule's ready items and returns matching chunks, best
 // first: score descending, then `item_id`, then `idx` (deterministic).
 // Scores are in [0, 1], higher is better, comparable across modes.
+// A server run with a rerank stage (`--rerank-url`) reorders the best
+// fused candidates by its reranking model; their scores are then the
+// model's relevance scores (a logistic of them when the model returns
+// logits), and a reranker that fails answers 502, 503 or 504.
 //
 // `limit` defaults to 10 and may not exceed 100. `wishlist` filters and
 // preferences apply inside retrieval, so a filtered query still returns up
@@ -12298,12 +12358,26 @@ func ParseQueryCapsuleResponse(rsp *http.Response) (*QueryCapsuleResponse, error
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 502:
+		var dest BadGateway
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON502 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest GatewayTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
 
 	}
 
@@ -12495,12 +12569,26 @@ func ParseQueryCapsuleByHostResponse(rsp *http.Response) (*QueryCapsuleByHostRes
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 502:
+		var dest BadGateway
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON502 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest GatewayTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
 
 	}
 
@@ -17641,6 +17729,20 @@ func (response QueryCapsule500JSONResponse) VisitQueryCapsuleResponse(w http.Res
 	return err
 }
 
+type QueryCapsule502JSONResponse struct{ BadGatewayJSONResponse }
+
+func (response QueryCapsule502JSONResponse) VisitQueryCapsuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(502)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type QueryCapsule503JSONResponse struct{ UnavailableJSONResponse }
 
 func (response QueryCapsule503JSONResponse) VisitQueryCapsuleResponse(w http.ResponseWriter) error {
@@ -17654,6 +17756,20 @@ func (response QueryCapsule503JSONResponse) VisitQueryCapsuleResponse(w http.Res
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
 	}
 	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type QueryCapsule504JSONResponse struct{ GatewayTimeoutJSONResponse }
+
+func (response QueryCapsule504JSONResponse) VisitQueryCapsuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(504)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -17880,6 +17996,20 @@ func (response QueryCapsuleByHost500JSONResponse) VisitQueryCapsuleByHostRespons
 	return err
 }
 
+type QueryCapsuleByHost502JSONResponse struct{ BadGatewayJSONResponse }
+
+func (response QueryCapsuleByHost502JSONResponse) VisitQueryCapsuleByHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(502)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type QueryCapsuleByHost503JSONResponse struct{ UnavailableJSONResponse }
 
 func (response QueryCapsuleByHost503JSONResponse) VisitQueryCapsuleByHostResponse(w http.ResponseWriter) error {
@@ -17893,6 +18023,20 @@ func (response QueryCapsuleByHost503JSONResponse) VisitQueryCapsuleByHostRespons
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
 	}
 	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type QueryCapsuleByHost504JSONResponse struct{ GatewayTimeoutJSONResponse }
+
+func (response QueryCapsuleByHost504JSONResponse) VisitQueryCapsuleByHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(504)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -23307,315 +23451,317 @@ func (sh *strictHandler) CreateAccessToken(w http.ResponseWriter, r *http.Reques
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3dchu3ti76KiiuVWXSp0lRsuzpKdWqVYrjzHjHjr1sZ2WeHXqxwW6QxFQTYBpoSYyjqlyd2pendu1n",
-	"mK+w7/ej5ElOjTGAbnSz+SP5Nzm+SCySDTR+BsYfxvjG206iF0uthLKmc/K2s+Q5Xwgrcvz0iC9NkYkX",
-	"3M7hYypMksullVp1Tjqv54Il9MAdwxRfCNbl7OvvX7GMT0TWG3SijoQHl9A86sATnZOOa9KJOrn4uZC5",
-	"SDsnNi9E1DHJXCw4vOhfczHtnHT+5aAa3AH9ag7cmL6H3q6vo84TKxabByitWNwxTKasG0u7GP/+2z/j",
-	"TSODZ7cOa8mtFTk0/C/o66ez/n/n/V+G/b++eXsYPTi+/tdO1LGrJfRlbC7VDAf4TCx0vto8xAX+7ge5",
-	"ENsHSU/vO0zobc9hwoKaJU/ErpHiVuOTJ+yQWc0Ojx6yZM5zngDdMD1lmYARmIilciatiVg8iCMWj+No",
-	"pOJ+zLhKWXwSR8xYnlupZuxS2jnjriHTObVk3XiW6QnPYiYNs3PBUjHlRWZHqhwEvM9Wg9NLkXMYc28w",
-	"Uu1LWDa9NQ2Wa1VSYfnNfxQiX30myzdgX9NyneAK0VIGSxfhWFLmFzlYsZ9xGq1Ldrsluoa1NkutjEDW",
-	"8hVP/8atuOS4WIlWVigLf/LlMpMJbuHBPwws3ts9X/k4z3X+0r2EXrm+CcXS2FzwBRNqJpVguZgWRqQR",
-	"y4URFtcp0UqJBNrAShqhLJvxfMJnYtC5jmDkL8XPhTD24448p5fCSVjwbKpz2Dqds0ku+LlhnOVFJk5Z",
-	"jCw8JjLD+UylyFIc+iOtpplMPvrAjS7yRDCe5YKnKyaupAGy1jlMRmnLpGIcqNkKZufcMp5l+hJGLw0O",
-	"/BudT2SaCvVxR57kIhXKSp6xjCfntJwm0UuBg7eVBISPFUuShunCGpmCADI0m34mjcXJOLp/LRdCF/bT",
-	"kn8qU9wArsylyGEfrFwQnT9RIEV49vEGeKZYocTVUiRWpGzKZVbk4tRxd2P4DJY7z6Wj6/JAEHF/r+03",
-	"ulDpxxvvD+pc6UvFFjoVWeRJIUKlI2LnYhUFNKFzJwD8YJ8slplYCGXFRxzy97DXF1xmfJIJ3O65NGxS",
-	"yAx5SaLVVM4KkqA40JfciqdyIT/qKJ9fiJxxthR5/1ysWA58IYNBgFI0Fzx1+ulLYfNV/2xqRb4ucl+J",
-	"RKvUgIi95NKyiZjqHKjG5iupZoOaKHP6kFRWzEQOY7qOOq+1fsrzmfi4R3Si0xXsRbHMNE+Rl8ByACNx",
-	"a3AddX5QvLBznctfPua+PJPGSDWLKgEUsYIOAQjQC31OIklcLUGpCvhnY+N+/PHH/llh5/Bjwq1Y3734",
-	"K8Fzkcdtu1Rqrde0Ep6ePy0r1UCyqVgKlQqVrFjCFXDWCZAcT+YiJS0s5ZZPuEEhkYtSg4MNV/ggnsxu",
-	"olPBYv/wuKhmGfciJIZUmnPoZFpkGevGxuqcz8QYPsY9lK2W3sHTvlbZKngGvhvDd3FvwPAQMQ6HiMXB",
-	"iYqZoRP0cQ/dD2qZ6wTY/Ufd0R9FlvU9TU8Ky+RiqY2RsBlzkQvWnSJhc+DazIgFB9JlRvA8mbPLuQR2",
-	"iguup9OeO6OmWC51bkX6TKSSv8bpfmxWcsewR/TCPgzAa1xaCeL9pcHELD8XhnWRVniaAlVyhcLM/bQo",
-	"MiuXPLcHsFB9IE6Y6bXfUySPswQ277U+J2VtmcMLrCStnxiDGXOcPfQCf3VSbkUfFI91yzQq20i1mdwK",
-	"ZWUG6+8eHlQdldQVVVaMaTfQqt+hqwVfscKIUyYWS7tiC8EVqnJomFuxMC0cqXwrz3O+ws9+IdafhF/G",
-	"1hGFUMWic/JTZ4Jsr/OmzUSvjNWfXL+1XqJweWvrVpt61bWe/EMkFsZylqbfyEw8sWIR2Db1vZvKTLSv",
-	"G/xyijwJiKOmo8FP5BsCo1VjK55lK3z62ZNnjxmMBZa0JIaJVBxtz7UVg87KBVvXGHKZurfCMO40+l/w",
-	"q6dCzey8c3J0/35L7wthOZD0eudn7L+9ev49o+WKGDfMiivb6PTB/fv3HrR0C2Q9JmFNono/qi9yCQ+H",
-	"ox4eP9xFFbhHGzb4tbiyjQ2GU0478iLY6inPjIgaux8wrXUCgOVgXW7ZQhvLHrJn8qteY3ke3nv48MHw",
-	"YdRZSOW/O9yxC+3DI0fNgl+FXz44bpn0R116v0Ctq2/Ob7fqpFq0L7pTO9BeXhSmtOG6zkcGQimZC9Ad",
-	"0WwVOfyZF8rg3pQMp5CZRR7hFZoW5hN1UPWkgWDvnZPDYVPkvBSmyIALiLwSjAJMe6t1xhKeZWwmLwRI",
-	"oEqfX/AruYCxHA6HSB7uUxsHX/CrsS1yZWojebgm+4pc0Qu8dzDTell/2YNd78L9klq1r77/lXXRiXc8",
-	"/OsDNllZYSInXrMVbIAlrts8DfD4jqPQIK9yNBvpy+BavL0lBRHxiJR1HUGQCUIU0Ru0nZNSCLa5fEjv",
-	"Qe3BRMQX5iJbTouMTWVubMRA1wVeCpJAXEhQmgVL5oU6r0nYbUoQOlvdzFtkb7iDa6P3Q2yZQF4IIlz0",
-	"PIBxj7QrUjevsZvJWKbmlOHBrZ63Fe2BJZDWyM+NYqJ1JrgiLUBnY+i9bSX9qXEmIJwfpH6kJk+8wzbi",
-	"tTlPcNf3Wsczcw5HplV/8adt2/s20WrkyS9Ybt9lbep+v/3ANxA5LMgjnmXrZM7zWbHwl1ht91RZdsew",
-	"8qmI8VCmAxlyRrTRSuoCtO31rn+cr5wTMMvQX4Xnh6fhi5x9jCehdxqQlBGkZ3LSWZBF5kjLrUMgT3wr",
-	"IUObMTKfFg1Z/lJekeArvCcN/doTnpwD+ypHtZuy3OsSXbRpA9/Cae4S849QLxjTB2eRioVhXTA/e2AT",
-	"FrkS6d6vlKmpUfQO3btBlLh+UUAojak0FrL21k3kCGdmjRS3akrcGGksV6Ceugcjur2BhRsVw+G9xM6l",
-	"Osc/BZtkOjlvpYfUeenGm3jw5VxnxI4i3HnDpEqyIt244qpYTGjB6dRu7Jl+vmOAHYKtmGkldvY5lUqa",
-	"+TgX3OhNBlHICvdmXJ4nbGBeNd51uJN3YZOo3MTmuOvrHq5UbfztBOO2/hmdwK2Uo4rMubRI3dVKPJ92",
-	"Tn6qqaWHw+OH9//SYnTsuXpgEbzguXWa1RNqc3T/QXMl3wT8p2ZHtRk8eKNG1wZtY23ObL29zmoWcXlk",
-	"WvXSWxBNSDHVtA+PHu7gIDiwrTv7Es7DDTnChSQnE/DKU7rRNf4+N15jCL//9k/67iD4MiY2wQqVCWNY",
-	"7M65o1mpZnh9jnoKHNPdO1Dt4Oe1W7u3J9pqh7nYkZYdArWzkmnrIijJBbcivZHjqrbXb9v1523v3CDx",
-	"2+Va+LLacGvviWoz3bJET2WbC8gb5nttnF/sXfuGnW4ZyvduGepHB62uB/dYpi9F3k+4Ec2wCVQ4lBI5",
-	"m6+Wc6HMenhSECnzkwuR6f77ifuz/+btMHpweO1/6f37v7bt8qM5t4/mWiaizWXWkHn+lBirl52okxFz",
-	"3CA6AkpRqbhqJ5JMz5a5nphd/pINB7la7UUllbZL3Bqva24mjbTqrSk/W/cZVlAvlpnwR6V5OGF19+cY",
-	"wY606ATuaKxT1A9KXrnb78AbKZV9cNzqTZZp66l2AVo7xkhBYS/RKMJWoHy39ufWKSCeZM7tIKkWrI1i",
-	"zMrAqZ9KNRP5MpftWsW662sfEvgBH1rbeTDt3GCrVfYzi8pd9C/ZTQmPgFW9D3Io1Ple9PAH2vQB8vEP",
-	"svU8y5yquQcRvGlyltuSxW5yCDyo9YN78fTpMzCn5tz2qxXy4SED9vhC5CuKgvKWMOxoPnWhOjxJxNKK",
-	"dKRKQwyGEjGamcykXeH1hXM4nlJfptFTqtGx6WITGc8FkzOlc5HilQGMEp+hKLuG+yJNxzOh3E3ceJnr",
-	"xbLuba3tWuA/gpZmKRLJszHeBdVdo86r3NIuA8mZUptNpnXd8+oUZXfRsYGgynM14en4Uue7bPatdkeE",
-	"ZD+2YrHMXJTA+o3LTsqu9TE+v+T57N3FJaiZUhUCzhnPxoH03L32Ipnr/Z6cIhGrZDVeCsUzu6o1Gwb+",
-	"7KPA/O4fbZxAZY8TbY6F3pNg1oyKvcjTtwKFZ2xsPpZqrAu7LOx+byUNqXX2hy2TyvRM2vFE8i0b/Ha9",
-	"2c7dDrWs5qA3NA4mseBX44oxBcc09Ets6KZ5+REc8WUuEhJd1KLOFb8uf2c8kxwDi+PWkcQ1381+Q7mB",
-	"vHuOIzKBjnkzVc67S+rW+vDoGAftP6+zjoVU46VjGeXUQhfVziMCPbTw1OEuf2Up1xshTeYi6R/GbKpz",
-	"DIiR4oJnKLZOmRGCxX97/JodXBweYHtDD7aFtq9dZz/Yea2qmkdn40XY7s1f8pxnmQB5U7+7qPGC3cdi",
-	"mQsjVCLeP28j+TkOT+0eG1/zODsmNxbTKWhrdclz72gvL8pSWEnyvJrgjQjQR8yPvWa6/bT4cKBv6Gns",
-	"wBa5qgv53RsTtjJjbm7a3ogN+vTuhTfncrlNn9n4SoxtGU+EvRRC3aoHMMlbQj/ge3c1RFeimLPxwGmS",
-	"izLHginnBd/LddvqOg2Y4k4va8AKW921KHBvrtzhy3apdi5M4FaykNqOtRMKOyj6FT4dSBBj8yKxRS5S",
-	"p0bs04Vr8dw1ACNQLJCZFrmoSYijG0oI4oCl96fB74Ei4ojFvLAa/vV2URxRsChl30wLhckmQbYOtfBe",
-	"YLy2M7aYRIy6xB90YbdTm7ccoUkn6kCXYcLTmzb625XRk6I31tnSb9wCtNwSnblQIIwy9MNn3YXOBUaA",
-	"sOPhMGIU4yrVBc9kStIEnot7A/bEmpFyrlwT2lKnTFq6BGdaVXElBoWlQEsPv8SQF7SER4rEAYX3uRyn",
-	"fT3Pr2wxWT9uuw4InL3zLbwyvKjXy3GrdlkTgMPohgIMun035cfmhQL10Rmjt9ZaCyPGEzjydA+8n9pf",
-	"GAoubrLBHUK34XvwPoZS7dztZHgVsLbmTU1sxZU9EBdC2T6xsRgjbE8YZ4bsNLxqx6jtE3eZ+w+jlb+l",
-	"waYmglMxUktB9+EkSCQQec5XERMqLTP6MHREWpHzjBr7vn/6+vn3j9/EI9XFIC8f1OvCdXsD9pjDt9A9",
-	"9ExhNcR1FMNgBtefD1sZKRfMPuUyMy4aHOO3Z1w1zkzFYnZ6YRu+vF0sphHU/KbFXRdaBOtRoKrMFBqw",
-	"u3f/k+eSK4uJcSd37+JyXrjvpGHJXBuh2GTF4lxnIh6wM996pC7hRwbfw6NxKi5EBgo48HHiK/AX0Cly",
-	"eO8Vj2GNY+BAMZNmRKyNjLAZl8pYiraCfu+YcjBaZatTxtWKaTsXOb3WiEwk1tDuJIWxeuEbuP11n+4Y",
-	"NwFG68h4usCgqiueWBdqqy8Vu+BZIcxIdTFkpdbhHUPvFFdorvvY3QvBYFYpz1P83fQiZjTj5bwwP5KG",
-	"6d8GLN/Pq+LJbl0j9KPxaplxNVwGI4yzsTDSMCceWM5xaeycKzd4Isv9qPFrv3+VNblDbcA93vfpH8z+",
-	"Pa/FAexqAHJo32cf4cqUT7/BE1P5v9dv9ERm+V4e9K/xybZAjv0utXbaSx/+kmvDXRWtQbtsKCd+k2CN",
-	"T3dJXm7S2o3r+tzQFe/uWG8Xndy44K5FewyHW2LYboLvsHbX/WbjZL4Tq1sGt9M72xTZMnUX5LRP9kVN",
-	"0ieGgFCdYDSdy1pu5ojsPdu6gytYwVL6tQTh+Kjprd6fLYkv9Rk2MQrezywbYAC754k51vuT/yt4vN7v",
-	"/W3ewahTKPlzIdzPbfdWLqzCDWQzzfk7vXfMqag5l4Z7bGmi1YXIDd0X0a1kSBRHuzMtbpOLdS5VWtPg",
-	"O0pbEWQTuI9TnrTztn3TO9ZW27PQ8P7nuOUFZEtOc92ixFeemsvaHf+WKd8gyYPoARPfbkcO9VP6YQ6W",
-	"tdnYpXXW9vHeg2FocD58cFxLxnjQHvS9YQ3S70RLFNy52HlhAO3Qf5jkYkO43NmLJ+xcrAbs1Rx0Wq0S",
-	"cUrZFqA+zrlBY8hYnVOc6/b9hDGV72vdVNSnXAIlxkq2uAjBLoyYi5ojYAipzsGKW/LcRqGhAS/A+5b9",
-	"1NYgQnOX6xdfvtezr93o6OE35Sz3iUv9IHGo64v8ngNSgxvLdwpJbTCfOoNVuhawUVqMHR+S0XF+jSjQ",
-	"/0jb6wSWboseuM7f93GGvO/Y2N1OL33DF7U413a9Zt+Q3DV7bxtR7zqBjjI7NyK6hspfkcPO1N49Alnr",
-	"jpL1pC+frtKccira+NeCJ3OpRD8XPEX0AToxETMFpWjF6EkbK23HU12oNN4rjHixyU3zIxj9l+h+yrWa",
-	"RegnQLgPQ5eba10hptGmVDNCgaH4HqvZJOMLEVFKD+b4LLmdo+8LRrzXyNtzjDGRKOMGr9JxidGVR+mO",
-	"ltsCM18EpdpU+CqCBd30dsukKnTSZXXT5CPavje7rFra+zai+VbwjKDdmgF1IjnfGjDRNPsslxvi1s6D",
-	"r0t/bmOE+rx1eGtf0JqGh0ifo+peAX60qZigFreHXDfG4fpvG8uTxVLndlNOpVxUqYNbUAZaV8icy+Wy",
-	"Lfz0qVTCMHI7ypR1CY2n1PHxzqPHLoGsHYyWnYtctCEdtJgyHrytHHo1ktb5g7haJ5QqfL4lyGpXBD2x",
-	"szGoaC15Y+KKvfr2rH9039+sMp3LmVQ8o7Tam6blSTVzCbqUl7fXuUeAgY2JdjX4gXX3VXtkqLeYtskY",
-	"WO3v4Ll3MZCM/EXsGcRaHaxdo3pFT5a59Gl6k0T6/fLvd3Nj6KZYpmthuvtk8W9nARidWiGS4mZR05AY",
-	"wq13C92g52DfakvVXIPGZMqt8KS8Oz+jpJWALYL94QbZyhGhzXtI6ECm0HIlo+D1a4fwUZEbnfvDDM+w",
-	"Jd4A7C+I2xJF3Os2Lc2rNZnxcyEKXGp090K/aBGkK3RTAGvYuGav3cQa3N/xxr2WyvWwgwrJOLCbJtZq",
-	"Toc+y/3haG6Tx7SBs2Xc2HFhtne283Bv5LYbvCE7Z7jMxVRetWtvZOjfMQRBEKCuRqA45iLRMyVB/ran",
-	"YDuEs3ea7209m1vNIGRjjlW5+ZdviipKqS1qI0mstpu1qW6gyPfAUJy753bZYc/KENSNdt0+TtPd0eO3",
-	"ODF7uFZ3X4e1nzofLdPu4fyR4FYybkXOpjyxzBRgVokUsThOkfNWaGVznRG82+2GuI9uQ9v0ztrNdqXa",
-	"G9v1xfhG5xQpdOIu6vFuPriq77r4WrMU/Fzk/hKcGwRH6A32PM+5aAMmQ/ib3CHiaJWtTlguMnHBVSIi",
-	"NpezuUD42wlmLQb8pgrBqfZuPFntl8RDisWNiHUnPWEsANDSRCR8IRi+2+PfItwJWCWGy/SWXvWSfXkr",
-	"xelhDUfI+vmtqV01dhYsRG2GjQPUXOPa0d3Mdb4haNoWGBJrxWJpzUYT6OOwH28W7c9UyoSMVmgvcWVB",
-	"UGJWFVdsg5Nmh+FrnS/IK2ZVp7tdYmsUQr1VanO58G1EQtOrreXOvX0P4q1OK+8o6L4rb95qIaZw/OIT",
-	"xtd9BcydyVMWw+HFh9IiR78Unma3/iJlcBRcTCWwxMtcWiuwA61E75TFSlsRn5Q/pDIXic1WIYyYw83A",
-	"i7+IrgHb1GqazHtb3M/ZHKlnv+y6CqyP1qlsKWySUEZqxNflKZusWjNC6Aas62Jk3VMjVc8y6Z2wub5k",
-	"iyKZ+w6sZlIhAhLlmiBeLKVNYnBVc0XqGzYp0pmwtSD7OnzVuVCMHqoSL/9B6N5uAARcUULW4aWlFy2E",
-	"WHcHpLG1Us16DQC34XBnJk4Lx62P8W+5LpbGEb9UVjePEqxLKtKixGmtAv5TkcuL8vhgwBxYFaBqlFGI",
-	"9UydEGMkoKoNpPNSJDpP26McM0QcnmLEJ7r0CFlKXMHfdwyLqYvYAVxRCLULpMNuUe37qOEIn7mmfYuq",
-	"Keva+OemR+9MbNxPr27ce+6vFH8WKu17jvOoZfGvHc51zs20ctyuX/HrshYK65YRtkkmMduBuPhISeDY",
-	"NsQlBt6SYggt8tLU1IrfSEFo36xbclngaCOFkLgYxd/Dxl6Od2EvpLEi7ZHICNg/O2MUEU6oh9lqpDyu",
-	"r7QwJcSj5+hFKdS5E0Dot1eC5XI2L8G/6zHrJzSegso5YFsMQo/rmUEDnzmMD1L9H7Q7RGaEi4mmxj5Q",
-	"Pq4Fpsa9CO2VwojKTpGITUpTxtARLyaX2QojwileXbSl6Afq6rqlGehTuOMupB9eeuKTdrpKV5jxrmQE",
-	"yR2eC1oUv429iMX6nNKEYnJSxi4mn0Q6gugBGxcp5o6OVJU8iqR2UHl6Dt6Wf18fuKIaJnblkRpJQnjB",
-	"tsUruoNdCJ7ezFlXsYP1RX1C5C14nknnzTAUPU9/eipuUG7g8bgZUrfr7x0hBqvCUhxMD99pOyMhJv5I",
-	"K+Lg9QCb9WCaJjddv2mNdgkReuNz5EM6NxRJs/71Lm11IVX47eHaYfl5tzyjd75KeMYJdBCrArXdH0ed",
-	"md23v+d5KmA7sJG4RSupbmCDNOewK/wuu808slvNQ4mbD199wMlfbzkBftg3o/+QdN0o3vkAYZ8+fb+h",
-	"Ht8IKKgRG98SAFMhwSJyDOLjKwLtrgw7w7peo7hjmD+Tp+z5UqizJw2VgUnbGzBEGQhxbYBDTrSdoxEY",
-	"dH2CGZRt1qS0YfZRWRWoMtuc+KLBNkJcXJ7lDW6S1tGOKHOvTQLpS1Xqjnv4jFqQh8oeWnkyvPh9uCdw",
-	"Ai1SZn2uGbxtpwesnMhGP1EzP3cdjc4lGq//simq7SYA5RtzM6pgKh8zXg6k0j/Kr3YuRMuT9TVACfy1",
-	"AD0ubU14Eq3wb8+8Cu2e2FFCZD9gRq8N+LduHfMTNdUb2Y6zfxoeFrlALwBm+GUpaD++xli0p6kEutS2",
-	"sB2nMG7Ce37ptNBQ+/U6ZvsK0gA39fdUXgTWTFdpX9IlJVz9Srnrbd6g9vtkbcW2iSLkxZbf63bo5n3I",
-	"uBV0t6xm4pYXIu4qt7ZUtRHW9q02t+aObb4X2UqL74EF1un61u7veopD3VETOGmqPwfjE4TuPDz6S7vT",
-	"xlUNuE2Kxj5VMJ6Rh5KRlgFk4W8BAzdnxHy1lMPhsHfTMhg/by4y6+pu4BOuNsXhg+jew+Ot1SnYq0ZB",
-	"K7GYiNSwSzS3pNMD8EvMTie9pVs5PY/uP2CXOk/ZUopEGFA53GR7p+xcrPA34y9FuQPPcxDl68V0Dh/c",
-	"e3i80+l4Kc08c4S6jRJ/9M+1FCrI2/WAsLLE/njOLlDce2XKYhbbAw0bFRr5ogTsx+pJ3Snd1otFmYyH",
-	"znpxZenb3uCGxZLKukjv4z0ybQm2eaJScVVbBvTTuHho6K2deyNUsWwHZ/25EExiOcGpFOVNTqOvDx94",
-	"2QieL59kvoMNIwsiNdtDBl766AAmFftpGLHDN+1xApsgPdYhPGoxmxtu9hEkAsOKU6xWosOytvvrEWux",
-	"nrte58N7sxXzzVgXOQ0IUxoMOgZdAY3e/mNxoZ8NCnr5hHFjdCIRjqF0G24goJYQPXeZnF7VYhIoWNRF",
-	"LGyKGd0aEkr0EFDgDoa0f/TYjvo4L0UiVLK64d3ki1xMRc6UuHQIJuaE4RTY7//P/8u6h7//j/95KeRs",
-	"bnv/53/T9/8Xoy/+z/8++q/u7//jf/KZOJjzbDrO5JRKIzVhs0XWSDNtrlmD3WBdEYeKxLiqKAqJyfmA",
-	"ZR7QVu3uui1Gl3arzQQthz5O+aqRRjkMaVQXEwxgKQ/svQf363eWg+GwDcaSlqsOBzS4t7Xr7bygzfkS",
-	"pgyuibgdRRw2Zsz4JfXtd9cxpAOy/nw40BqsXUsQhLiyccTifxitxtSu/EhHIWZdPPC173oOhstjivGM",
-	"WT5j3QqHhdI1XYGWmFY/7m2H3dofoO9FxqXaI7MzbPPfXj3//hUVCL1Zw1flJF/zGfm5Nva8Rg3BqrXd",
-	"2W1Fhdg7AnhnSl01gHe68oQOE7sPkuFNPRye+MPl2vcAtLfZdAiIdNb2qTkQlxgQnIs9x7N7BHV6Wvc1",
-	"bTiraKLUztsdhG5bcEsHDzP2EKmIiuj6KTWya1tm1ljD6z0X3o20bcYUfN0AYS/t8iCy+sTd9pSfL3OJ",
-	"OAg8Xch2gP5Xwj6+Wsr9DdH6Oj4O0Jb0lMVVHESMnuQ4SPSPndLYuLHZeYdTC61oqQKFw3chxUkmeG5c",
-	"4Pwt03zq0ASV0Dy8f+/BcLjLKm4TcXX4yJ2cy2F668LQrfPYWG5viflcu76+BTzuhuk0oCx3Tmk84cm5",
-	"UPvFmvqHx5fcjBEvci+wvgr/cvO96a7k8VRive9xdQTGTamyaxhlF2o1rnwbN2s75VkGi7Bfq1nOFwu6",
-	"ddq5tr66d2tlYeJZUViG0GH10eZv1zjW77luEFr/5rrORfcECJ4RVNfuSKCS148tyYmdTaq9G5euvrd7",
-	"xGauH5cahNunBgBwGBDvI/s/HFIrYjF07NEe8YihT4JiXnNr6vgjn6qgXPnwuhrjInhvZXk0sui2C/+N",
-	"KXc1jJR10sm0qaV/hwVdXcvbT8B3sPck1hsEE9lYMjW8Dmyp6e5+pYibZiHcdZt9SwHW9fLpYa3VvdZo",
-	"z1O3q+Rn2wK1Y6vsCQkR+2WKm9Xgj/dKafA66LY7zTq23w1udWtbsm/i5fXGJboJYGOTpve/3qVON63D",
-	"e2bmTR5NWDy3gOK5EUtvdLdproiO03KYYOP6eIOzzHgi5jpLRT5gX2uCAE5TFgdNKOkNIUSEFbnBPBBj",
-	"i4nDXp1T+WHECc6FCxtFf8fxcMi6myG6W0IkN3OUGAYduzS42vCi2uBwsGSgxyVQ+LZRdKINoQzNVQvW",
-	"qoK1SYvFYhWfOmDgrECsX5dEceMiG59jPMQPeN17M4zCXXbhu6QJ3Dr/81YR3evLsYl5tNTmaal70gRC",
-	"b4Ndt7WqEzuQWeo9Ri0DaXTZusfm80G5Qnyz96Hi/hhc7d7ALUKmPs/YVGbAUNAXssQLC6ESYapicPAz",
-	"48tlhhHtyshUVEV5BiP1Wi4EZc28/OYRu3fv3l8H7AdXyv1crEzFnRRfgL0GPORcrPbJm8KrhTHGc++f",
-	"00CNKKT+Bq3crcaN3+bb3fSF5a2X2XLvjIHd1XVzLU67RnP3t1Y+CZSs0pHgLurqd2Q7UrB2x+2eS5Wa",
-	"GwGllNfKlRnUUqKKX43xdtyMlyIfe2SR9loaGOS+4GpFF+q4hlq5G1V3s+4iTW4aT7KbLe8XC1xFsjcj",
-	"YDvfuAOpqURBeVteQaidi1XEeJbBvCiwdFEYwigYsDOSzyMlDRMSL2c4Mxj0y7pmrnM7h6M+Bf1B/Bz3",
-	"au4TXCkf234yUvBExGIqziJRB1FSxayLG4PZFzO8QZpZfCSz9H9M4sAbNSxOslgCe1DFQuQSlLlVVPIK",
-	"Z98Y0DLgpJjI3Si570cqE1fUCN5Goe8x6zo7sjdgj684yAIY7dtRJ+NqNuqcsFFHqFEnYqPOSvAcvnk7",
-	"6sysgL+OhkdD+CWz7tP9a/iY5nxq3ZP0HviA3PP6OiZ21XAO3ztqqw8s1XhD5MLXuV6WQU7wDPDDicj0",
-	"JRJt3SV8w5tLqqZW15fmq0ku12+BY/o+ZtPCCMO+enZ035XtVCZg7qcsNi7aCdOK6GfKXzo+OqKgA9OI",
-	"h5Jw3Ka9Uxa7YCZsiq+AluFtcjk630cn6rhGrbZFXt3Cb7/Oo8covmFcwdyEDHN4vE+CKUHsFrm0K7zx",
-	"owN+liTCGEzaxeRewXOR+zvXKq+N42MMFRLWTYwd//7bP3trm3HGjJwpkUZ0TwAUUWu5APbjcme58rC+",
-	"VViGCzRHEBvWffH8FWU3kR6Eej8uDDpfcKSVMJpbu8Sy/EvpkJM2zcW/tZuY8w3TKIcWMRdIiTTl8HHY",
-	"ZIU+tnQhVYn2yM18onmeRvjx0dMnwIxg8KA37DHya7Stp3pLciEWdTEim/bnGpPZjMgvZCIISXMmkHQr",
-	"dYY9AR44Bf5r57kQI1VlAUTsUuYCC+dyKyeZqPagSh8vq9yejNRIHQ7Y3bsva7nld++y33/7XyzGjXo7",
-	"4UaMizy7PoDfDiq11sSR8yO5YognjKuRYmx90O45KpciSE+jkVU1n7oxHc84wj4wEGDsv2JxLnhK/y51",
-	"bsdzkS2nBdjcJu4FuQuURMHyQhlfpQW783VTHAtwlyMRK5SVGZPWDaKt+8FIHcEikeXVskIutBfXqEra",
-	"a67Wv5cx5P/2/av4BEeFSRzBM36FeJmcQWcqyBpFJZjyHinhEbqp4UUgkuRI3YMxu5IEFEJaH7WjPxo2",
-	"/h6fMOJ3fpX0BYhmegU9fcc4LQ9I51/+hZ2laS6MEQY+kzq+5HbuBAa6ITJuQbt2sWiEA8ByrS2L39In",
-	"HELMulhhhkTlSMVwfk4ODg6P/jIYDoaDw5OHw4fDuDdgr8NKzZRIQ2NgC75kWlkN+8kNm2qsboBk/mtQ",
-	"3Nk1YL+yihH6r0bq136/j/9Bo7gi/5j9Wh/xwcVhzNxTAQmsPVc+FK74em/+vvnAPwdLAovZhyGkFOAS",
-	"vyV+c31yUD03KHsGBjI2xXQqr6A1fKTWUVkcyu8AAqvzvPQQ8bIgBrRi1AnVMsVE4DKfKEZacYT11epb",
-	"bWzcgykSQRR2jocfH66oomovrhKxJC/0HEFs2TLXE5c0RZmvC+AbiYmZEiI1IxWfoQUjf8EeTthXyGpd",
-	"Ua4kFxhIyjNXmgsUzOpLFiiZit296yTA3bsj1Y2dqIjfTR6MVOwlQqms3r0bSsi7dxm8zLqX7ZCXIxUv",
-	"HOIDiUw7z3Uxm7uTW4nO+HRNMEe1TDHsrBVfxJcVq75FFkMUgi+VlpafSTVS8VXfG/19/Dk+ZTGuTMzk",
-	"ghg6FYfCXwfsOzCrF3zFEp7nK6ozgoVJzEhVxVdo08MCJVy5cGUsYhKUJwFS6rOFNAZnueAZqKECWTha",
-	"8lG5b8hGMM8koIMTdvfu8fAQ9r3vwDMCIvHhhuX0XTiZPxM6D1iwLiy6GCRMhgVzo3fcg3eM1JknHdja",
-	"BVd8Jgg7zHsXjA+j9rKJKOYEpRGSo4lGCtcscnH2FXUa1wNCDBM6IILAcXqIvg9WnfLSTTExwpoyzehS",
-	"se6mFcfqYDheXlGnf5jGBaNK5jgtUf8dO+sN2JlawRRnlOkvTbVAoHsjCLkrXg/HVrFC5YJcxsiUF9LJ",
-	"M8Qe8ItIhHYusMzaSNFjmM1BMc9GL0RFYeHWGZZwxZTjB7TIjLNLmZLNOlIK6znDCpffw+S8l7lMkugj",
-	"86x22AtEBHMPpCHV53OOeY8sTtLRQz9MdLpicQ0FPnamIrZ29p4vs4YWI+iY9Bc63OnPRKdi1AFD0AU7",
-	"ItBCCHSO/ICG1K2jnYPlCu1jxjdDyJN3P3b6JHqgR6qO1c66AVB7gDnvqjb+dPhm4FyFxCoRrokEtFuc",
-	"Xymb4VeSWKFA9kL5eDgE6emvENxIxjgvkKslb8CRRLCRuVYz7DcCEnUcg4GVR74IeIguDYAL6CnLucIK",
-	"d1hvsESxLpnlJEfDxw3nEIbDa5IvGA2xLJjshNeYjmt9D1ovRY4Phi2JDwMfqso6uTbH0KaE8K+a+Jm5",
-	"nF53CCJU2iKyfAI+lnst0/X6V+g10WqaySRYT+eM0kUOypMDLCf3g2t5iHPwG2G1Hmc8nwlojNSNtZYz",
-	"zVNSKTG1Ds6rb34fmhfKFEtCNB8vRCo5uh7rw4De7hjm3Nv910Aprl4mlqetbZLlwCfpFUdH9IplroHJ",
-	"YoAQbINdVS+4FFnWd5QzKSyCMRmDZhTwINYVg9lgzZtQAnA6t4J/IS5mzq0Y41Sr1yxF3geGCr/RMpyy",
-	"GCywVf9sakUeM8ORtYPCptGIcjt0nwjfaY1lh5xNitmps7QNYbE4eJfgpDKZ+l4OPfWA6BYLAdpI1R3e",
-	"PHpUflJ8pGGTQmZlB7SYDv8kGIiqQFGEmkklqJAOSOlcGGEZ1phUls14PoFxuv7u+WnJRIyDmgDtXaNk",
-	"TsVSqFSoBFQMBWOeCCePymHiKbFyIXRh27tKZeqKrRrMgFCUVfBrxcA9uE+5pPHf++72rf8kdQGaf++H",
-	"FNl3QYonTGmj5HQae+ngGgIZS7KZzsrtwYNCXlJ+AdInDvuMG7RNQr2LjshLacRI3b17fHj/7t1N5yh2",
-	"lZU4Jf256rJ0RkDhLDIrlzy3B3AA+im3nFB3ytzGY/ZMfsW6dI4Ne4CfT1k5AhDthyTaYSoBF+hF6Pit",
-	"siTvHUbDvxwF4cGGdY8eHEWHx8eufAj8NFJURsFjoq29CWuzjhdcrcbUC7wJFUpYT/L/wueRKoHT3Age",
-	"HLNUiGWwfqiYDKFPaCzVDMcPDzmTEygAa2ugt1h4PKRSgEvDljw3Ij1lrp4qGjuoDrCfC22rlbx/eOTq",
-	"IDiyePboBaVHwwaUgEOpTjDkowdPYaw1yFdnvvHMaMK6pUOOGAXEF68se5FrqxOdwSvrVuYiWcYj1SXy",
-	"xwP+7evXLyIUviITxpzi2vdfvnjkmYlhqZhKVVoUMNyRwqr8UyftKBPVg/eUA48q9xMWFGKBi2eTfwcI",
-	"e+yVN/phIRYTKs2bi4RnmTt0U53PhI1HyitSXkYZFrsOQiv54C0QPChHT6wTDdYvKvnuwBAbKdSrsbJt",
-	"YMCZYCq0DaRy43OVln0KJkNljyojQp2f1kCSXx1bQ8sB+94FfmPCXM6nU5mQL9skuZygQRMWHwZZRIZ5",
-	"nOrEwJYOFqnz/mcyEa6MEF38ds6WwBP7R4MhpfbZTATex05QY6UzHBzSU3opFF/Kzknn3mA4uId1a+wc",
-	"PcstfooDbjDIdqlNG6pAoWilPVkIj47GMq2XXreqw1t6NBMi3WikqorL0ni15iQoDM+quvD+Aneqi9yt",
-	"uaOQkUJWCwdzptFSQHiVbg2gkgRXj/a7VvP+lIF4wc8jlbjbLU6IajWPY5h1Wfk12b/VvqesbjSu/V0H",
-	"aG1R3fPJ/i24paDfEf6lHB0l5C5FPlLI0PFooFYRl9c4hcqQkvHtWYbX3cZbgKfu7NHwqBdYhhJRFobT",
-	"Ow2vJGH1Jjw5R4sIVsdzCnoKtnWkhEpN5XWqAg7bnawo1BEULV7wqzFiqcUj5YBsXQuRepNG0aVXb+B5",
-	"I20CSUUaKTUgd2VEjNe9kCy4iHYTFxIteXEhUyz7jktKxDUBMe9vwRw43pS8tCQ+4S/uVEHEaC1y4JRp",
-	"kXsyRCJH32Ypc7FkFnecARY/ws3AYY3Ug+GQxINLVZPpVcyGtLF4aRezYW/AXpYzTJ3fGA48Uxpfgl6W",
-	"kNx4LlgmphYMHLAPc56IGA1ToCKhQMkEc5Bg7pASSnT1O4Y5o82l3sFoY3K/YcCqL4qPCLA9mk3g2kcZ",
-	"jPADuOR+lXDzYjpvceB/cqojzgkVItLOTnGhUfoFIEYwHhABdCVLlA3avus31Cbj8KTTgUXbHpgA0Cs8",
-	"XxZ45Jb8o72Bs+kdQmtTwcXQkfvDowjVWODUoHfisrqE+RCnacDOKmdKXEs5itFdxg3BLxKGYOnEcF6i",
-	"wBDsguFYqi8uhK98z5MUOL85f1SWw6kC8zZmNlaP+FLGL7idd67fUMSPMPYrna4akUgYdkNawIHPi6iS",
-	"+7bXTj/3YWzX9agirOELXzhcTejpaDh8v2+mROrrteCG12vcoxT9MmeeSUSl+wZPEqa3HdMQ295cTuXg",
-	"K56Ws4Ymh7ub/KC4838TGtzx8N7uRt/ofCLTVChqcby7xffafqMLinQ5PtzjFa+1fgoKPjW4v89ESsvk",
-	"GRgmYNhg46OjfRoHtju1+uvuVi+5FU/JNQht7u+zRU+UFbniGTU43GvlnlSWNDU72osU/satuKT4ofv7",
-	"7OoPQb08bLPHvrp3vCY7mCIGisWC5yvSzogB3jGBCkaKGdoZlQs81MgQZIHPDCZS+pI0b6JO85qg0jRd",
-	"XiW8vU2FLFFw2pVIKsEhTCjS7hBC7sodUvKNk8Kw4DaZlyLbRCjHRwoFrAc4gBcIleJtAmoUsQs3i8vP",
-	"IHi7KXDEhVTSWJkAn30FzSmccAu4R8QoqAhtLJ7k2hhUgsjo8xqai4MxCO1DMh6kAEFlJUKk7HA4HLDY",
-	"o+PEYTDkSAXRkBj/uFqLfkQvPnetROq0TmNllpWrVSxHyuo1rdHpbiCEuVrRmlZxk35EeA8RoWsTzBND",
-	"5hh8LKO0WsMr0W28TRyOFKwEjbc0od5NIP5HcHP5WYrEGprVRxaKNVCSFrn4rO1Mkc76Rfr9aaXfTWVS",
-	"Tbh82xJN0owkCWMcWBAh0Xs3EUOhBb/A6GdUfr7OCv4mrCuh+wGPlHtDy2E6y+QFKI1B9F7n5Kc34eI9",
-	"lRdCCWMG7Gg4dLcMDvwd/VIoiEukbBMul09PxZVwwRTbVuKZe2TnUlhxZQ+WHq+iWoRmlOI686A3+DCK",
-	"F7leCDsXhaFMVooo3b4eQRs3Jdb1k2eTFct1YSk8ii4SI0RvVMmKzaWxepbzhYmqUrK9jQvmnF+DFV9k",
-	"21YNYXtfPHm1FMnNiMh3vB8Gyrp14l7M7g2GpVNt0GlAzDoPnos+9A68lorT19te4btn3f/77NnT3vYd",
-	"eh06fyMWrmPkL8+d8e29mZXLzJVpbNuQHbph6Rqvbke4qYcpxYH71uuzCsshOJe2c71kfCIy75GMMbSJ",
-	"zQVPRc668a54qx5oM9DGZeMhEjRqciqAKAtcF9TQAxfRwriYrJHyESlaici7NYbH1A+l0PlBBJXcd+g8",
-	"FK3V+aK7fNFdvugu7boLnkKyBxpFzctYylBLoWhUz1JkECDEarzkW3I/AychHzmdfd+ivHyI+33XGQaD",
-	"9+kxTEgv8qxz0tk//hNrJeYSptYs+F5lX6Q6wYrgLR3UH/Qq1iDTCc/gMYzHLaG8mlkd1i7DNAr6CP8Y",
-	"YOrXb26uJs5bN+Ad1MQvu/3RdhukOPpqtirkLwVPJai8n0Ynh9evBgHr+MDv+15TqP/q1FVllRmJKJGc",
-	"G2b4il3OV9s1rnLFvJHgY7ytzoW7NjGndDPhPSMD9hRvyfAqBl+2UfG6ODwIK5O37ht09qgqSv3B9s29",
-	"46k0rUqrH0IEGh2odoOPKaT/ALb4U1m/l3au1CoaccFXzAjxLvzU6+d1CnmEYbaV2+1DKJ+1d9xICT18",
-	"3xS6yaRS4rJCYv7Mdc49yPmRCxP9FDrn53/aHvnQ8gB7+6aninAnm4y4UgSqCijrZ45KpoRnrkb0xy15",
-	"v75Syp/MHPoDEAstfXDVRqkUWYZXHC6AxeEEYGK8zIR5B4qKNmpgGwlm+LG45B+FQ/4JyfBvwjZp0NMf",
-	"kh2FP2ElGvNOWsI7XLttZIYHJZjHRi2VoDvW3t+sx5z5C2Uf+Y6hsQhrAg+QM9LD6nTI19yJ9qR+GMMr",
-	"anJ9HTVf/oLPBDPyl41vo5I14cuC2jXDOk7ITojdNj9qrMSVjVlSK7C+zMWF1IXBIuubhkaYNOHQduGq",
-	"vfmAXAbWeZOp8FwJnAmF3CJkzRdm80nMkTUvT4SVKLxrNgoDr8qLG3e986k4ULThFuIsxfzMil3+XIiC",
-	"kjKnOhj+aVU5BXgL+rwwRgRLGGMgqkuEk4Yic1cx67pgY+DHXhGw2KJXryvsUrl95t5IxZT2MmBnlPfh",
-	"4zixOH5c5DJ2MawurYsSSGs4RG75RorqjZkg/LV7NBz2mFTGCp7CADGlEvNLmC+zL+CpQxdAbPhCjJQf",
-	"BN79EP6F0n29HLAf3a0HjixivKpYdMewIpdMmpGKzZwf3X9wQgGocypOhEtD/fpoVAzOR23pDq0m/Ola",
-	"IWAVsC6fND5SI/UNKFas25IL44p3Y34GdhPXUqxcOS4K4oWlwlBcrtKIaYdilq3o96peUxdzg3xlHD7B",
-	"xCjMJg/5nk6ssH2KOY17A/bK20QnDC9icYUi9ozn5ylmQX/7+tnTiL34+ptopL5+/ujvEXv06j8PXr/6",
-	"zwgzOw4w6ybDzBq8LKW0vkSnwqXYEKoXBThOpOL5qtqxVCQZz0WK13n4YqC8gOwMxbi6RdeXimHGQTRy",
-	"bDDCKKGoVmMUXuRi3A3r+pmwaa6VZQtO0VQwrZGaY7D0i6+/qW4mpZrqiMFMGcZ1VfBsPRhGxmIPTxVT",
-	"0FRcKxHjECMxHMlQclp5V+dyFi+lYl1MtShP8WCR9gYj9YNLhnIhwVazVJrzU/Jh11y9rivKeixrx1ES",
-	"VW+k3AXf4T2kwx8xHOqSS/tvNi9c7hdG7vuQLSSZiiXCqaWK6SJlXR9KP1LYx9hnwPkSAlG9YBLspbQU",
-	"8yZNeyRxmoJE3aU8/cildYgqIZMjzqJzRlxqkwYBY23XbTaAtq+rMN/qS5ZpNaPFixn8v8z62vbe5hq1",
-	"j+NBqGI92Klhfai46TR9La5Qna08XVGnhWsRmmOiUwdhDacyGMZrGvDdg7sknPd9O7DJ+ts/6mUvUmJb",
-	"TI2ipGQQP1SZjKhckuS45HAKKYUKjgiWSXNSj0rRJTyjOiXv0yu4cbToECwrqDn8kS+30X92z+BZmlZq",
-	"ogt/6oJMJuQY4zSWQAtxsqP3IXyIZDa71MjdDkUnBL54E/8A3kQVMMHKbvggbsN2svjwHP91WfLxC5l9",
-	"Em9hk8Y+qWke7Xwc6Gg/R6LjiAe5KAsjfKyRbbpGfUlDaT9rRx/trEXk2PjC2j/BmfsPWPnKtKr5lZwz",
-	"JQRRdAnV3CdfYxX7D69GHPiSP9vExWuq+fdBRQa+Ywspo+MBU5WxaPmfjJ5vfIn/BzgAfufuGDYtsqwB",
-	"UsC6l76+kYM0wBx05zPp/ZHEUgM7dnPw+3MlMGXf39VsgN6lyEXiA0qU6e+IjnHCpB2pTbC8ZcmoFmTd",
-	"BqruSJWwuny5pNxKzLCPob+4BKdaipy8Wd0KIdoFaI9UHNbT8YA+DkYAOVzlXwowJUZqA3LvSN29i9g4",
-	"g7t3cQ0wlZBaSsReduDFp6wqFdwSbj9SMTYKo+19U8T+kUoR+iCsyUTM+YXURX6CVn75kZm5XJqRKlRK",
-	"VbfLkZiBwz69ODzA70zs0CykddN4DZvlp7EObiLz4D0cE1xrqD0U2TdSBJRSIvbgehuEDMQ/0B3vgIpg",
-	"7+4aW0wQLPWthx08YaOyUg0hD1afEKoQ/er4GBblQUzCnsOkdNzdAVK6+jyn6IBEz6ZWIfWhNEMcLvyy",
-	"Fe8FU2qfERgTVwTpYItJWRC6mLhXl2XQ5lgvqF5XaaTC2kVVysXWikV4X+FfgshTuqRgLKQZRzUcjBzT",
-	"qLsxL6yOe6csVlqJ2M0cKzfp6TRCYiaOFMMKYHavZZngbk8ShOfkLoWlnJZ7FE7sSPlvqzsV7palNj7v",
-	"8oeVc6MpZ07gKlpnfTytZQky8le4egwGU3t8iQSpWFw+F/cc9DIuwa9BB79WKLUYtaysaUV6LKFzfmVA",
-	"fui4BcLyVRFHdCMOXzm3KwIr//7b/3KYyzUondt2QrKEWsu0akogzqlOKGk8yB+PZWpO2E9Y0SN9E5f9",
-	"rMPe+F6xkMNPfki///bPN9cxy7k6F2kLdg00C7uJ/DAMXpolerHgfSOAoBFQnqqQ/ur3s0zxXvAVQryp",
-	"lbu7wZtIM+dLceJQ2HzNyTyovzHHa0oP+CpTuj1h3Zgm79agbWF+/+2fPWJYmPaHly4IxOwwQR36Efxr",
-	"lFwuhXWN8DRXF17O5AS2eeYhZ+EMV9Cftpqni1kBOlUaB+846kuMcb97F0EvrVSFGE+l4tnYSSpQIGYC",
-	"DwhlqPM0Hc+EcvrsmHhQPFJdAqAPs/ltXohedZZOmBF2UwfwPN5xMKvprg3G4u6lFM9YicTjZejAwSQR",
-	"DDRdoaZimYuEUKwzyQ3TU5Ba/Gq8VooqPoWRYWWPEkwqlVPEErAeki/kA7FI5jo+8dBK2SqABALphwUs",
-	"RJDmlgGvcoMNnr2cC+XS47w2IPHCuW2Gxuqle6dvj6BSFfSeg3Rg8KSn8i5dhDmCdr30BsDAqYoz/SDV",
-	"zFVOiVkuFvpCGMLcWcc1+v23f9J3B+tgRwMCxc0ykY1LzcWUPSNnMSVIGGxvCSkGTw5YrOLyVk8x4sqg",
-	"DBjh0K48p6R7ykkhM9uXyuMVEVBcgFCBgA/i54JnZWow4S/47wI1D06MzzMs1YzH2C8di0q/wYvMUpfw",
-	"owjUzKXOZLLCY4q46SNVIiVhMumTsCqFS3bsXjx9+ixiWcYXfJAslxF7jn9H7NXfnnI169E9p1ZUK6hK",
-	"nRywM1ZK6/KiFXGmaVUcJOhcK9CGKllOaFEk0EOczLKzOApBKqp3eLQf6v+UiK9chhrYqWFxpmfLXE9M",
-	"zLrIB1DoLsfB10REbNgDae9Kx5U/R9iDtOOJ5PjJlMXCx5qqhRMaIllMY0qfjkcqFOaejxZGjCeCL0ox",
-	"WA4JrIyxFYtlxq2ISe0AQnRMYswN/UWSCvHHwgfoa+qN7Au/4yVxLjnWZRCuMES1YYhn7wgOC/khudVK",
-	"6Lk3rvMuVKOQpQcg9/X9P3HX9zQcH4gAzeUvwMyBqvyvp6hktu0nYfxT8SIsZKXzlC2lSIQpza0s6z+T",
-	"Sj591n/6oH9xxAqVcCPSkfpR5+kLeDZ4L8KPicVEUCwO6vl3TK8KF0DRpqduwTzit8JAEjdK4iRRGO/C",
-	"lllhKmxCZCx3DPMxKJXeNSCsvAud8EmR8Xzlb+epFEHr6NiU6mx2436/nAkQCyK6x/2+Vuqqn8o8Zgcs",
-	"fnT24tUPTx9/PX7+/fd/H3/95CVQYPnls+dfP35K346U47Mpt5wOg7N7DpprSonVjmWEQP1kO2mFQRdw",
-	"qlHKf/X45WsQSDRaU0YndSm+BOungG5cUKr4gufnoMOyTF+KfKQmYNv57YUmfdxxIjjSXRCe2WiPQYMp",
-	"2/1iyTI9cyT9CilLqhmQNUVzELGdsCqgo0QWBiMUkRXEhVBlrM8JiYoYFujE1bp4NOf2UXkgHs2LShph",
-	"WzStU5FZTrRG0jGIVBqpXGfAvkKjJAfxwGGlUgFCHDswYHo79YMif0vZTgJ2pDwsPGcFgU7jY13SxmIn",
-	"yuKeE/puBcYUEGUGXhwXpGlJg0tD43aKVI+QmEbKLcJPXz///vGb2JldXmnThaFOxsZya2J3ely4sps7",
-	"PjDAqgyEf0++UUqWQyk1ETOuSNQpyxwuYm31axD9bt1HChfeQ0Y1xkl04MqKKK3c3oq0lMO+LA7GxXko",
-	"aKqZUWLNluFyKg02ri1Ox6VB1ajkQ2Vc1V7yiUJBGjPF8mjNg3Tb3mjvNvmPQ2xM0u3oEr/0OhBS+dSH",
-	"a6LIcUegJPYv0R5/gGiPPwiQX9MR3Ky9hqp8zQU+53aT+xt+8rc952K1Pa/iO3jgAx7y78RqUyj/a1dJ",
-	"J6j9g4jxJFrSLznALUH3rtqUYV26CCDXsRFJLiwI/TACP6QXWKAN9IJVcHYlAH8nVh80+fc7sfpUib8U",
-	"uwcT3EyjLhocoWNRa8QF/9wlwJfwvQ2JvWXVtgF7Uu4myHWfNVZq976k7P7nKGC8B2/PxaoRmNdErbjQ",
-	"55RxgVSWoWFS4WuRMryxXCvBbjUjTYCX+vP64bj6ZvRl4uWwul+iTD46ib905c+CarliOhUJlvHUZPMq",
-	"cWW9f3HAnqRisdTWwdDdRGBsChH5dMT3heg+WTghGNyeq95U8diWluK29Y5hMmVdLDz4+2//jHtlQsiS",
-	"Iw6oywc5LxWVSn0IsyOWmJEE7f4LuvrprP/fef+XYf+vb94eRg+Or/+105Lr6nj6htrAW4Cv+aKq4EUQ",
-	"106ukNOXcbNWRThy5ifGU5S6MHtiWYUziYUn0EIQhqrAycqrWZWIy0UmLjjmC9LtSAZCxbLCiNz7JyMm",
-	"FZVXwhtsqZxPwwcaBBWLnQ+qVq/YZRmW70QXWlBG1l9WcFWTYpErtLpWbLxeO/WUhl3NCAtKTESZ3FgC",
-	"4Ny5KZo0qQJUFXrN5XKzgKHv/fAQyPCDwUt/8dl88dn8/8Jn86es2VBhwL3tnCEnfA2MsHPy05vr6G3n",
-	"bClBrYFPNYy4s6Z8qIrMmzpvdsVApQoLzoeSmB7YIIvdj9d1SVeV3g18SPWj6eDo0E6p+DQOcq6ztBH7",
-	"5AaJSa4sF4nOU5GOlIsExTAoLrMiF70SCi4KiwPXpEETBI1qDhRG0H3mLNMTngWDksbFXMX0UyviLsyH",
-	"pML31eQ/IEMt37LNS1ZN+QtCXgPx9XbHqsTTcwQZ0FSAWrGOlvNOZ+jgbfn3VqcA5YCZ8h4ZuonYhUis",
-	"zp0WSQfHH5Y1zS/CynQYq5JzZbiLJcSYWI8yWZ0LOqdKY63vtjNBA2qcio9yKFwmYtu5+NHXYUu/ZCv+",
-	"MQ5diZRWkR4eNqRzKjSPl/I3PnBRu2jai9zXiB0rKnx8Sn+ipnon+/9C4587jT9XokneFOtzK0lya0u0",
-	"npCyVRIdiCtQ9TcqeI8DKbTuYuiKq6XMXYyEKUAbFSCZvOMCzLMsrep3RRSY8cxZ+S4qmSOkDevWsHOu",
-	"+iqFwxT3BuwbIVIX1jdSWLHZKYNUXjooHpELhE/GzIsqurgaMEUTcjVS9At01ibzHuOqvBMn8BOoc4MS",
-	"6m4bW3hWEoDzRWEc9yY8NLc5tIqfO4/40x15opSaWOOGVUBNn+epd6rjZsPuG55YFhhmaNIRBpALvwLG",
-	"Rm5IQ4FfZcwwBmFNeDpSsAwRluVPGRZEyV2cbdqj8EWnyc5FLoJ640UOigCod5VxqGZ46VW/4z4Nnzci",
-	"m2IMGHAAUJNnPE8zYcx2Q+8bvxQfUM7X3rTN1PP78uUYf+Rj/NKT4rozgqoHv4NX5aOcaBKFNwc7aL5s",
-	"E0biS/Q56aa8cXHRxATpWuOU8jTLvCDE/fOL06vuGALXDGX+BdbqCUIoE9KdzhkYsy4AOi6bxbQvmcuk",
-	"cOmINKAlt/OgKrXl+UxYjEWGx0eKkgpjmcYljhTiT1UxADXHkTmXyyX0bbTTOUp1BKM8EfXHXkp6es7z",
-	"BfCd3injil6C7LN6gy95Xb4EcyRAOVGMs2kuzJxJzJSYIPCcEkEehMtxkO56xpkyuMrE+gbsNaaknAux",
-	"LH0Zwa1NKjy+o9SqjTk+WWzSfva513hnxYfOIpybBb8i5F8ExR0O2xSijwhehsuyufp06ZMgEvn8nRJf",
-	"IoTeSWYQPVQ3sBiU8w6a31583r9to+ZWwrD+7PLvysZ3qtviJlivrx/MEV15pEqUy/vDqEwpPxoOew5/",
-	"0mFNu8KAdchpjC9ZUsg+BfvDSOa1QlHdr54d3aewOkJQVS57hcowV9li0UilQhnhHKAmYqg+YtFIkchl",
-	"rhOeYbJt5JFMzYLQNhMsIDnRqjC9aKQmwXQx36Y0z2MsKh2fMqVh3FLNBuyxM2zLzUX40cDEnfKEEuFZ",
-	"JqYWtdtCAddn3JzD7zpvs0A9XCj3v2TS2K0KqhQ7gc+pwraDQmkHyvx5E7z3sUcb918crkdARG9b+zyX",
-	"Kt0bPZ1Y+3fQZGOHoZQay3TTkA+PHt5yxFsw2O+H+KBH74TAfhPodTo6N8Je3zA3n5PjXDI3RmPd1mdF",
-	"9zfr9s0Ht6m2GVP+7H4xpj7F/ZrOPbO3wV58altqk3nzityGldGCaJ6V3xN4HYuVtiIuIaB7Dr49sXHE",
-	"uCHWrk5AjFRWZAQf6xo3e2Ib+PEOEH5XpNIHjcH3uvcnCcP3Hs/2g+w8OrQbX5TqP7VS/WMu8ZbQHb1U",
-	"5iKx2Yp1a6eq92GV64O39NwesLrByfwCrPtnu6r2HOcD3Ej7gC0qM77udepezgm9Bt1flskW/1Fvy/31",
-	"h3dnb1W7vgTi/yEuq29N4O+khe2GVSQKq3Q2bpP5+oF6hKio5IMg56krBUJhUn0CRTDBeUM0iroRP1IO",
-	"cGYimEgx1LB7PPyrj0UPbJ+4d8J4moL+Ki6riEuEqGhT3X7AigUfVHULX/GJYsK3MwNfteFPyhS+VFv9",
-	"uDyLTnwpmSt0soj5SkEgMDGFsk/AOHIhPpKyeICul9U738HdnD0WLdrG3xA47Iqj9qwVhonG5BwyY25j",
-	"1uW4OKdMFVnGkkzwnFglTaPnKy7ZrKw+xLq4pkpf9si5GXpJSZnBvHQjMoHQvkrnI5VJg1zV+UfjhqfK",
-	"A8XKMpjTQ5UtRS51KhNmLoVYtrHYV17deUxL/2G47Cthqf/PksW6xS/d2SCcaAu/5Lt84Z4h93wl0C2H",
-	"Rz3koZ5absklEfprR4qIhyPsVtgmyZw7UK4SECxU1YKoPoJRNAgBtSLm3qx+j4l/1MfG2xQa54c8p/CG",
-	"rR5pGuDtz9gfhCQr+ovWCfRNExW+3HqPVZnTPyYCW5cQKBHMLl/wWng4wUlvyi9WFYkSnNzmTN1nEjFm",
-	"mZEzJdI64kIJr5fwLJNqVmXWE3AsJqXO+YUDNa2nsFIuEnUUFp2klOYgZLDMXo2Y4nmuL0U6UlYH4S4m",
-	"JucBGTpdvML0CbHYvJKbOLrj4T0HKolZsJET1saF7zXkur/vvfdgGNz4PnxwjHe+dPlp9dKwS50jZAVV",
-	"MbQGE3gxlg+BHwbsLFg848E8FxLzkOGrzU7ukFA+pKcb3xCI8g/p2A7ntIEp4LJ88Wr/wcBkgGU089pL",
-	"nM+mBNsTEmER6HmbGCpwT+SRm9ASXP2L1LPSXGs7YPHbCTdiXOTZNaZDx2/pZ/zm4OIwPmWxs2M2PIRP",
-	"uM439bNeXSaGqRd51jnphE92og6Cx08yOnLVT7V75c7c2uXJwcHh0V8Gw8FwcHjycPhwCAv0plzQ9UDF",
-	"UMFg3QBCDf2l/uIdcdLWrvFJ1aamoJqsZQgGXZTesDW/lFuGyNe/pvrYXtXxZfrxsj0cki9sst5jCfyF",
-	"mLAhhw3aI2W1TAnFa8TmgmeIxQCzsrlMwrZOlF6/uf7/AgAA//8=",
+	"7L3dkhu3sib6KgjuHSFSp8hmt1paWt2xY0dblpc1lixtSd5eZ0xtFlgFklhdBOgCqrtpuSN8dWIuT0zM",
+	"M6xXmPt5FD/JicwEqlDF4k+3fu2jC1tNsoDCTyIzkT9fvu0kerHUSihrOidvO0ue84WwIsdPj/jSFJl4",
+	"we0cPqbCJLlcWqlV56Tzei5YQg/cMUzxhWBdzr7+/hXL+ERkvUEn6kh4cAnNow480TnpuCadqJOLnwuZ",
+	"i7RzYvNCRB2TzMWCw4v+NRfTzknnXw6qwR3Qr+bAjel76O36Ouo8sWKxeYDSisUdw2TKurG0i/Hvv/0z",
+	"3jQyeHbrsJbcWpFDw/+Cvn466/933v9l2P/rm7eH0YPj63/tRB27WkJfxuZSzXCAz8RC56vNQ1zg736Q",
+	"C7F9kPT0vsOE3vYcJiyoWfJE7BopbjU+ecIOmdXs8OghS+Y85wnQDdNTlgkYgYlYKmfSmojFgzhi8TiO",
+	"Rirux4yrlMUnccSM5bmVasYupZ0z7hoynVNL1o1nmZ7wLGbSMDsXLBVTXmR2pMpBwPtsNTi9FDmHMfcG",
+	"I9W+hGXTW9NguVYlFZbf/Ech8tVnsnwD9jUt1wmuEC1lsHQRjiVlfpGDFfsZp9G6ZLdbomtYa7PUyghk",
+	"LV/x9G/cikuOi5VoZYWy8CdfLjOZ4BYe/MPA4r3d85WP81znL91L6JXrm1Asjc0FXzChZlIJlotpYUQa",
+	"sVwYYXGdEq2USKANrKQRyrIZzyd8Jgad6whG/lL8XAhjP+7Ic3opnIQFz6Y6h63TOZvkgp8bxlleZOKU",
+	"xcjCYyIznM9UiizFoT/SaprJ5KMP3OgiTwTjWS54umLiShoga53DZJS2TCrGgZqtYHbOLeNZpi9h9NLg",
+	"wL/R+USmqVAfd+RJLlKhrOQZy3hyTstpEr0UOHhbSUD4WLEkaZgurJEpCCBDs+ln0licjKP713IhdGE/",
+	"LfmnMsUN4Mpcihz2wcoF0fkTBVKEZx9vgGeKFUpcLUViRcqmXGZFLk4ddzeGz2C581w6ui4PBBH399p+",
+	"owuVfrzx/qDOlb5UbKFTkUWeFCJUOiJ2LlZRQBM6dwLAD/bJYpmJhVBWfMQhfw97fcFlxieZwO2eS8Mm",
+	"hcyQlyRaTeWsIAmKA33JrXgqF/KjjvL5hcgZZ0uR98/FiuXAFzIYBChFc8FTp5++FDZf9c+mVuTrIveV",
+	"SLRKDYjYSy4tm4ipzoFqbL6SajaoiTKnD0llxUzkMKbrqPNa66c8n4mPe0QnOl3BXhTLTPMUeQksBzAS",
+	"twbXUecHxQs717n85WPuyzNpjFSzqBJAESvoEIAAvdDnJJLE1RKUqoB/Njbuxx9/7J8Vdg4/JtyK9d2L",
+	"vxI8F3nctkul1npNK+Hp+dOyUg0km4qlUKlQyYolXAFnnQDJ8WQuUtLCUm75hBsUErkoNTjYcIUP4sns",
+	"JjoVLPYPj4tqlnEvQmJIpTmHTqZFlrFubKzO+UyM4WPcQ9lq6R087WuVrYJn4LsxfBf3BgwPEeNwiFgc",
+	"nKiYGTpBH/fQ/aCWuU6A3X/UHf1RZFnf0/SksEwultoYCZsxF7lg3SkSNgeuzYxYcCBdZgTPkzm7nEtg",
+	"p7jgejrtuTNqiuVS51akz0Qq+Wuc7sdmJXcMe0Qv7MMAvMallSDeX16YmOXnwrAu0gpPU6BKrlCYuZ8W",
+	"RWblkuf2ABaqD8QJM732e4rkcZbA5r3W56SsLXN4gZWk9RNjMGOOs4de4K9Oyq3og+KxfjONyjZSbSa3",
+	"QlmZwfq7hwdVRyV1RdUtxrRf0KrfoasFX7HCiFMmFku7YgvBFapyeDG3YmFaOFL5Vp7nfIWf/UKsPwm/",
+	"jK0jCqGKRefkp84E2V7nTdsVvbqs/uT6rfUShctbW7fa1Kuu9eQfIrEwlrM0/UZm4okVi+BuU9+7qcxE",
+	"+7rBL6fIk4A4ajoa/ES2Ibi0amzFs2yFTz978uwxg7HAkpbEMJGK491zbcWgs3LB1jWGXKburTCMO43+",
+	"F/zqqVAzO++cHN2/39L7QlgOJL3e+Rn7b6+ef89ouSLGDbPiyjY6fXD//r0HLd0CWY9JWJOo3o/qi1zC",
+	"w+Goh8cPd1EF7tGGDX4trmxjg+GU0468CLZ6yjMjosbuB0xrnQBgOViXW7bQxrKH7Jn8qtdYnof3Hj58",
+	"MHwYdRZS+e8Od+xC+/DIULPgV+GXD45bJv1Rl94vUOvqm/PbrTqpFu2L7tQOvC8vClPe4brORgZCKZkL",
+	"0B3x2ipy+DMvlMG9KRlOITOLPMIrNC3MJ+qg6kkDwd47J4fDpsh5KUyRARcQeSUYBVztrdYZS3iWsZm8",
+	"ECCBKn1+wa/kAsZyOBwiebhPbRx8wa/GtsiVqY3k4ZrsK3JFL/DWwUzrZf1lD3a9C/dLatW++v5X1kUj",
+	"3vHwrw/YZGWFiZx4zVawAZa4bvM0wOM7jkKDvMrRbKQvg2vx9pYURMQjUtZ1BEFXEKKI3qDtnJRCsM3k",
+	"Q3oPag8mIr4wF9lyWmRsKnNjIwa6LvBSkATiQoLSLFgyL9R5TcJuU4LQ2Opm3iJ7wx1cG70fYssE8kIQ",
+	"4aLlAS73SLsidfMau5mMZWpOGR7c6nlb0R7cBNIa+blRTLTOBFekBehsDL23raQ/Ne4KCOcHqR+pyRPv",
+	"sI14bc4T3PW91vHMnMORadVf/Gnb9r5NtBp58guW23dZm7rfbz/wDUQOC/KIZ9k6mfN8Viy8E6vNT5Vl",
+	"dwwrn4oYD2U6kCFnRButpC5A217v+sf5yhkBswztVXh+eBq+yN2P8ST0TgOSMoL0TE46C7LIHGm5dQhk",
+	"iW8lZGgzRubToiHLX0oXCb7CW9LQrj3hyTmwr3JUuynLvS7RRZs28C2c5i4x/wj1gjF9cDdSsTCsC9fP",
+	"HtwJi1yJdO9XytTUKHqH7t0gSly/KCCUxlQaC1l76yZyhDOzRopbNSVujDSWK1BP3YMReW9g4UbFcHgv",
+	"sXOpzvFPwSaZTs5b6SF1VrrxJh58OdcZsaMId94wqZKsSDeuuCoWE1pwOrUbe6af7xhgh3BXzLQSO/uc",
+	"SiXNfJwLbvSmC1HICvdmXJ4nbGBeNd51uJN3YZOo3MTmuOvrHq5UbfztBOO2/hmdwK2Uo4rMmbRI3dVK",
+	"PJ92Tn6qqaWHw+OH9//ScunYc/XgRvCC59ZpVk+ozdH9B82VfBPwn9o9qu3Cgx41chu0jbU5s/X2Oqvd",
+	"iMsj06qX3oJoQoqppn149HAHB8GBbd3Zl3AebsgRLiQZmYBXnpJH13h/brzGEH7/7Z/03UHwZUxsghUq",
+	"E8aw2J1zR7NSzdB9jnoKHNPdO1Dt4Oe1W7u3J9p6D3OxIy07BGpnJdPWRVCSC25FeiPDVW2v37brz9ve",
+	"uUHit8u18GW14dbeE9VmumWJnso2E5C/mO+1cX6xd+0bdrplKN+7ZagfHbx1PbjHMn0p8n7CjWiGTaDC",
+	"oZTI2Xy1nAtl1sOTgkiZn1yITPffT9yf/Tdvh9GDw2v/S+/f/7Vtlx/NuX001zIRbSazhszzp8RYvexE",
+	"nYyY4wbREVCKSsVVO5FkerbM9cTsspdsOMjVai8qqbRd4tZ4XXMzaaRVb0352brPsIJ6scyEPyrNwwmr",
+	"uz/HCHakRSdwR2Odon5Q8sp5vwNrpFT2wXGrNVmmrafaBWjtGCMFhb3ESxG2AuW7tT+3TgHxJHNuB0m1",
+	"YG0UY1YGTv1UqpnIl7ls1yrWTV/7kMAP+NDazsPVzg22WmU/s6jcRf+S3ZTwCFjV+yCHQp3vRQ9/oE0f",
+	"IB//IFvPs8ypmnsQwZsmZ7ktWewmh8CCWj+4F0+fPoPr1JzbfrVCPjxkwB5fiHxFUVD+Jgw7mk9dqA5P",
+	"ErG0Ih2p8iIGQ4kYzUxm0q7QfeEMjqfUl2n0lGo0bLrYRMZzweRM6Vyk6DKAUeIzFGXXMF+k6XgmlPPE",
+	"jZe5Xizr1tbargX2I2hpliKRPBujL6huGnVW5ZZ2GUjOlNpsulrXLa9OUXaOjg0EVZ6rCU/HlzrfdWff",
+	"eu+IkOzHViyWmYsSWPe47KTsWh/j80uez95dXIKaKVUh4JzxbBxIz91rL5K53u/JKRKxSlbjpVA8s6ta",
+	"s2Fgzz4Krt/9o40TqO7jRJtjofckmLVLxV7k6VuBwjM2Nh9LNdaFXRZ2v7eShtQ6+8OWSWV6Ju14IvmW",
+	"DX673mznbodaVnPQGxoHk1jwq3HFmIJjGtolNnTTdH4ER3yZi4REF7Woc8Wvy98ZzyTHwOK4dSRxzXaz",
+	"31BuIO+e44hMoGPeTJXz5pL6bX14dIyD9p/XWcdCqvHSsYxyaqGJaucRgR5aeOpwl72ylOuNkCZzkfQP",
+	"YzbVOQbESHHBMxRbp8wIweK/PX7NDi4OD7C9oQfbQtvX3NkPdrpVVfPobHSE7d78Jc95lgmQN3XfRY0X",
+	"7D4Wy1wYoRLx/nkbyc9xeGr32PiaxdkxubGYTkFbq0uee0d7WVGWwkqS59UEb0SAPmJ+7DXT7afFhwN9",
+	"Q09jB7bIVV3I796YsJUZc3PT9kZs0Kd3L7w5l8tt+szGV2Jsy3gi7KUQ6lY9wJW8JfQDvneuIXKJYs7G",
+	"A6dJLsocC6acFXwv022r6TRgijutrAErbDXXosC9uXKHL9ul2rkwgVvJQmo71k4o7KDoV/h0IEGMzYvE",
+	"FrlInRqxTxeuxXPXAC6BYoHMtMhFTUIc3VBCEAcsrT8Nfg8UEUcs5oXV8K+/F8URBYtS9s20UJhsEmTr",
+	"UAtvBUa3nbHFJGLUJf6gC7ud2vzNEZp0og50GSY8vWmjv10ZPSlaY91d+o1bgBYv0ZkLBcIoQz981l3o",
+	"XGAECDseDiNGMa5SXfBMpiRN4Lm4N2BPrBkpZ8o14V3qlElLTnCmVRVXYlBYCrzp4ZcY8oI34ZEicUDh",
+	"fS7HaV/L8ytbTNaP264DAmfvfAuvDB31ejlu1S5rAnAY3VCAQbfvpvzYvFCgPrrL6K211sKI8QSOPPmB",
+	"91P7C0PBxU02uEPoNmwP3sZQqp27jQyvAtbW9NTEVlzZA3EhlO0TG4sxwvaEcWbonoaudozaPnHO3H8Y",
+	"rbyXBpuaCE7FSC0F+cNJkEgg8pyvIiZUWmb0YeiItCLnGTX2ff/09fPvH7+JR6qLQV4+qNeF6/YG7DGH",
+	"b6F76JnCaojrKIbBDK4/H7YyUi6YfcplZlw0OMZvz7hqnJmKxey0wjZsebtYTCOo+U2LuS68EaxHgaoy",
+	"U2jA7t79T55Lriwmxp3cvYvLeeG+k4Ylc22EYpMVi3OdiXjAznzrkbqEHxl8D4/GqbgQGSjgwMeJr8Bf",
+	"QKfI4b1VPIY1joEDxUyaEbE2uoTNuFTGUrQV9HvHlIPRKludMq5WTNu5yOm1RmQisYZ2JymM1QvfwO2v",
+	"+3THuAkwWkfG0wUGVV3xxLpQW32p2AXPCmFGqoshK7UO7xh6p7jC67qP3b0QDGaV8jzF300vYkYzXs4L",
+	"8yNpmP5twPL9vCqe7NY1Qjsar5YZV8NlMMI4GwsjDXPigeUcl8bOuXKDJ7Lcjxq/9vtX3SZ3qA24x/s+",
+	"/YPZv+e1OIBdDUAO7fvsI1yZ8uk3eGIq+/e6R09klu9lQf8an2wL5NjPqbXzvvThnVwbfFW0Bu2yoZz4",
+	"TYI1Pp2TvNykNY/r+tzQFO98rLeLTm44uGvRHsPhlhi2m+A7rPm632yczHdidcvgdnpnmyJbpu6CnPbJ",
+	"vqhJ+sQQEKoTjKZzWcvNHJG9Z1s3cAUrWEq/liAcHzW91fqzJfGlPsMmRsH7mWUDDGD3PDHHen/yfwWP",
+	"1/u9v806GHUKJX8uhPu5zW/lwircQDbTnPfpvWNORc24NNxjSxOtLkRuyF9EXsmQKI52Z1rcJhfrXKq0",
+	"psF3lLYiyCZwH6c8aedt+6Z3rK22Z6Gh/+e45QV0l5zmukWJryw1lzUf/5Yp3yDJg+gBE99uRw71U/ph",
+	"Dpa12dilddb28d6DYXjhfPjguJaM8aA96HvDGqTfiZYouHOx02EA7dB+mORiQ7jc2Ysn7FysBuzVHHRa",
+	"rRJxStkWoD7OucHLkLE6pzjX7fsJYyrf17qpqE+5BEqMlWwxEcK9MGIuao6AIaQ6h1vckuc2Ci8a8AL0",
+	"t+yntgYRmrtMv/jyvZ597UZHD78pZ7lPXOoHiUNdX+T3HJAaeCzfKSS1wXzqDFbpWsBGeWPs+JCMjrNr",
+	"RIH+R9peJ7jptuiB6/x9H2PI+46N3W300jd8UYtxbddr9g3JXbvvbSPqXSfQUWbnRkTXUPkrctiZ2rtH",
+	"IGvdULKe9OXTVZpTTkUb/1rwZC6V6OeCp4g+QCcmYqagFK0YLWljpe14qguVxnuFES82mWl+hEv/JZqf",
+	"cq1mEdoJEO7DkHNzrSvENNqUakYoMBTfYzWbZHwhIkrpwRyfJbdztH3BiPcaeXuOMSYSZdygKx2XGE15",
+	"lO5ouS0w80VQqk2FryJY0E1vt0yqQiddVjdNPqLte7PrVkt730Y03wqeEbRbM6BOJOdbAyaa1z7L5Ya4",
+	"tfPg69Ke2xihPm8d3toXtKbhIdLnqLpXgB9tKiaoxe0h141xuP7bxvJksdS53ZRTKRdV6uAWlIHWFTLn",
+	"crlsCz99KpUwjMyOMmVdQuMpdXz0efTYJZC1g9Gyc5GLNqSDlquMB28rh16NpHX+IK7WCaUKn28JstoV",
+	"QU/sbAwqWkvemLhir7496x/d955VpnM5k4pnlFZ707Q8qWYuQZfy8vY69wgwsDHRrgY/sG6+ao8M9Tem",
+	"bTIGVvs7eO5dLkhG/iL2DGKtDtauUb2iJ8tc+jS9SSL9fvn3u7kxdFMs07Uw3X2y+LezAIxOrRBJcbOo",
+	"aUgM4da7hW7Qc7BvtaVqrkFjMuVWeFLenZ9R0krAFuH+4QbZyhGhzXtI6ECm0OKSUfD6tUP4qMiNzv1h",
+	"hmfYEj0A+wvitkQR97pNS/NqTWb8XIgClxrNvdAv3gjSFZopgDVsXLPXbmIN7u94415L5XrYQYV0ObCb",
+	"JtZ6nQ5tlvvD0dwmj2kDZ8u4sePCbO9s5+HeyG03WEN2znCZi6m8atfe6KJ/xxAEQYC6GoHimItEz5QE",
+	"+duegu0Qzt5pvre1bG69BiEbc6zKzb98U1RRSm1RG0litd2sTXUDRb4HhuLMPbfLDntWhqBuvNftYzTd",
+	"HT1+ixOzh2l1tzus/dT5aJl2C+ePBLeScStyNuWJZaaAa5VIEYvjFDlvhVY21xnBu91uiPvoNrRN76zd",
+	"bFeq/WW7vhjf6JwihU6cox5984Grvuvia81S8HOReyc4NwiO0BvseZ5z0QZMhvA3uUPE0SpbnbBcZOKC",
+	"q0REbC5nc4HwtxPMWgz4TRWCU+3deLLaL4mHFIsbEetOesJYAKCliUj4QjB8t8e/RbgTuJUYLtNbWtVL",
+	"9uVvKU4PaxhC1s9vTe2qsbNgIWozbByg5hrXju5mrvMNQdO2wJBYKxZLazZegT4O+/HXov2ZSpmQ0Qrt",
+	"Ja4sCErMquKKbTDS7Lj4WmcL8opZ1eluk9gahVBvldpcLnwbkdD0amu5c2/fg3ir08o7CrrvSs9bLcQU",
+	"jl98wvi6rYC5M3nKYji8+FBa5GiXwtPs1l+kDI6Ci6kElniZS2sFdqCV6J2yWGkr4pPyh1TmIrHZKoQR",
+	"c7gZ6PiLyA3YplbTZN7b4n7O15F69ssuV2B9tE5lS2GThDJSI74uT9lk1ZoRQh6wrouRdU+NVD3LpHfC",
+	"5vqSLYpk7juwmkmFCEiUa4J4sZQ2icFVzRWpb9ikSGfC1oLs6/BV50IxeqhKvPwHoXu7ARBwRQlZh05L",
+	"L1oIse4OSGNrpZr1GgBuw+HOTJwWjlsf499yXSyNI36prG4eJViXVKRFidNaBfynIpcX5fHBgDm4VYCq",
+	"UUYh1jN1QoyRgKo2kM5Lkeg8bY9yzBBxeIoRn2jSI2QpcQV/3zEspi5iB3BFIdQukA67RbXvo4YjfOaa",
+	"9i2qpqxr45+bHr0zsXE/vbrh99xfKf4sVNr3HOdRy+JfO5zrnJtp5bhdv+LXZS0U1i0jbJNMYrYDcfGR",
+	"ksCxbYhLDLwlxRBa5KWpqRW/kYLQvlm35LLA0UYKIXExir+Hjb0c78JeSGNF2iOREbB/dsYoIpxQD7PV",
+	"SHlcX2lhSohHz9GKUqhzJ4DQbq8Ey+VsXoJ/12PWT2g8BZVzwLYYhB7XM4MGPnMYH6T6P3jvEJkRLiaa",
+	"GvtA+bgWmBr3IryvFEZU9xSJ2KQ0ZQwd8WJyma0wIpzi1UVbin6grq7fNAN9CnfchfTDS0980k5X6Qoz",
+	"3pWMILnDc0GL4rexF7FYn1OaUExGytjF5JNIRxA9YOMixdzRkaqSR5HUDipLz8Hb8u/rA1dUw8SuPFIj",
+	"SQgdbFusojvYheDpzYx1FTtYX9QnRN6C55l01gxD0fP0p6fiBuUGFo+bIXW7/t4RYrAqLMXh6uE7bWck",
+	"xMQfaUUcvB5gsx5M0+Sm657WaJcQoTc+Rz6kc0ORNOtf79JWF1KF3x6uHZafd8szeuerhGecQAexKlCb",
+	"/zjqzOy+/T3PUwHbgY3ELVpJdYM7SHMOu8LvstvMI7vVPJS4+fDVB5z89ZYT4Id9M/oPSdeN4p0PEPbp",
+	"0/cb6vGNgIIasfEtATAVEiwixyA+viLQ7upiZ1jXaxR3DPNn8pQ9Xwp19qShMjBpewOGKAMhrg1wyIm2",
+	"c7wEBl2fYAZl221S2jD7qKwKVF3bnPiiwTZCXFye5Q08SetoR5S51yaB9KUqdcc9bEYtyENlD608GV78",
+	"PswTOIEWKbM+1wzettMCVk5ko52omZ+7jkbnEo3Xf9kU1XYTgPKNuRlVMJWPGS8HUukf5Vc7F6Llyfoa",
+	"oAT+WoAel7YmPIlW+LdnXoV2T+woIbIfMKPXBvxbt475iZrqjWzH3X8aFha5QCsAZvhlKWg/vsZYtOdV",
+	"CXSpbWE7TmHchPf80mmhofbrdcz2FaQBburvqbwIbjNdpX1Jl5Rw9Svlrrd5g9r9ydqKbRNFyIstv9fv",
+	"oZv3IeNWkG9ZzcQtHSLOlVtbqtoIa/tWm1tzxzb7RbbS4ntggXW6vrX5u57iUDfUBEaa6s/B+AShOw+P",
+	"/tJutHFVA26TorFPFYxnZKFkpGUAWXgvYGDmjJivlnI4HPZuWgbj581FZl3dDXzC1aY4fBDde3i8tToF",
+	"e9UoaCUWE5EadonXLen0APwSs9NJb+lWRs+j+w/Ypc5TtpQiEQZUDjfZ3ik7Fyv8zXinKHfgeQ6ifL2Y",
+	"zuGDew+PdxodL6WZZ45Qt1Hij/65lkIFebseEFaW2B/P2QWKe6tMWcxie6Bho0IjX5SA/Vg9qTslb71Y",
+	"lMl4aKwXV5a+7Q1uWCyprIv0Pt4j05ZgmycqFVe1ZUA7jYuHht7auTdCFct2cNafC8EklhOcSlF6chp9",
+	"ffjAy0bwfPkk8x1sGFkQqdkeMvDSRwcwqdhPw4gdvmmPE9gE6bEO4VGL2dzg2UeQCAwrTrFaiQ7L2u6v",
+	"R6zFeu56nQ/vzVbMN2Nd5DQgTGkwaBh0BTR6+4/FhX42KOjlE8aN0YlEOIbSbLiBgFpC9JwzOb2qxSRQ",
+	"sKiLWNgUM7o1JJToIaDAHQxp/+ixHfVxXopEqGR1Q9/ki1xMRc6UuHQIJuaE4RTY7//P/8u6h7//j/95",
+	"KeRsbnv/53/T9/8Xoy/+z/8++q/u7//jf/KZOJjzbDrO5JRKIzVhs0XWSDNtrlmD3WBdEYeKxLiqKAqJ",
+	"ydmAZR7QVs133RajS7vVdgUthz5O+aqRRjkMaVQXEwxgKQ/svQf36z7LwXDYBmNJy1WHAxrc29r1dl7Q",
+	"ZnwJUwbXRNyOIg4bM2b8kvr2u+sY0gFZfz4caA3WriUIQlzZOGLxP4xWY2pXfqSjELMuHvjadz0Hw+Ux",
+	"xXjGLJ+xboXDQumarkBLTKsf97bDbu0P0Pci41LtkdkZtvlvr55//4oKhN6s4atykq/5jOxcG3teo4Zg",
+	"1dp8dltRIfaOAN6ZUlcN4J1cntBhYvdBMryphcMTf7hc+x6A9jabDgGRzto+NQfiEgOCc7HneHaPoE5P",
+	"67amDWcVryi183YHodsW3NLBw4w9RCqiIrp+So3s2paZNdbwes+FdyNtmzEFXzdA2Mt7eRBZfeK8PeXn",
+	"y1wiDgJPF7IdoP+VsI+vlnL/i2h9HR8HaEt6yuIqDiJGS3IcJPrHTmlseGx2+nBqoRUtVaBw+C6kOMkE",
+	"z40LnL9lmk8dmqASmof37z0YDnfdittEXB0+cifncpjeujDkdR4by+0tMZ9r7utbwONumE4DynLnlMYT",
+	"npwLtV+sqX94fMnNGPEi9wLrq/AvN/tNdyWPpxLrfY+rIzBuSpVdwyi7UKtxZdu4WdspzzJYhP1azXK+",
+	"WJDXaefa+urerZWFiWdFYRlCh9VHm79d41j3c90gtP7NdZ2L7gkQPCOort2RQCWvH1uSEzubVHs3Lk19",
+	"b/eIzVw/LjUIt08NAOAwIN5H9n84pFbEYujYoz3iEUObBMW85tbU8Uc+VUG58uF1NcZF8N7q5tHIotsu",
+	"/Dem3NUwUtZJJ9Omlv4dFnR1LW8/Ad/B3pNYbxBMZGPJ1NAd2FLT3f1KETfNQrjrd/YtBVjXy6eHtVb3",
+	"WqM9T92ukp9tC9SOrbInJETslyluVoM/3iulweug23yadWy/G3h1a1uyb+Ll9cYluglgY5Om93fvUqeb",
+	"1uE9M/MmjyYsnltA8dyIpTe62zRXRMdpOUywcX304Cwznoi5zlKRD9jXmiCA05TFQRNKekMIEWFFbjAP",
+	"xNhi4rBX51R+GHGCc+HCRtHecTwcsu5miO6WEMnNHCWGQccuDa42vKg2OBwsXdDjEih82yg60YZQhuaq",
+	"BWtVwdqkxWKxik8dMHBWINavS6K4cZGNzzEe4gd0994Mo3DXvfBd0gRunf95q4ju9eXYxDxaavO01D1p",
+	"AqG3wa7bWtWJHcgs9R6jloE0umzdY/P5oFwhvtn7UHF/DFy7NzCL0FWfZ2wqM2AoaAtZosNCqESYqhgc",
+	"/Mz4cplhRLsyMhVVUZ7BSL2WC0FZMy+/ecTu3bv31wH7wZVyPxcrU3EnxRdwXwMeci5W++RNoWthjPHc",
+	"++c0UCMKqb9BK+fVuPHbfLubvrD0epktfmcM7K7czbU47RrN3d9a+SRQskpDgnPU1X1kO1KwdsftnkuV",
+	"mhsBpZRu5eoa1FKiil+N0TtuxkuRjz2ySHstDQxyX3C1Ioc6rqFWzqPqPOsu0uSm8SS72fJ+scBVJHsz",
+	"ArbzjTuQmkoUlN7yCkLtXKwixrMM5kWBpYvCEEbBgJ2RfB4paZiQ6JzhzGDQL+uauc7tHI76FPQH8XPc",
+	"q5lPcKV8bPvJSMETEYupOItEHURJFbMubgxmX8zQgzSz+Ehm6f+YxIEeNSxOslgCe1DFQuQSlLlVVPIK",
+	"d78xoGXASTGR8yi570cqE1fUCN5Goe8x67p7ZG/AHl9xkAUw2rejTsbVbNQ5YaOOUKNOxEadleA5fPN2",
+	"1JlZAX8dDY+G8Etm3af71/AxzfnUuifpPfABuef1dUzsqmEcvnfUVh9YqvGGyIWvc70sg5zgGeCHE5Hp",
+	"SyTaukn4hp5LqqZW15fmq0ku173AMX0fs2lhhGFfPTu678p2KhMw91MWGxfthGlF9DPlLx0fHVHQgWnE",
+	"Q0k4btPeKYtdMBM2xVdAy9CbXI7O99GJOq5R690ir7zw29159BjFN4wrmJuQYQ6P90kwJYjdIpd2hR4/",
+	"OuBnSSKMwaRdTO4VPBe597lWeW0cH2OokLBuYuz499/+2VvbjDNm5EyJNCI/AVBEreUC2I/LneXKw/pW",
+	"YRku0BxBbFj3xfNXlN1EehDq/bgwaHzBkVbCaG7tEsvyL6VDTto0F//WbmLON0yjHFrEXCAl0pTDx2GT",
+	"FdrY0oVUJdojN/OJ5nka4cdHT58AM4LBg96wx8iv8W491VuSC7GoixHZtD/XmMxmRH4hE0FImjOBpFup",
+	"M+wJ8MAp8F87z4UYqSoLIGKXMhdYOJdbOclEtQdV+nhZ5fZkpEbqcMDu3n1Zyy2/e5f9/tv/YjFu1NsJ",
+	"N2Jc5Nn1Afx2UKm1Jo6cHckVQzxhXI0UY+uDds9RuRRBehqNrKr51I3peMYR9oGBAGP/FYtzwVP6d6lz",
+	"O56LbDkt4M5t4l6Qu0BJFCwvlPFVWrA7XzfFsQDnHIlYoazMmLRuEG3dD0bqCBaJbl4tK+RCe3GNqqS9",
+	"5mr9exlD/m/fv4pPcFSYxBE841eIl8kZdKaCrFFUginvkRIeoZsaXgQiSY7UPRizK0lAIaT1UTv6o2Hj",
+	"7/EJI37nV0lfgGimV9DTd4zT8oB0/uVf2Fma5sIYYeAzqeNLbudOYKAZIuMWtGsXi0Y4ACzX2rL4LX3C",
+	"IcSsixVmSFSOVAzn5+Tg4PDoL4PhYDg4PHk4fDiMewP2OqzUTIk0NAa24EumldWwn9ywqcbqBkjmvwbF",
+	"nV0D9iurGKH/aqR+7ff7+B80iivyj9mv9REfXBzGzD0VkMDac+VD4Yqv9+b9zQf+OVgSWMw+DCGlAJf4",
+	"LfGb65OD6rlB2TMwkLEpplN5Ba3hI7WOyuJQfgcQWJ3npYWIlwUxoBWjTqiWKSYCl/lEMdKKI6yvVt9q",
+	"Y+MeTJEIorBzPPz4cEUVVXtxlYglWaHnCGLLlrmeuKQpynxdAN9ITMyUEKkZqfgMbzDyF+zhhH2FrNYV",
+	"5UpygYGkPHOluUDBrL5kgZKp2N27TgLcvTtS3diJivjd5MFIxV4ilMrq3buhhLx7l8HLrHvZDnk5UvHC",
+	"IT6QyLTzXBezuTu5leiMT9cEc1TLFMPOWvFFfFmx6ltkMUQh+FJpafmZVCMVX/X9pb+PP8enLMaViZlc",
+	"EEOn4lD464B9B9fqBV+xhOf5iuqMYGESM1JV8RXa9LBACVcuXBmLmATlSYCU+mwhjcFZLngGaqhAFo43",
+	"+ajcN2QjmGcS0MEJu3v3eHgI+9534BkBkfhww3L6LpzMnwmdByxYFxZNDBImw4K50TvuwTtG6syTDmzt",
+	"gis+E4Qd5q0LxodRe9lEFHOC0gjJ0UQjhWsWuTj7ijqN6wEhhgkdEEHgOD1E3werTnnpppgYYU2ZZnSp",
+	"WHfTimN1MBwvr6jTP0zjglElc5yWqP+OnfUG7EytYIozyvSXplog0L0RhNwVr4djq1ihckEmY2TKC+nk",
+	"GWIP+EUkQjsXWGZtpOgxzOagmGejF6KisHDrDEu4YsrxA1pkxtmlTOnOOlIK6znDCpffw+S8lblMkugj",
+	"86x22AtEBHMPpCHV53OGeY8sTtLRQz9MdLpicQ0FPnZXRWzt7nu+zBreGEHHpL/Q4E5/JjoVow5cBF2w",
+	"IwIthEDnyA9oSN062jncXKF9zPhmCHmy7sdOn0QL9EjVsdpZNwBqDzDnXdXGnw7fDJypkFglwjWRgHaL",
+	"8ytlM/xKEisUyF4oHw+HID29C8GNZIzzArla8gYcSQQbmWs1w34jIFHHMRjc8sgWAQ+R0wC4gJ6ynCus",
+	"cIf1BksU65JZTnK8+LjhHMJweE3yBaMhlgWTnfAa03Gt70HrpcjxwbAl8WHgQ1VZJ9fmGNqUEP5VEz8z",
+	"l9PrDkGESltEN5+Aj+Vey3S9/hV6TbSaZjIJ1tMZo3SRg/LkAMvJ/OBaHuIc/EZYrccZz2cCGiN1Y63l",
+	"TPOUVEpMrYPz6pvfh+aFMsWSEM3HC5FKjqbH+jCgtzuGOfN2/zVQiquXieVpa5tkOfBJesXREb1imWtg",
+	"shggBNtgV9ULLkWW9R3lTAqLYEzG4DUKeBDrisFssGZNKAE4nVnBvxAXM+dWjHGq1WuWIu8DQ4XfaBlO",
+	"WQw3sFX/bGpFHjPDkbWDwqbxEuV26D4RvtMayw45mxSzU3fTNoTF4uBdgpPKZOp7OfTUA6JbLARoI1V3",
+	"6Hn0qPyk+EjDJoXMyg5oMR3+STAQVYGiCDWTSlAhHZDSuTDCMqwxqSyb8XwC43T93fPTkokYBzUB2rtG",
+	"yZyKpVCpUAmoGArGPBFOHpXDxFNi5ULowrZ3lcrUFVs1mAGhKKvg14qBe3Cfcknjv/ed963/JHUBmn/v",
+	"hxTZd0GKJ0xpo+R0Gnvp4BoCGUu6M52V24MHhayk/AKkTxz2GTdom4R6Fw2Rl9KIkbp79/jw/t27m85R",
+	"7CorcUr6c9Vl6YyAwllkVi55bg/gAPRTbjmh7pS5jcfsmfyKdekcG/YAP5+ycgQg2g9JtMNUAi7Qi9Dw",
+	"W2VJ3juMhn85CsKDDesePTiKDo+PXfkQ+GmkqIyCx0RbexPWZh0vuFqNqRd4EyqUsJ5k/4XPI1UCp7kR",
+	"PDhmqRDLYP1QMRlCn9BYqhmOHx5yV06gAKytgdZi4fGQSgEuDVvy3Ij0lLl6qnjZQXWA/VxoW63k/cMj",
+	"VwfBkcWzRy8oPRo2oAQcSnWCIR89eApjrUG+uusbz4wmrFs65IhRQHzxyrIXubY60Rm8sn7LXCTLeKS6",
+	"RP54wL99/fpFhMJXZMKYU1z7/ssXjzwzMSwVU6nKGwUMd6SwKv/USTvKRPXgPeXAo8r8hAWFWGDi2WTf",
+	"AcIee+WNfliIxYRK8+Yi4VnmDt1U5zNh45HyipSXUYbFroPwlnzwFggelKMn1okG6xeVbHdwERsp1Kux",
+	"sm1wgTPBVGgbSOXG5yot+xSuDNV9VBkR6vy0BpLs6tgaWg7Y9y7wGxPmcj6dyoRs2SbJ5QQvNGHxYZBF",
+	"dDGPU50Y2NLBInXW/0wmwpURIsdv52wJPLF/NBhSap/NRGB97AQ1VjrDwSE9pZdC8aXsnHTuDYaDe1i3",
+	"xs7RstxipzjgBoNsl9q0oQoUilbak4Xw6Ggs03rpdas6vKVHMyHSjUaqqrgsjVdrToLC8KyqC+8duFNd",
+	"5G7NHYWMFLJaOJgzjTcFhFfp1gAqSXD1aL9rNe9PGYgX/DxSifNucUJUq1kcw6zLyq7J/q32PWV14+Xa",
+	"+zpAa4vqlk/2b4GXgn5H+JdydJSQuxT5SCFDx6OBWkVcunEKlSEl49uzDN3dxt8AT93Zo+FRL7AMJaIs",
+	"DKd3GrokYfUmPDnHGxGsjucU9BRs60gJlZrK6lQFHLYbWVGoIyhavOBXY8RSi0fKAdm6FiL1VxpFTq/e",
+	"wPNG2gSSijRSakDmyogYr3sh3eAi2k1cSLzJiwuZYtl3XFIirgmIee8Fc+B4U7LSkviEv7hTBRGjtciB",
+	"U6ZF7skQiRxtm6XMxZJZ3HEGWPwINwOHNVIPhkMSDy5VTaZXMRvSxqLTLmbD3oC9LGeYOrsxHHimNL4E",
+	"rSwhufFcsExMLVxw4H6Y80TEeDEFKhIKlEy4DhLMHVJCia5+xzB3aXOpdzDamMxvGLDqi+IjAmyPZhOY",
+	"9lEGI/wALrlfJdy8mM5bHNifnOqIc0KFiLSzU1xolH4BiBGMB0QAuWSJskHbd/2G2mQcnnQ6sHi3ByYA",
+	"9ArPlwUeuSX7aG/g7vQOobWp4GLoyP3hUYRqLHBq0DtxWV3CfIjTNGBnlTElrqUcxWgu44bgFwlDsDRi",
+	"OCtRcBHswsWxVF9cCF/5nicpcH5z/qgsh1MF5m3MbKwe8aWMX3A771y/oYgfYexXOl01IpEw7Ia0gAOf",
+	"F1El922vnX7uw9iu61FFWMMXvnC4mtDT0XD4ft9MidTXa8ENr9e4Ryn6Zc48k4hK8w2eJExvO6Yhtr25",
+	"nMrBVzwtZw1NDnc3+UFxZ/8mNLjj4b3djb7R+USmqVDU4nh3i++1/UYXFOlyfLjHK15r/RQUfGpwf5+J",
+	"lDeTZ3AxgYsNNj462qdxcHenVn/d3eolt+IpmQahzf19tuiJsiJXPKMGh3ut3JPqJk3NjvYihb9xKy4p",
+	"fuj+Prv6Q1AvD9vssa/uHa/pHkwRA8ViwfMVaWfEAO+YQAUjxQzvGZUJPNTIEGSBzwwmUvqSNG+iTtNN",
+	"UGmaLq8S3t6mQpYoOO1KJJXgECYUaXcIIXflDinZxklhWHCbzEuRbSKU4yOFAtYDHMALhErRm4AaRezC",
+	"zeLyMwjebgoccSGVNFYmwGdfQXMKJ9wC7hExCirCOxZPcm0MKkFw6TsLZJD3vuUi5+qcYS0E1o37ffqi",
+	"X+RZ3GO50HlKLn/hJ4P4wQlXKd4LEKYHZAS1K4F9Th3jMtWorVPKRgqfwHX0cCXusS5nmZ7hlJ2Cvmjq",
+	"cm6tRwoetMZdvf1EQJMgeFeJCgAIcBPKSXZ/eEwKgFNWXUiQQZQjUndAIBJqWCJEyg6HwwGLPVBQHMaF",
+	"jlQQGIqhoKu1QFB0aHDXSqROATdWZuVkWLEcKavXFGg3ddBHuFoReVUhpH5E6JKJ0MqLO0I3U/hYBqy1",
+	"RpqiBX2bZjBSsBI03vI2+W66wX8ETtzPUjuoAXt9ZP2ghs/SoiI8a2MvpL5/UQT+tIrAH0Sif9sSwtMM",
+	"3wkDS1gQltJ7N7lO8Ry/wARmVPO/znT+JqyrW/wBD697Q8uxPcvkBWjqQchk5+SnN+HiPZUXQgljBuxo",
+	"OHSuHYe4j8ZAlNslPLkJl8vnBONKuAiWbSvxzD2ycymsuLIHSw8SUi1CMzR0nU3RG3zsyotcL4Sdi8JQ",
+	"+jCF8W5fj6CNmxLr+smDwpHrwlJMGnlvI4TMVMmKzaWxepbzhYmq+r29jQvmLI6DFV9k21YNsZJfPHm1",
+	"FMnNiMh3vB/wzPqV0L2Y3RsMS0vmoNPA9XVmUxfy6a2mLWW+r7e9wnfPuv/32bOnve079Dq0uEcsXMfI",
+	"Ryw4bdObkCs7pauN2bYhOxTy0h9RuaS4qceGxYHN3F8iFNagcH4EZ+/K+ERk3gwcYzwZmwueipx1411B",
+	"bj3Qm6CNS4FE+G3UGVWACxfYi6ihR4uihXGBcCPlw4C0EpG3JQ2PqR/KW/SDCMrn79CuKESu80VL+qIl",
+	"fdGSPrWWhOed7jiNmvVlqGyoD1GwsWdeMoj/YjWu9S15F4BnkQuEuIxvUfqW4n7fdYax/n16DPEGijzr",
+	"nHT2D+/FUpi5hBVp1vOvkmtSnWDB95YO6g96ZW6Q6YRn8BiGW5dIbc2kHWuXYZYMfYR/DIiP6zc3V0jn",
+	"rRvwDgrpl93+aLsN+gKa4raq/i8FTyUo159G+4fXrwYBx/nA7/teUybH6tQV3ZUZCUORnBtm+Ipdzlfb",
+	"dbtyxfx1xIfwW50Lb1Q7JYOat/YM2FN0gqKnDV+2UcW7ODwIC8+37ht09qiqOf7B9s2946k0reqxH0IE",
+	"uiMokYOPqQ58HMl5UzF4Xb+41sMOnKW8CjZd8BUzQrwLP/U3gTqFPMIo6sqU+CHU3No7bqTuHr5vCt10",
+	"eVPisgLa/sy12z3I+ZGLAv4U2u3nf9oe+cyBAFr9pqeKYEWbjLhSBKoCN+tnjirihGeuRvTHLWndvhDO",
+	"n+zi9QcgFlr6wJNKHr8sQ7eNi09yMBCIeyAzYd6BoqKNGthGghl+LC75R+GQf0Iy/JuwTRr09IdkR9Ft",
+	"WGjIvJOW8A6uxI3M8KDEatmopRIyy9r7m+W2Mx8v4BMbMPIZUWvgATJ7etSkDlm1O9Ge1A9jeEVNrq+j",
+	"5stf8JlgRv6y8W1UkSh8WVCaaFiHgdmJoNxmsY2VuLIxS2r185e5uJC6MFhDf9PQCHIoHNou2Lw3H5DL",
+	"wDpvuio8VwJnQhHViEj0hdl8kuvImpUnwkIj3ggchXF1pYvIOZI+FQeKNvg7zlJMv63Y5c+FKCjndqqD",
+	"4Z9WhXGAt6DNC0OAsEI1xhm7PEdpKPB6FbOuiyUHfuwVAYstevWy0WWsECVmjlRMWU0DdkZpPT5M12rG",
+	"WVzkMnYhyi5rj/KDazBTbvlGisrJmSC6uXs0HPaYVMYKnsIAMWMW04dYWtDhFfDUoYsPN3whRsoPAr1M",
+	"BG+idF8vB+xH51/BkUWMVwWp7hhW5JJJM1KxmfOj+w9OKL54TrWncGmoXx9sTOFGoC3dodWEP10rxCMD",
+	"1uUxAUZqpL4BxYp1W1KdXG12TL/BbuJaBp2rtkYx2rBUGGnNVRox7UDqshX9XpXj6mLqly98xCeY94Zg",
+	"ASHf04kVtk8hxXFvwF75O9EJQ5cvrlDEnvH8PMUk929fP3sasRdffxON1NfPH/09Yo9e/efB61f/GWHi",
+	"zgEmVWWYOIVuWcraTHQqXAYVgbZRtNZEKp6vqh1LRZLxXKToOMQXA+UFZGcohNktur5UDBNKopFjgxFG",
+	"PkW1ErLwIpfCYFjXz4RNc60sW3AKloNpjdQcY+FffP1N5QOVaqojBjNlGLZXoe/1YBgZiz36WEyBYHGt",
+	"ApADBMUQK0O5h6VX0KWkXkrFuphJU57iwSLtDUbqB5fr5iK+rWapNOenZMOumXpdV5TUWpYGpBy53kg5",
+	"V+LhPaTDHzHE65JL+282L1xqHyZm+DA0JJmKJcKppYL4ImVdnykxUtjH2Cc4+goRUb0eFuyltBT0J017",
+	"oHiagkTdpTz9yKV1gDkhkyPOonNGXGqTBgFjbddtNmDyr6sw3+pLlmk1o8WLGfy/TOrb9t7mGrWP40Go",
+	"Yj3YqWF9qLD4NH0trlCdrSxdUaeFaxFYZ6JTh1AOpzIYxmsa8N2DuySc9307sMn62z+qWxkpsS16R1HO",
+	"OYgfKjxHVC5JclxyOIWUIQdHBKvgOalHlQYTnlEZmvdpFdw4WjQIlgXyHLzMF7/3n90yeJamlZroAq26",
+	"IJMJGMg4jSXQQpzs6H0IGyJdm13m626DohMCX6yJfwBrogqYYHVv+CBmw3ay+PAc/3VZ0fMLmX0Sa2GT",
+	"xj7p1Tza+TjQ0X6GRMcRD3JR1r34WCPb5EZ9SUNpP2tHH+2sRWTY+MLaP8GZ+w9Y+epqVbMrOWNKiJHp",
+	"8uW5z62fczUTH16NOPAVnbaJi9dU0vGDigx8xxZSRsMDZqJjTfo/GT3f2In/BzgAfufuGDYtsqyBQcG6",
+	"l758lUOsQIgBZzPp/ZHEUgMaeHOY/XMlEJHB+2o2ICtT5CLxASVKdAMEPzlh0o7UJtTlsiJYC3ByAzR5",
+	"pErUZL5cUuosAijE0F9cYo8tRU7WrG4FAO5CwUcqDsslebwmhxKBHK6yLwWQISO1AZh5pO7eReijwd27",
+	"uAaYHkktJUJrO2zqU1ZVgm4J7B+pGBuFcf2+KUI7SaUIXBLWZCLm/ELqIj/BW375kZm5XJqRKlRKRdXL",
+	"kZiBg7a9ODzA70zswEqkddN4DZvlp7GOXSPz4D0c85droEwU2TdShINTAjLhehtEhMQ/0BzvcKhg7+4a",
+	"W0wQC/etR5U8YaOyEBEBS1afEIkS7er4GNZcQsjJnoMcddzd4Y268kunaIBEy6ZWIfWhNEOYNfyyFc4H",
+	"M6afEdYWV4TYYYtJWe+7mLhXl1Xu5lgOql42a6TC0lRVcsfWglTor/AvQWAxXVIw1kmNoxrMSY5Z8t2Y",
+	"F1bHvVMWK61E7GaOOdR6Oo2QmIkjxbACmLFsWSa425ME0Ve5S5Ypp+UehRM7Uv7byqfC3bLUxudN/rBy",
+	"bjTlzAk7R+usj6e1rDBH9gpXbsNgEpGvgCEVi8vn4p5D1sYl+DXo4NcKhBijlpU1rUCeJTLSrwzIDw23",
+	"QFi+6OWIPOLwlTO7Im7277/9LwepXUNKum0nJEuotUyrpoTRneqEMAECeIBYpuaE/YQFW9I3cdnPOqqR",
+	"7xXrdPzkh/T7b/98cx0zzJNPW6CJoFnYTeSHYdBplujFgveNAILGegFUZPZXv59l2vqCrxDBT62c7wY9",
+	"kWbOl+LEgez5kqJ5UF5ljm5Kj+crU/KesG5Mk3dr0LYwv//2zx4xLEwwRKcL4mw7yFcHbgX/GiWXS2Fd",
+	"IzzNlcPLXTmBbZ55RGE4wxWyq63m6WJWgE6VxsE7jvoSY9zv3kVMUytVIcZTqXg2dpIKFIiZwANCWfc8",
+	"TcczoZw+OyYeFI9Ul+oLhAgFNi9ErzpLJ8wIu6kDeB59HMxq8rXBWJxfSvGMlUBLXoYOHAoWoXyTCzUV",
+	"y1wkBFKeSW6YnoLU4lfjtUpj8SmMDAu3lFhhqZwiPoL1iIshH4hFMtfxiUfOylYB4hNIP6xPIoKEugx4",
+	"lRts8OzlXCiXiOe1AYkO57YZGquX7p2+PWKGVciKDrGDwZOeyrvkCHME7XrpDYCBU5Fu+kGqmSuME7Nc",
+	"LPSFMASptA5b9ftv/6TvDtaxrAaEeZxlIhuXmospe0bOYkoMONjeEjEOnhywWMWlV08x4sqgDBjhwMw8",
+	"pyQ/5aSQme1L5eGoCAcwACBBEAvxc8GzMgmZMCX8d4GaByfGZzSWasZj7JeORaXfoCOz1CX8KAI1c6kz",
+	"mazwmCIs/kiVQFiYtvokLDri0iq7F0+fPotYlvEFHyTLZcSe498Re/W3p1zNeuTn1IpKQVVJmgN2xkpp",
+	"XTpaEUacVsUhvs61Am2okuUEBkYCPYRBLTuLoxB4o3qHB3Oi/k+J+MplqGHZGhZnerbM9cTErIt8AIXu",
+	"chx8TUTEhj2Q9q4yYPlzhD1IO55Ijp9MWQt+rKkYPIFd0o1pTIna8UiFwtzz0cKI8UTwRSkGyyHBLWNs",
+	"xWKZcStiUjuAEB2TGHNDf5GkQni58AH6mnqj+4Xf8ZI4lxzLbghX96PaMCxX4AgO6zQiudUqJLo3rvMu",
+	"VKOQpQc1DOr7f+Lc9zQcH4gAzeUvwMyBqvyvp6hktu0nlXCg2lRYp0znKVtKkQhTXreyrP9MKvn0Wf/p",
+	"g/7FEStUwo1IR+pHnacv4NngvYguJxYTQbE4DlynV4ULoGjTU7dgHtBdYSCJGyVxkiiMd2HLrDAV9CQy",
+	"ljuG+RiUSu8aEBTihU74pMh4vvLeeao00To6NqUyqt243y9nAsSCgP1xv6+VuuqnMo/ZAYsfnb149cPT",
+	"x1+Pn3///d/HXz95CRRYfvns+dePn9K3I+X4bMotp8Pg7j0HzTWlFG7HMsI6DHR30gqDLuBUo5T/6vHL",
+	"1yCQaLSmjE7qUnwJlscB3bigpPQFz89Bh2WZvhT5SE3gbue3F5r0cceJ4Eh3QfRtoz2uDiaH94sly/TM",
+	"kfQrpCypZkDWFM1BxHbCqoCOEjgaLqGI4SAuhCpjfU5IVMSwQCeulMmjObePygPxaF5U0gjb4tU6FZnl",
+	"RGskHYNIpZHKdQbsK7yU5CAeOKxUKkCIYweI1+TUD4r8LWU7CdiR8qj/nBWEKY6PdUkbi50oi3tO6LsV",
+	"GFNAlBl4cVyQpiUNLg2N2ylSPQLaGim3CD99/fz7x29id+3ySpsuDHUyNpZbE7vT48KV3dzxgQEW3aDy",
+	"BmQbpWQ5lFITMeOKRJ2yzMFe1la/VoHBrftI4cJ7RLDGOIkOXNUYpZXbW5GWcthXPcK4OI/0TSVRSijh",
+	"MlxOpcHGtcXpuDSoGpV8qIyr2ks+UShIY6ZY/a55kG7bG+3dJvtxCH1Kuh058UurAwHRT324JoocdwRK",
+	"Yv8S7fEHiPb4g6A6NQ3BzdJ6qMrXTOBzbjeZv+En7+05F6vteRXfwQMf8JB/J1abQvlfu0JJQWknLAhA",
+	"oiX9kgPcEnTviokZ1iVHgEN/FEkuEKQxjMAP6QUWaAO9YJGjXQnA34nVB03+/U6sPlXiL8XuwQQ306iL",
+	"BkdkYNQaccE/dwnwJXxvQ2JvWZRvwJ6Uuwly3WeNldq9rxi8/zkKGO/B23OxagTmNVErLvQ5ZVwglWV4",
+	"MamQvEgZ3liNlwC+mpEmwEv9ef1wXH0zuDbxcljdL1EmH53EX7rqdkExZDGdigSrtGq68ypxZb19ccCe",
+	"pGKx1NYB3t1EYGwKEfl0xPeF6D5ZOCFcuD1XvanisS0txW3rHcNkyrpYV/L33/4Z98qEkCVHxFGXD3Je",
+	"KiqV+hBmRywxIwna/Rd09dNZ/7/z/i/D/l/fvD2MHhxf/2unJdfV8fQNpZ+34JrzRVWgjRDMnVwhoy/j",
+	"Zq1IdOSunxhPUerC7IllFaIl1hXBG4IwVORPVlbNqgKgw/226Lkgv46FkRRG5N4+GTGpqHoWerClcjYN",
+	"H2gQFKR2NqhaOWqXZVi+E01oQZVg76zgqibFIldHd62WfL007ikNu5oR1guZiDK5sQTAuXNThGxSBajo",
+	"95rJ5WYBQ9/74SFk4geDzP5is/lis/n/hc3mT1mSo8KAe9s5Q074Ghhh5+SnN9fR287ZUoJaA59qGHFn",
+	"TflAIX1VveiSN7tar1K50CJix4Ekpgc2yGL343Vd0lWVlQMbUv1oOjg6vKdUfBoHOddZ2oh9coPEJFeW",
+	"i0TnqUhHykWCYhgUl1mRi14JBReFtZ9r0qAJgkZ1FAojyJ85y/SEZ8GgpHExVzH91IrtC/MhqfB9NfkP",
+	"yFDLt2yzklVT/oKQV1dBb3msSjw9R5ABTQWoFetoOe90hg7eln9vNQpQDpgp/cjQTcQuRGJ17rRIOjj+",
+	"sKxpfhEWHsRYlZwrw10sIcbEepTJ6lzQOVUaS7m3nQkaUONUfJRD4TIR287Fj77MXvolW/GPcehKpLSK",
+	"9PCwIZ0j8ZFT/sYHLmoXTXuR+xqxY+2Gj0/pT9RU72T/X2j8c6fx50o0yZtifW4lSW59E60npGyVRAfi",
+	"ClT9jQre40AKrZsYuuJqKXMXI2EK0EYFSCZvuIDrWZZW5dkiCsx45m75LiqZI6QN69awc676KoXDFPcG",
+	"7BshUhfWN1JYkNspg1Q9PChTkQuET8bMiyq6uBowRRNyNVL0C3TWJvMe46q8EyfwE6hzgxLqbhtbeFYS",
+	"gLNFYRz3Jjw0tzm0ip87j/jTHXmilJpY44ZVQE2f56l3quPmi903PLEsuJiV9f7gsGP4FZUjtGh77IYh",
+	"mxSENeHpSMEyRMxKuHZh6ZXcxdmmPQpfdJrsXOQiKCdf5KAIgHpXXQ7VDJ1edR/3afi8EdkUY8CAA4Ca",
+	"PON5mgljtl/0vvFL8QHlfO1N2656fl++HOOPfIxfelJcN0ZQceh3sKp8lBNNovDmYAfNl23CSHyJNifd",
+	"lDcuLpqYILk1TilPs8wLQtw/vzi9yscQmGYo8y+4rZ4ghDIh3emcwWXWBUDHZbOY9iVzmRQuHZEGtOR2",
+	"HhQdtzyfCYuxyPD4SFFSYSzTuMSRQvypKgagZjgy53K5hL6NdjpHqY5glCei/thLSU/Peb4AvtM7ZVzR",
+	"S5B9Vm/wFc3Ll2COBCgninE2zYWZM4mZEhMEnlMiyINwOQ7SuWfcVQZXmVjfgL3GlJRzIZalLSPw2qTC",
+	"4ztKrdqY45PFJu1nH7/GOys+dBbh3Cz4FSH/IijucNimEH1E8DJcls3FxUubBJHI52+U+BIh9E4yg+ih",
+	"8sBiUM47aH578Xn/to2aWwnD+rPLvysb36m8xU2wXl8TmSO68kiVKJf3h1GZUn40HPYc/qTDmnYlCOuQ",
+	"0xhfsqSQfQr2h5HMa4Wiul89O7pPYXWEoKpc9gpV2a6yxaKRSoUywhlATcSoNPZkBdqjXOY64Rkm20Ye",
+	"ydQsCG0zwVKVE60K04tGahJMF/Ntyut5jHWx41OmNIxbqtmAPXYX23JzEX40uOJOeUKJ8CwTU4vabaGA",
+	"6zNuzuF3nbfdQD1cKPe/ZNLYrQqqFDuBz6mAuoNCaQfK/HkTvPexRxv3XxyuR0BEb1v7PJcq3Rs9nVj7",
+	"d9BkY4ehlBrLdNOQD48e3nLEWzDY74f4oEfvhMB+E+h1Ojo3wl7fMDefk+NMMjdGY93WZ0X3N+v2zQe/",
+	"U227TPmz++Uy9Sn8azr3zN4Ge/Gp71KbrjevyGxYXVoQzbOyewKvY7HSVsQlBHTPwbcnNo4YN8Ta1QmI",
+	"keoWGcHHusbNntgGfrwDhN8VqfRBY/C97v1JwvC9xbP9IDuLDu3GF6X6T61U/5hL9BK6o5fKXCQ2W7Fu",
+	"7VT1PqxyffCWntsDVjc4mV+Adf9srmrPcT6AR9oHbFFB83WrU/dyTug1aP6yTLbYj3pb/Ncf3py9Ve36",
+	"Eoj/h3BW35rA30kL2w2rSBRW6WzcJvP1A/UIUVHJBkHGU1cKhMKk+gSKYILzhmgU9Uv8SDnAmYlgIsVQ",
+	"w+7x8K8+Fj24+8S9E8bTFPRXcVlFXCJERZvq9gNWLPigqlv4ik8UE76dGfiqDX9SpvCl2urH5Vl04kvJ",
+	"XKGTRcxXCgKBiSmUfQLGkQvxkZTFAzS9rN7ZB3dz9li0aBt/Q+CwK47as1YYJhqTcciMuY1Zl+PinDJV",
+	"ZBlLMsFzYpU0jZ6vuGSzsvoQ6+KaKn3ZI+NmaCUlZQbz0o3IBEL7Kp2PVCYNclVnH40blioPFCvLYE4P",
+	"VbYUudSpTJi5FGLZxmJfeXXnMS39h+Gyr4Sl/j9LFusWvzRng3CiLfyS7/KFe4bc85VAsxwe9ZCHemq5",
+	"JZdE6K8dKSIejrBbYZskc+5AuUpAsFBVC6L6CEbRIATUiph7s/o9Jv5RHxu9KTTOD3lO4Q1bLdI0wNuf",
+	"sT8ISVb0F60T6JsmKny59R6rMqd/TAR3XUKgRDC7fMFr4eEEJ70pv1hVJEpwcpszdZ9JxJhlRs6USOuI",
+	"CyW8XsKzTKpZlVlPwLGYlDrnFw7UtJ7CSrlI1FFYdJJSmoOQwTJ7NWKK57m+FOlIWR2Eu5iYjAd00emi",
+	"C9MnxGLzSm7i6I6H9xyoJGbBRk5YGxe+15Dr3t9778Ew8Pg+fHCMPl9yflq9NOxS5whZQVUMrcEEXozl",
+	"Q+CHATsLFs94MM+FxDxk+GqzkTsklA9p6cY3BKL8Qxq2wzltYAq4LF+s2n8wMBlgGc289hLnsynB9oRE",
+	"WAR63iaGCtwTeeQmtARX/yL1rDTX2g5Y/HbCjRgXeXaN6dDxW/oZvzm4OIxPWezuMRsewidc55v6Wa8u",
+	"E8PUizzrnHTCJztRB8HjJxkdueqnml+5M7d2eXJwcHj0l8FwMBwcnjwcPhzCAr0pF3Q9UDFUMFg3gFBD",
+	"e6l3vCNO2pobn1RtagqqyVqGYNBFaQ1bs0u5ZYh8/Wuqj+1VHV+mH53t4ZB8YZP1HkvgL8SEDTls0B4p",
+	"q2VKKF4jNhc8QywGmJXNZRK2daL0+s31/xcAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

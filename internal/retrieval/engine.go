@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -118,6 +119,20 @@ type Config struct {
 	Depth int
 	// Now is the clock for recency. Default time.Now.
 	Now func() time.Time
+	// Reranker, when set, is an optional stage after fusion: the best
+	// RerankDepth fused candidates of a query with text are scored by it
+	// and reordered, best first, and the hit's score is the reranker's.
+	// Nil: off (the default).
+	Reranker Reranker
+	// RerankDepth is how many fused candidates the reranker scores (at
+	// least the query's limit). Default 50.
+	RerankDepth int
+}
+
+// Reranker scores documents against a query: one score per document, in
+// order, higher is more relevant (internal/rerank is the HTTP one).
+type Reranker interface {
+	Rerank(ctx context.Context, query string, docs []string) ([]float64, error)
 }
 
 func (c Config) withDefaults() Config {
@@ -132,6 +147,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.BM25Scale <= 0 {
 		c.BM25Scale = 10
+	}
+	if c.RerankDepth <= 0 {
+		c.RerankDepth = 50
 	}
 	if c.RRFK <= 0 {
 		c.RRFK = rank.DefaultRRFK
@@ -449,7 +467,8 @@ type cand struct {
 // Search runs a query over a capsule and returns its hits, best first: it
 // plans the query (plan), runs both retrievers at once (retrieve), merges
 // and scores their candidates (merge, score) and reads the best ones' texts
-// (hydrate).
+// (hydrate); with a Reranker, the best RerankDepth of them are reordered by
+// it (rerank).
 func (e *Engine) Search(ctx context.Context, capsule string, q domain.Query) ([]domain.Hit, error) {
 	p, err := e.plan(q)
 	if err != nil {
@@ -459,11 +478,26 @@ func (e *Engine) Search(ctx context.Context, capsule string, q domain.Query) ([]
 	if err != nil {
 		return nil, err
 	}
+	rerank := e.cfg.Reranker != nil && strings.TrimSpace(q.Text) != ""
+	n := p.limit
+	if rerank { // the reranker sees RerankDepth candidates
+		n = max(p.limit, e.cfg.RerankDepth)
+		p.depth = max(p.depth, n)
+	}
 	pred := Compile(q.Wishlist)
 	r, err := e.retrieve(ctx, ci, capsule, q.Text, p, pred)
 	if err != nil {
 		return nil, err
 	}
+	hits, err := e.fused(ctx, ci, r, p, q, n)
+	if err != nil || !rerank {
+		return hits, err
+	}
+	return e.rerank(ctx, q.Text, hits, p.limit)
+}
+
+// fused merges and scores the candidates and reads the best n.
+func (e *Engine) fused(ctx context.Context, ci *capIndex, r retrieved, p plan, q domain.Query, n int) ([]domain.Hit, error) {
 	// The candidates point into the capsule's entries: read them, and the
 	// items' attributes, under the read lock until the hits are made.
 	ci.mu.RLock()
@@ -471,7 +505,43 @@ func (e *Engine) Search(ctx context.Context, capsule string, q domain.Query) ([]
 	cands := e.merge(r)
 	e.score(cands, p.mode, r.kwMax, q.Wishlist.Recency)
 	sort.Slice(cands, func(i, j int) bool { return less(cands[i], cands[j]) })
-	return e.hydrate(ctx, cands, p.limit, q.Wishlist)
+	return e.hydrate(ctx, cands, n, q.Wishlist)
+}
+
+// rerank reorders hits by the reranker's scores of their texts and keeps
+// the best limit; a tie keeps the fused order.
+func (e *Engine) rerank(ctx context.Context, query string, hits []domain.Hit, limit int) ([]domain.Hit, error) {
+	if len(hits) == 0 {
+		return hits, nil
+	}
+	docs := make([]string, len(hits))
+	for i, h := range hits {
+		docs[i] = h.Content
+	}
+	scores, err := e.cfg.Reranker.Rerank(ctx, query, docs)
+	if err != nil {
+		return nil, fmt.Errorf("rerank: %w", err)
+	}
+	if len(scores) != len(hits) {
+		return nil, fmt.Errorf("rerank: %d scores for %d hits", len(scores), len(hits))
+	}
+	// Scores are in [0, 1]: a model that returns logits gets their logistic
+	// (same order).
+	logits := false
+	for _, s := range scores {
+		if math.IsNaN(s) {
+			return nil, fmt.Errorf("rerank: a score is NaN")
+		}
+		logits = logits || s < 0 || s > 1
+	}
+	for i := range hits {
+		hits[i].Score = scores[i]
+		if logits {
+			hits[i].Score = 1 / (1 + math.Exp(-scores[i]))
+		}
+	}
+	sort.SliceStable(hits, func(i, j int) bool { return hits[i].Score > hits[j].Score })
+	return hits[:min(limit, len(hits))], nil
 }
 
 // plan is how a query is run: its mode, its number of hits, and how many

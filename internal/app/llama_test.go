@@ -1,0 +1,206 @@
+package app_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+
+	"capsuled/internal/app"
+)
+
+// The tests in this file run capsuled against a real model server: llama.cpp's
+// llama-server with Gemma 3 270M on the CPU, which `bash .ci/llama.sh`
+// compiles, fetches and starts (CI does). They are skipped when
+// CAPSULED_TEST_LLAMA is not set. The model is small and weak: the tests
+// check what the protocol guarantees (a reply, usage, tool calls that the
+// server constrains to the tools' schema), not what it says.
+
+func llamaURL(t *testing.T) (url, model string) {
+	t.Helper()
+	url = os.Getenv("CAPSULED_TEST_LLAMA")
+	if url == "" {
+		t.Skip("CAPSULED_TEST_LLAMA is not set: run `bash .ci/llama.sh` and source .cache/llama/env.sh to run the tests against a real model server")
+	}
+	model = os.Getenv("CAPSULED_TEST_LLAMA_MODEL")
+	if model == "" {
+		model = "gemma-3-270m"
+	}
+	return url, model
+}
+
+// serveApp starts capsuled with cfg on a free port and returns its /v1/
+// base URL and the admin key.
+func serveApp(t *testing.T, cfg app.Config) (base, admin string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	cfg.DataDir = t.TempDir()
+	a, err := app.New(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	admin, _, err = a.Auth().EnsureAdminKey(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- a.Serve(ctx, l) }()
+	t.Cleanup(func() { cancel(); <-done; a.Close() })
+	return "http://" + l.Addr().String() + "/v1/", admin
+}
+
+func llamaChatConfig(url, model string) app.Config {
+	return app.Config{Chat: app.ChatConfig{Engine: "upstream", UpstreamURL: url + "/v1", UpstreamModel: model, UpstreamTimeout: 3 * time.Minute}}
+}
+
+// svc-1 with the upstream engine answers through llama-server, at once and
+// streamed, with the server's usage.
+func TestLlamaSvc1Upstream(t *testing.T) {
+	url, model := llamaURL(t)
+	base, admin := serveApp(t, llamaChatConfig(url, model))
+	client := openai.NewClient(option.WithBaseURL(base), option.WithAPIKey(admin), option.WithMaxRetries(0))
+	ctx := context.Background()
+	params := openai.ChatCompletionNewParams{Model: "svc-1", MaxTokens: openai.Int(24), Temperature: openai.Float(0), Seed: openai.Int(1),
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Name the capital of France in one word.")}}
+
+	c, err := client.Chat.Completions.New(ctx, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Choices) != 1 || strings.TrimSpace(c.Choices[0].Message.Content) == "" || c.Model != "svc-1" {
+		t.Fatalf("reply %+v", c)
+	}
+	if c.Usage.PromptTokens <= 0 || c.Usage.CompletionTokens <= 0 || c.Usage.CompletionTokens > 24 {
+		t.Fatalf("usage %+v, want the server's counts (completion ≤ max_tokens 24)", c.Usage)
+	}
+	t.Logf("svc-1 via llama-server: %q (%d+%d tokens)", c.Choices[0].Message.Content, c.Usage.PromptTokens, c.Usage.CompletionTokens)
+
+	params.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
+	s := client.Chat.Completions.NewStreaming(ctx, params)
+	var text strings.Builder
+	var usage int64
+	finish := ""
+	for s.Next() {
+		ch := s.Current()
+		for _, c := range ch.Choices {
+			text.WriteString(c.Delta.Content)
+			if c.FinishReason != "" {
+				finish = c.FinishReason
+			}
+		}
+		if ch.Usage.TotalTokens > 0 {
+			usage = ch.Usage.TotalTokens
+		}
+	}
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if strings.TrimSpace(text.String()) == "" || usage <= 0 || (finish != "stop" && finish != "length") {
+		t.Fatalf("stream: text %q usage %d finish %q", text.String(), usage, finish)
+	}
+	// Same seed, temperature 0: the streamed reply is the same text.
+	if text.String() != c.Choices[0].Message.Content {
+		t.Logf("note: streamed %q, at once %q", text.String(), c.Choices[0].Message.Content)
+	}
+}
+
+// With tool_choice "required" the server constrains the output to the
+// tools' schema: even a 270M model makes a valid call, and capsuled returns
+// it as a structured tool call, at once and streamed.
+func TestLlamaToolCallRequired(t *testing.T) {
+	url, model := llamaURL(t)
+	base, admin := serveApp(t, llamaChatConfig(url, model))
+	client := openai.NewClient(option.WithBaseURL(base), option.WithAPIKey(admin), option.WithMaxRetries(0))
+	ctx := context.Background()
+	search := openai.ChatCompletionFunctionTool(openai.FunctionDefinitionParam{
+		Name:        "search",
+		Description: openai.String("Search the documents."),
+		Parameters: openai.FunctionParameters{
+			"type":                 "object",
+			"properties":           map[string]any{"query": map[string]any{"type": "string"}},
+			"required":             []string{"query"},
+			"additionalProperties": false,
+		},
+	})
+	params := openai.ChatCompletionNewParams{Model: "svc-1", MaxTokens: openai.Int(64), Temperature: openai.Float(0),
+		Tools:      []openai.ChatCompletionToolUnionParam{search},
+		ToolChoice: openai.ChatCompletionToolChoiceOptionUnionParam{OfAuto: openai.String("required")},
+		Messages:   []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Who directed the film Ed Wood?")}}
+	check := func(how, name, args string) {
+		t.Helper()
+		var m map[string]any
+		if name != "search" || json.Unmarshal([]byte(args), &m) != nil {
+			t.Fatalf("%s: call %q %q, want search with a JSON object", how, name, args)
+		}
+		if q, ok := m["query"].(string); !ok || strings.TrimSpace(q) == "" {
+			t.Fatalf("%s: arguments %s lack the required query", how, args)
+		}
+		t.Logf("%s: search(%s)", how, args)
+	}
+	c, err := client.Chat.Completions.New(ctx, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Choices) != 1 || len(c.Choices[0].Message.ToolCalls) == 0 || c.Choices[0].FinishReason != "tool_calls" {
+		t.Fatalf("reply %+v, want a tool call", c.Choices)
+	}
+	tc := c.Choices[0].Message.ToolCalls[0]
+	check("at once", tc.Function.Name, tc.Function.Arguments)
+
+	s := client.Chat.Completions.NewStreaming(ctx, params)
+	acc := openai.ChatCompletionAccumulator{}
+	for s.Next() {
+		acc.AddChunk(s.Current())
+	}
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(acc.Choices) != 1 || len(acc.Choices[0].Message.ToolCalls) == 0 {
+		t.Fatalf("stream: %+v, want a tool call", acc.Choices)
+	}
+	stc := acc.Choices[0].Message.ToolCalls[0]
+	check("streamed", stc.Function.Name, stc.Function.Arguments)
+}
+
+// Memory chat answers through llama-server and remembers the turn.
+func TestLlamaMemoryChat(t *testing.T) {
+	url, model := llamaURL(t)
+	base, admin := serveApp(t, app.Config{Memory: app.MemoryConfig{UpstreamURL: url + "/v1", UpstreamModels: model, Extract: false}})
+	client := openai.NewClient(option.WithBaseURL(base+"memory/"), option.WithAPIKey(admin), option.WithMaxRetries(0),
+		option.WithQuery("namespace", "llama"))
+	ctx := context.Background()
+	turn := func(text string) *openai.ChatCompletion {
+		t.Helper()
+		c, err := client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: model, MaxTokens: openai.Int(24), Temperature: openai.Float(0),
+			Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage(text)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(c.Choices) != 1 || strings.TrimSpace(c.Choices[0].Message.Content) == "" || c.Usage.CompletionTokens <= 0 {
+			t.Fatalf("reply %+v", c)
+		}
+		return c
+	}
+	first := turn("My sister Ana keeps bees in Porto.")
+	if raw := first.JSON.ExtraFields["memory"].Raw(); !strings.Contains(raw, "mem_") {
+		t.Fatalf("first turn wrote nothing: %s", raw)
+	}
+	second := turn("Where does my sister keep bees?")
+	if raw := second.JSON.ExtraFields["memory"].Raw(); !strings.Contains(raw, `"read"`) || !strings.Contains(raw, "mem_") {
+		t.Fatalf("second turn read nothing: %s", raw)
+	}
+	t.Logf("memory chat via llama-server: %q", second.Choices[0].Message.Content)
+}
