@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"strings"
 	"testing"
@@ -37,29 +36,18 @@ func llamaURL(t *testing.T) (url, model string) {
 	return url, model
 }
 
-// serveApp starts capsuled with cfg on a free port and returns its /v1/
-// base URL and the admin key.
-func serveApp(t *testing.T, cfg app.Config) (base, admin string) {
+// serveWithAdmin starts capsuled with cfg (in a temporary data directory)
+// and returns its /v1/ base URL and the admin key.
+func serveWithAdmin(t *testing.T, cfg app.Config) (base, admin string) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
 	cfg.DataDir = t.TempDir()
-	a, err := app.New(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	admin, _, err = a.Auth().EnsureAdminKey(ctx)
+	a, url, stop := serveApp(t, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	t.Cleanup(stop)
+	admin, _, err := a.Auth().EnsureAdminKey(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- a.Serve(ctx, l) }()
-	t.Cleanup(func() { cancel(); <-done; a.Close() })
-	return "http://" + l.Addr().String() + "/v1/", admin
+	return url + "/v1/", admin
 }
 
 func llamaChatConfig(url, model string) app.Config {
@@ -70,7 +58,7 @@ func llamaChatConfig(url, model string) app.Config {
 // streamed, with the server's usage.
 func TestLlamaSvc1Upstream(t *testing.T) {
 	url, model := llamaURL(t)
-	base, admin := serveApp(t, llamaChatConfig(url, model))
+	base, admin := serveWithAdmin(t, llamaChatConfig(url, model))
 	client := openai.NewClient(option.WithBaseURL(base), option.WithAPIKey(admin), option.WithMaxRetries(0))
 	ctx := context.Background()
 	params := openai.ChatCompletionNewParams{Model: "svc-1", MaxTokens: openai.Int(24), Temperature: openai.Float(0), Seed: openai.Int(1),
@@ -122,7 +110,7 @@ func TestLlamaSvc1Upstream(t *testing.T) {
 // it as a structured tool call, at once and streamed.
 func TestLlamaToolCallRequired(t *testing.T) {
 	url, model := llamaURL(t)
-	base, admin := serveApp(t, llamaChatConfig(url, model))
+	base, admin := serveWithAdmin(t, llamaChatConfig(url, model))
 	client := openai.NewClient(option.WithBaseURL(base), option.WithAPIKey(admin), option.WithMaxRetries(0))
 	ctx := context.Background()
 	search := openai.ChatCompletionFunctionTool(openai.FunctionDefinitionParam{
@@ -178,7 +166,7 @@ func TestLlamaToolCallRequired(t *testing.T) {
 // Memory chat answers through llama-server and remembers the turn.
 func TestLlamaMemoryChat(t *testing.T) {
 	url, model := llamaURL(t)
-	base, admin := serveApp(t, app.Config{Memory: app.MemoryConfig{UpstreamURL: url + "/v1", UpstreamModels: model, Extract: false}})
+	base, admin := serveWithAdmin(t, app.Config{Memory: app.MemoryConfig{UpstreamURL: url + "/v1", UpstreamModels: model, Extract: false}})
 	client := openai.NewClient(option.WithBaseURL(base+"memory/"), option.WithAPIKey(admin), option.WithMaxRetries(0),
 		option.WithQuery("namespace", "llama"))
 	ctx := context.Background()

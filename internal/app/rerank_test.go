@@ -70,7 +70,7 @@ func TestRerankStage(t *testing.T) {
 	}
 	run := func(t *testing.T, cfg app.Config, wantQueryStatus int) []map[string]any {
 		t.Helper()
-		base, admin := serveApp(t, cfg)
+		base, admin := serveWithAdmin(t, cfg)
 		root := strings.TrimSuffix(base, "v1/")
 		call := func(method, path string, body any, want ...int) []byte {
 			t.Helper()
