@@ -308,35 +308,32 @@ func partFromWire(v any) (domain.Part, error) {
 	return out, nil
 }
 
-// toolsFromWire reads the tool definitions and enforces the tool-stub rules.
+// toolsFromWire reads the tools field: one name-only stub, which turns on
+// tool calls for the tools the system prompt names, or the client's full
+// definitions (several tools, or one with a description, parameters or
+// strict), which svc-1 maps its four roles to. Every tool needs a function
+// with a name, and names are unique.
 func toolsFromWire(v any, req *domain.ChatRequest) error {
 	if v == nil {
 		return nil
 	}
 	list, ok := v.([]any)
 	if !ok {
-		return stubError("tools", "tools must be an array holding one tool stub")
+		return stubError("tools", "tools must be an array of function tools: one stub such as {\"type\": \"function\", \"function\": {\"name\": \"dummy\"}}, or full definitions")
 	}
-	switch {
-	case len(list) == 0:
-		return nil
-	case len(list) > 1:
-		return stubError("tools", fmt.Sprintf("pass at most one tool stub, not %d: one stub turns on tool calls for every tool the system prompt names", len(list)))
-	}
+	names := map[string]bool{}
 	for i, t := range list {
 		tool, err := toolFromWire(t)
-		if err != nil {
-			return stubError(fmt.Sprintf("tools[%d].function", i), "a tool stub needs a function with a name, such as {\"type\": \"function\", \"function\": {\"name\": \"dummy\"}}")
+		if err != nil || tool.Name == "" {
+			return stubError(fmt.Sprintf("tools[%d].function", i), "each tool needs a function with a name, such as {\"type\": \"function\", \"function\": {\"name\": \"dummy\"}}")
 		}
+		if names[tool.Name] {
+			return stubError(fmt.Sprintf("tools[%d].function.name", i), fmt.Sprintf("tool names must be unique: %q comes twice", tool.Name))
+		}
+		names[tool.Name] = true
 		req.Tools = append(req.Tools, tool)
 	}
-	fn := list[0].(map[string]any)["function"].(map[string]any)
-	for _, k := range []string{"description", "parameters", "strict"} {
-		if _, ok := fn[k]; ok {
-			return stubError("tools[0].function."+k, "a tool stub is a name-only placeholder: remove "+k+"; svc-1 reads each tool's name and behaviour from the system prompt")
-		}
-	}
-	req.ToolStub = true
+	req.ToolStub = len(list) > 0
 	return nil
 }
 

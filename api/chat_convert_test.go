@@ -54,6 +54,15 @@ func TestChatRequestFromWire(t *testing.T) {
 	if len(r.Tools) != 1 || r.Tools[0].Name != "dummy" || r.Tools[0].Type != "function" {
 		t.Fatalf("tools %+v", r.Tools)
 	}
+	// full definitions: several tools, or one with a description or parameters
+	r, err = convert(t, `{"model":"svc-1","messages":[{"role":"user","content":"q"}],"tools":[{"type":"function","function":{"name":"grep_docs","description":"exact match",
+		"parameters":{"type":"object","properties":{"pattern":{"type":"string"}}}}},{"type":"function","function":{"name":"open_doc"}}]}`)
+	if err != nil || !r.ToolStub || len(r.Tools) != 2 || r.Tools[0].Name != "grep_docs" || r.Tools[0].Description != "exact match" || r.Tools[0].Parameters["type"] != "object" || r.Tools[1].Type != "function" {
+		t.Fatalf("definitions %+v %v", r, err)
+	}
+	if r, err = convert(t, `{"model":"svc-1","messages":[{"role":"user","content":"q"}],"tools":[{"type":"function","function":{"name":"dummy"}}]}`); err != nil || !r.ToolStub || len(r.Tools) != 1 || r.Tools[0].Name != "dummy" {
+		t.Fatalf("the stub: %+v %v", r, err)
+	}
 	r, err = convert(t, `{"model":"svc-1","messages":[{"role":"user","content":"q"}]}`)
 	if err != nil || r.ToolStub || r.ToolChoice.Mode != domain.ToolChoiceNone || r.N != 1 || !r.IncludeUsage {
 		t.Fatalf("defaults %+v %v", r, err)
@@ -74,7 +83,7 @@ func TestChatRequestFromWire(t *testing.T) {
 		t.Errorf("pass-through (-want +got):\n%s", diff)
 	}
 	for _, bad := range []string{
-		`{"model":"svc-1","messages":[{"role":"user","content":"q"}],"tools":[{"function":{"name":"a"}},{"function":{"name":"b"}}]}`,
+		`{"model":"svc-1","messages":[{"role":"user","content":"q"}],"tools":[{"function":{"name":"a"}},{"function":{"name":"a"}}]}`,
 		`{"model":"svc-1","messages":[{"role":"user","content":"q"}],"tool_choice":"auto"}`,
 		`{"model":"svc-1","messages":[{"role":"assistant","content":"q"}],"continue_final_message":true}`,
 		`{"model":"svc-1","messages":[{"role":"user","content":"q"}],"continue_final_message":true,"add_generation_prompt":false}`,

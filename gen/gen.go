@@ -891,9 +891,11 @@ type ChatCompletionRequest struct {
 	// ToolChoice `none`, `auto`, `required`, or a named function. Default: `auto` with a tool stub, `none` without.
 	ToolChoice *ChatCompletionRequest_ToolChoice `json:"tool_choice,omitempty"`
 
-	// Tools At most one tool stub (more give 400, code `invalid_tool_stub`). Its
-	// contents are ignored; it turns on tool calls for every tool the system
-	// prompt names.
+	// Tools One tool stub (its contents are ignored; it turns on tool calls for
+	// every tool the system prompt names), or the client's full tool
+	// definitions, which svc-1 maps its four roles to (see the operation).
+	// A tool without a function name, or two of one name, give 400 (code
+	// `invalid_tool_stub`).
 	Tools                *[]ToolStub `json:"tools,omitempty"`
 	TopK                 *int        `json:"top_k,omitempty"`
 	TopLogprobs          *int        `json:"top_logprobs,omitempty"`
@@ -1619,13 +1621,20 @@ type ToolMessage struct {
 // ToolMessageRole defines model for ToolMessage.Role.
 type ToolMessageRole string
 
-// ToolStub A name-only placeholder. Do not add `description` or `parameters`: a stub
-// that has them is rejected with 400 (code `invalid_tool_stub`).
+// ToolStub A function tool: a name-only placeholder (the stub), or a full
+// definition with `description`, `parameters` (a JSON Schema of the
+// arguments) and `strict`.
 type ToolStub struct {
-	// Function `name` only: `description`, `parameters` or `strict` give 400 (code `invalid_tool_stub`).
+	// Function `name` only for the stub; `description`, `parameters` and `strict` for a full definition.
 	Function struct {
-		// Name A placeholder such as `dummy`; the value is ignored.
+		Description *string `json:"description,omitempty"`
+
+		// Name The tool's name (for the stub a placeholder such as `dummy`, ignored).
 		Name string `json:"name"`
+
+		// Parameters A JSON Schema of the arguments.
+		Parameters *map[string]interface{} `json:"parameters,omitempty"`
+		Strict     *bool                   `json:"strict,omitempty"`
 	} `json:"function"`
 	Type *ToolStubType `json:"type,omitempty"`
 }
@@ -3219,15 +3228,25 @@ type ClientInterface interface {
 	// `model_not_found`. `svc-1` is pinned to its behaviour: new behaviour ships
 	// under new model ids. `GET /v1/models` lists it.
 	//
-	// **Tools.** The four tools and their behaviour are defined by the system
-	// prompt, not by `tools`. `tools` is at most one *stub*
+	// **Tools.** The documented way: the system prompt defines the four tools
+	// and their behaviour, and `tools` is one *stub*
 	// (`{"type": "function", "function": {"name": "dummy"}}`) whose contents are
 	// ignored; it turns on tool calls for every tool the system prompt names.
-	// More than one stub, or a stub whose function has `description` or
-	// `parameters`, gives 400 (code `invalid_tool_stub`). With a stub and no
-	// `tool_choice`, tool calls are on (`auto`); `none` turns them off,
-	// `required` forces at least one call, a named function forces that
-	// function. Without a stub, `tool_choice` other than `none` gives 400.
+	// The prompt may name the tools `search`, `text_search`, `read` and
+	// `report_helpful_ids`, or describe tools of its own, one to a line
+	// (`- grep_notes(pattern, max_results): exact word match`): svc-1 then
+	// calls them by the prompt's names. Beyond it, `tools` may carry the
+	// client's full definitions (several tools, or a tool with `description`,
+	// `parameters` or `strict`): svc-1 maps its four roles (semantic search,
+	// exact keyword search, reading a document, reporting the helpful ids) to
+	// them by name and description and fills the arguments their `parameters`
+	// declare (a grep tool's `pattern`, a read tool's `doc_id`, an array for the
+	// report); a role no tool plays is said in its reasoning and left out. A
+	// tool without a function name, or two tools of one name, give 400 (code
+	// `invalid_tool_stub`). With tools and no `tool_choice`, tool calls are on
+	// (`auto`); `none` turns them off, `required` forces at least one call, a
+	// named function forces that function. Without tools, `tool_choice` other
+	// than `none` gives 400.
 	//
 	// Tool-call arguments (JSON objects, as strings in `arguments`):
 	//
@@ -3303,15 +3322,25 @@ type ClientInterface interface {
 	// `model_not_found`. `svc-1` is pinned to its behaviour: new behaviour ships
 	// under new model ids. `GET /v1/models` lists it.
 	//
-	// **Tools.** The four tools and their behaviour are defined by the system
-	// prompt, not by `tools`. `tools` is at most one *stub*
+	// **Tools.** The documented way: the system prompt defines the four tools
+	// and their behaviour, and `tools` is one *stub*
 	// (`{"type": "function", "function": {"name": "dummy"}}`) whose contents are
 	// ignored; it turns on tool calls for every tool the system prompt names.
-	// More than one stub, or a stub whose function has `description` or
-	// `parameters`, gives 400 (code `invalid_tool_stub`). With a stub and no
-	// `tool_choice`, tool calls are on (`auto`); `none` turns them off,
-	// `required` forces at least one call, a named function forces that
-	// function. Without a stub, `tool_choice` other than `none` gives 400.
+	// The prompt may name the tools `search`, `text_search`, `read` and
+	// `report_helpful_ids`, or describe tools of its own, one to a line
+	// (`- grep_notes(pattern, max_results): exact word match`): svc-1 then
+	// calls them by the prompt's names. Beyond it, `tools` may carry the
+	// client's full definitions (several tools, or a tool with `description`,
+	// `parameters` or `strict`): svc-1 maps its four roles (semantic search,
+	// exact keyword search, reading a document, reporting the helpful ids) to
+	// them by name and description and fills the arguments their `parameters`
+	// declare (a grep tool's `pattern`, a read tool's `doc_id`, an array for the
+	// report); a role no tool plays is said in its reasoning and left out. A
+	// tool without a function name, or two tools of one name, give 400 (code
+	// `invalid_tool_stub`). With tools and no `tool_choice`, tool calls are on
+	// (`auto`); `none` turns them off, `required` forces at least one call, a
+	// named function forces that function. Without tools, `tool_choice` other
+	// than `none` gives 400.
 	//
 	// Tool-call arguments (JSON objects, as strings in `arguments`):
 	//
@@ -4106,15 +4135,25 @@ func (c *Client) GetItemText(ctx context.Context, capsule CapsulePath, item Item
 // `model_not_found`. `svc-1` is pinned to its behaviour: new behaviour ships
 // under new model ids. `GET /v1/models` lists it.
 //
-// **Tools.** The four tools and their behaviour are defined by the system
-// prompt, not by `tools`. `tools` is at most one *stub*
+// **Tools.** The documented way: the system prompt defines the four tools
+// and their behaviour, and `tools` is one *stub*
 // (`{"type": "function", "function": {"name": "dummy"}}`) whose contents are
 // ignored; it turns on tool calls for every tool the system prompt names.
-// More than one stub, or a stub whose function has `description` or
-// `parameters`, gives 400 (code `invalid_tool_stub`). With a stub and no
-// `tool_choice`, tool calls are on (`auto`); `none` turns them off,
-// `required` forces at least one call, a named function forces that
-// function. Without a stub, `tool_choice` other than `none` gives 400.
+// The prompt may name the tools `search`, `text_search`, `read` and
+// `report_helpful_ids`, or describe tools of its own, one to a line
+// (`- grep_notes(pattern, max_results): exact word match`): svc-1 then
+// calls them by the prompt's names. Beyond it, `tools` may carry the
+// client's full definitions (several tools, or a tool with `description`,
+// `parameters` or `strict`): svc-1 maps its four roles (semantic search,
+// exact keyword search, reading a document, reporting the helpful ids) to
+// them by name and description and fills the arguments their `parameters`
+// declare (a grep tool's `pattern`, a read tool's `doc_id`, an array for the
+// report); a role no tool plays is said in its reasoning and left out. A
+// tool without a function name, or two tools of one name, give 400 (code
+// `invalid_tool_stub`). With tools and no `tool_choice`, tool calls are on
+// (`auto`); `none` turns them off, `required` forces at least one call, a
+// named function forces that function. Without tools, `tool_choice` other
+// than `none` gives 400.
 //
 // Tool-call arguments (JSON objects, as strings in `arguments`):
 //
@@ -4200,15 +4239,25 @@ func (c *Client) CreateChatCompletionWithBody(ctx context.Context, contentType s
 // `model_not_found`. `svc-1` is pinned to its behaviour: new behaviour ships
 // under new model ids. `GET /v1/models` lists it.
 //
-// **Tools.** The four tools and their behaviour are defined by the system
-// prompt, not by `tools`. `tools` is at most one *stub*
+// **Tools.** The documented way: the system prompt defines the four tools
+// and their behaviour, and `tools` is one *stub*
 // (`{"type": "function", "function": {"name": "dummy"}}`) whose contents are
 // ignored; it turns on tool calls for every tool the system prompt names.
-// More than one stub, or a stub whose function has `description` or
-// `parameters`, gives 400 (code `invalid_tool_stub`). With a stub and no
-// `tool_choice`, tool calls are on (`auto`); `none` turns them off,
-// `required` forces at least one call, a named function forces that
-// function. Without a stub, `tool_choice` other than `none` gives 400.
+// The prompt may name the tools `search`, `text_search`, `read` and
+// `report_helpful_ids`, or describe tools of its own, one to a line
+// (`- grep_notes(pattern, max_results): exact word match`): svc-1 then
+// calls them by the prompt's names. Beyond it, `tools` may carry the
+// client's full definitions (several tools, or a tool with `description`,
+// `parameters` or `strict`): svc-1 maps its four roles (semantic search,
+// exact keyword search, reading a document, reporting the helpful ids) to
+// them by name and description and fills the arguments their `parameters`
+// declare (a grep tool's `pattern`, a read tool's `doc_id`, an array for the
+// report); a role no tool plays is said in its reasoning and left out. A
+// tool without a function name, or two tools of one name, give 400 (code
+// `invalid_tool_stub`). With tools and no `tool_choice`, tool calls are on
+// (`auto`); `none` turns them off, `required` forces at least one call, a
+// named function forces that function. Without tools, `tool_choice` other
+// than `none` gives 400.
 //
 // Tool-call arguments (JSON objects, as strings in `arguments`):
 //
@@ -6700,15 +6749,25 @@ type ClientWithResponsesInterface interface {
 	// `model_not_found`. `svc-1` is pinned to its behaviour: new behaviour ships
 	// under new model ids. `GET /v1/models` lists it.
 	//
-	// **Tools.** The four tools and their behaviour are defined by the system
-	// prompt, not by `tools`. `tools` is at most one *stub*
+	// **Tools.** The documented way: the system prompt defines the four tools
+	// and their behaviour, and `tools` is one *stub*
 	// (`{"type": "function", "function": {"name": "dummy"}}`) whose contents are
 	// ignored; it turns on tool calls for every tool the system prompt names.
-	// More than one stub, or a stub whose function has `description` or
-	// `parameters`, gives 400 (code `invalid_tool_stub`). With a stub and no
-	// `tool_choice`, tool calls are on (`auto`); `none` turns them off,
-	// `required` forces at least one call, a named function forces that
-	// function. Without a stub, `tool_choice` other than `none` gives 400.
+	// The prompt may name the tools `search`, `text_search`, `read` and
+	// `report_helpful_ids`, or describe tools of its own, one to a line
+	// (`- grep_notes(pattern, max_results): exact word match`): svc-1 then
+	// calls them by the prompt's names. Beyond it, `tools` may carry the
+	// client's full definitions (several tools, or a tool with `description`,
+	// `parameters` or `strict`): svc-1 maps its four roles (semantic search,
+	// exact keyword search, reading a document, reporting the helpful ids) to
+	// them by name and description and fills the arguments their `parameters`
+	// declare (a grep tool's `pattern`, a read tool's `doc_id`, an array for the
+	// report); a role no tool plays is said in its reasoning and left out. A
+	// tool without a function name, or two tools of one name, give 400 (code
+	// `invalid_tool_stub`). With tools and no `tool_choice`, tool calls are on
+	// (`auto`); `none` turns them off, `required` forces at least one call, a
+	// named function forces that function. Without tools, `tool_choice` other
+	// than `none` gives 400.
 	//
 	// Tool-call arguments (JSON objects, as strings in `arguments`):
 	//
@@ -6784,15 +6843,25 @@ type ClientWithResponsesInterface interface {
 	// `model_not_found`. `svc-1` is pinned to its behaviour: new behaviour ships
 	// under new model ids. `GET /v1/models` lists it.
 	//
-	// **Tools.** The four tools and their behaviour are defined by the system
-	// prompt, not by `tools`. `tools` is at most one *stub*
+	// **Tools.** The documented way: the system prompt defines the four tools
+	// and their behaviour, and `tools` is one *stub*
 	// (`{"type": "function", "function": {"name": "dummy"}}`) whose contents are
 	// ignored; it turns on tool calls for every tool the system prompt names.
-	// More than one stub, or a stub whose function has `description` or
-	// `parameters`, gives 400 (code `invalid_tool_stub`). With a stub and no
-	// `tool_choice`, tool calls are on (`auto`); `none` turns them off,
-	// `required` forces at least one call, a named function forces that
-	// function. Without a stub, `tool_choice` other than `none` gives 400.
+	// The prompt may name the tools `search`, `text_search`, `read` and
+	// `report_helpful_ids`, or describe tools of its own, one to a line
+	// (`- grep_notes(pattern, max_results): exact word match`): svc-1 then
+	// calls them by the prompt's names. Beyond it, `tools` may carry the
+	// client's full definitions (several tools, or a tool with `description`,
+	// `parameters` or `strict`): svc-1 maps its four roles (semantic search,
+	// exact keyword search, reading a document, reporting the helpful ids) to
+	// them by name and description and fills the arguments their `parameters`
+	// declare (a grep tool's `pattern`, a read tool's `doc_id`, an array for the
+	// report); a role no tool plays is said in its reasoning and left out. A
+	// tool without a function name, or two tools of one name, give 400 (code
+	// `invalid_tool_stub`). With tools and no `tool_choice`, tool calls are on
+	// (`auto`); `none` turns them off, `required` forces at least one call, a
+	// named function forces that function. Without tools, `tool_choice` other
+	// than `none` gives 400.
 	//
 	// Tool-call arguments (JSON objects, as strings in `arguments`):
 	//
@@ -11542,15 +11611,25 @@ func (c *ClientWithResponses) GetItemTextWithResponse(ctx context.Context, capsu
 // `model_not_found`. `svc-1` is pinned to its behaviour: new behaviour ships
 // under new model ids. `GET /v1/models` lists it.
 //
-// **Tools.** The four tools and their behaviour are defined by the system
-// prompt, not by `tools`. `tools` is at most one *stub*
+// **Tools.** The documented way: the system prompt defines the four tools
+// and their behaviour, and `tools` is one *stub*
 // (`{"type": "function", "function": {"name": "dummy"}}`) whose contents are
 // ignored; it turns on tool calls for every tool the system prompt names.
-// More than one stub, or a stub whose function has `description` or
-// `parameters`, gives 400 (code `invalid_tool_stub`). With a stub and no
-// `tool_choice`, tool calls are on (`auto`); `none` turns them off,
-// `required` forces at least one call, a named function forces that
-// function. Without a stub, `tool_choice` other than `none` gives 400.
+// The prompt may name the tools `search`, `text_search`, `read` and
+// `report_helpful_ids`, or describe tools of its own, one to a line
+// (`- grep_notes(pattern, max_results): exact word match`): svc-1 then
+// calls them by the prompt's names. Beyond it, `tools` may carry the
+// client's full definitions (several tools, or a tool with `description`,
+// `parameters` or `strict`): svc-1 maps its four roles (semantic search,
+// exact keyword search, reading a document, reporting the helpful ids) to
+// them by name and description and fills the arguments their `parameters`
+// declare (a grep tool's `pattern`, a read tool's `doc_id`, an array for the
+// report); a role no tool plays is said in its reasoning and left out. A
+// tool without a function name, or two tools of one name, give 400 (code
+// `invalid_tool_stub`). With tools and no `tool_choice`, tool calls are on
+// (`auto`); `none` turns them off, `required` forces at least one call, a
+// named function forces that function. Without tools, `tool_choice` other
+// than `none` gives 400.
 //
 // Tool-call arguments (JSON objects, as strings in `arguments`):
 //
@@ -11632,15 +11711,25 @@ func (c *ClientWithResponses) CreateChatCompletionWithBodyWithResponse(ctx conte
 // `model_not_found`. `svc-1` is pinned to its behaviour: new behaviour ships
 // under new model ids. `GET /v1/models` lists it.
 //
-// **Tools.** The four tools and their behaviour are defined by the system
-// prompt, not by `tools`. `tools` is at most one *stub*
+// **Tools.** The documented way: the system prompt defines the four tools
+// and their behaviour, and `tools` is one *stub*
 // (`{"type": "function", "function": {"name": "dummy"}}`) whose contents are
 // ignored; it turns on tool calls for every tool the system prompt names.
-// More than one stub, or a stub whose function has `description` or
-// `parameters`, gives 400 (code `invalid_tool_stub`). With a stub and no
-// `tool_choice`, tool calls are on (`auto`); `none` turns them off,
-// `required` forces at least one call, a named function forces that
-// function. Without a stub, `tool_choice` other than `none` gives 400.
+// The prompt may name the tools `search`, `text_search`, `read` and
+// `report_helpful_ids`, or describe tools of its own, one to a line
+// (`- grep_notes(pattern, max_results): exact word match`): svc-1 then
+// calls them by the prompt's names. Beyond it, `tools` may carry the
+// client's full definitions (several tools, or a tool with `description`,
+// `parameters` or `strict`): svc-1 maps its four roles (semantic search,
+// exact keyword search, reading a document, reporting the helpful ids) to
+// them by name and description and fills the arguments their `parameters`
+// declare (a grep tool's `pattern`, a read tool's `doc_id`, an array for the
+// report); a role no tool plays is said in its reasoning and left out. A
+// tool without a function name, or two tools of one name, give 400 (code
+// `invalid_tool_stub`). With tools and no `tool_choice`, tool calls are on
+// (`auto`); `none` turns them off, `required` forces at least one call, a
+// named function forces that function. Without tools, `tool_choice` other
+// than `none` gives 400.
 //
 // Tool-call arguments (JSON objects, as strings in `arguments`):
 //
@@ -23451,317 +23540,323 @@ func (sh *strictHandler) CreateAccessToken(w http.ResponseWriter, r *http.Reques
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3dkhu3sib6KgjuHSFSp8hmt1paWt2xY0dblpc1lixtSd5eZ0xtFlgFklhdBOgCqrtpuSN8dWIuT0zM",
-	"M6xXmPt5FD/JicwEqlDF4k+3fu2jC1tNsoDCTyIzkT9fvu0kerHUSihrOidvO0ue84WwIsdPj/jSFJl4",
-	"we0cPqbCJLlcWqlV56Tzei5YQg/cMUzxhWBdzr7+/hXL+ERkvUEn6kh4cAnNow480TnpuCadqJOLnwuZ",
-	"i7RzYvNCRB2TzMWCw4v+NRfTzknnXw6qwR3Qr+bAjel76O36Ouo8sWKxeYDSisUdw2TKurG0i/Hvv/0z",
-	"3jQyeHbrsJbcWpFDw/+Cvn466/933v9l2P/rm7eH0YPj63/tRB27WkJfxuZSzXCAz8RC56vNQ1zg736Q",
-	"C7F9kPT0vsOE3vYcJiyoWfJE7BopbjU+ecIOmdXs8OghS+Y85wnQDdNTlgkYgYlYKmfSmojFgzhi8TiO",
-	"Rirux4yrlMUnccSM5bmVasYupZ0z7hoynVNL1o1nmZ7wLGbSMDsXLBVTXmR2pMpBwPtsNTi9FDmHMfcG",
-	"I9W+hGXTW9NguVYlFZbf/Ech8tVnsnwD9jUt1wmuEC1lsHQRjiVlfpGDFfsZp9G6ZLdbomtYa7PUyghk",
-	"LV/x9G/cikuOi5VoZYWy8CdfLjOZ4BYe/MPA4r3d85WP81znL91L6JXrm1Asjc0FXzChZlIJlotpYUQa",
-	"sVwYYXGdEq2USKANrKQRyrIZzyd8Jgad6whG/lL8XAhjP+7Ic3opnIQFz6Y6h63TOZvkgp8bxlleZOKU",
-	"xcjCYyIznM9UiizFoT/SaprJ5KMP3OgiTwTjWS54umLiShoga53DZJS2TCrGgZqtYHbOLeNZpi9h9NLg",
-	"wL/R+USmqVAfd+RJLlKhrOQZy3hyTstpEr0UOHhbSUD4WLEkaZgurJEpCCBDs+ln0licjKP713IhdGE/",
-	"LfmnMsUN4Mpcihz2wcoF0fkTBVKEZx9vgGeKFUpcLUViRcqmXGZFLk4ddzeGz2C581w6ui4PBBH399p+",
-	"owuVfrzx/qDOlb5UbKFTkUWeFCJUOiJ2LlZRQBM6dwLAD/bJYpmJhVBWfMQhfw97fcFlxieZwO2eS8Mm",
-	"hcyQlyRaTeWsIAmKA33JrXgqF/KjjvL5hcgZZ0uR98/FiuXAFzIYBChFc8FTp5++FDZf9c+mVuTrIveV",
-	"SLRKDYjYSy4tm4ipzoFqbL6SajaoiTKnD0llxUzkMKbrqPNa66c8n4mPe0QnOl3BXhTLTPMUeQksBzAS",
-	"twbXUecHxQs717n85WPuyzNpjFSzqBJAESvoEIAAvdDnJJLE1RKUqoB/Njbuxx9/7J8Vdg4/JtyK9d2L",
-	"vxI8F3nctkul1npNK+Hp+dOyUg0km4qlUKlQyYolXAFnnQDJ8WQuUtLCUm75hBsUErkoNTjYcIUP4sns",
-	"JjoVLPYPj4tqlnEvQmJIpTmHTqZFlrFubKzO+UyM4WPcQ9lq6R087WuVrYJn4LsxfBf3BgwPEeNwiFgc",
-	"nKiYGTpBH/fQ/aCWuU6A3X/UHf1RZFnf0/SksEwultoYCZsxF7lg3SkSNgeuzYxYcCBdZgTPkzm7nEtg",
-	"p7jgejrtuTNqiuVS51akz0Qq+Wuc7sdmJXcMe0Qv7MMAvMallSDeX16YmOXnwrAu0gpPU6BKrlCYuZ8W",
-	"RWblkuf2ABaqD8QJM732e4rkcZbA5r3W56SsLXN4gZWk9RNjMGOOs4de4K9Oyq3og+KxfjONyjZSbSa3",
-	"QlmZwfq7hwdVRyV1RdUtxrRf0KrfoasFX7HCiFMmFku7YgvBFapyeDG3YmFaOFL5Vp7nfIWf/UKsPwm/",
-	"jK0jCqGKRefkp84E2V7nTdsVvbqs/uT6rfUShctbW7fa1Kuu9eQfIrEwlrM0/UZm4okVi+BuU9+7qcxE",
-	"+7rBL6fIk4A4ajoa/ES2Ibi0amzFs2yFTz978uwxg7HAkpbEMJGK491zbcWgs3LB1jWGXKburTCMO43+",
-	"F/zqqVAzO++cHN2/39L7QlgOJL3e+Rn7b6+ef89ouSLGDbPiyjY6fXD//r0HLd0CWY9JWJOo3o/qi1zC",
-	"w+Goh8cPd1EF7tGGDX4trmxjg+GU0468CLZ6yjMjosbuB0xrnQBgOViXW7bQxrKH7Jn8qtdYnof3Hj58",
-	"MHwYdRZS+e8Od+xC+/DIULPgV+GXD45bJv1Rl94vUOvqm/PbrTqpFu2L7tQOvC8vClPe4brORgZCKZkL",
-	"0B3x2ipy+DMvlMG9KRlOITOLPMIrNC3MJ+qg6kkDwd47J4fDpsh5KUyRARcQeSUYBVztrdYZS3iWsZm8",
-	"ECCBKn1+wa/kAsZyOBwiebhPbRx8wa/GtsiVqY3k4ZrsK3JFL/DWwUzrZf1lD3a9C/dLatW++v5X1kUj",
-	"3vHwrw/YZGWFiZx4zVawAZa4bvM0wOM7jkKDvMrRbKQvg2vx9pYURMQjUtZ1BEFXEKKI3qDtnJRCsM3k",
-	"Q3oPag8mIr4wF9lyWmRsKnNjIwa6LvBSkATiQoLSLFgyL9R5TcJuU4LQ2Opm3iJ7wx1cG70fYssE8kIQ",
-	"4aLlAS73SLsidfMau5mMZWpOGR7c6nlb0R7cBNIa+blRTLTOBFekBehsDL23raQ/Ne4KCOcHqR+pyRPv",
-	"sI14bc4T3PW91vHMnMORadVf/Gnb9r5NtBp58guW23dZm7rfbz/wDUQOC/KIZ9k6mfN8Viy8E6vNT5Vl",
-	"dwwrn4oYD2U6kCFnRButpC5A217v+sf5yhkBswztVXh+eBq+yN2P8ST0TgOSMoL0TE46C7LIHGm5dQhk",
-	"iW8lZGgzRubToiHLX0oXCb7CW9LQrj3hyTmwr3JUuynLvS7RRZs28C2c5i4x/wj1gjF9cDdSsTCsC9fP",
-	"HtwJi1yJdO9XytTUKHqH7t0gSly/KCCUxlQaC1l76yZyhDOzRopbNSVujDSWK1BP3YMReW9g4UbFcHgv",
-	"sXOpzvFPwSaZTs5b6SF1VrrxJh58OdcZsaMId94wqZKsSDeuuCoWE1pwOrUbe6af7xhgh3BXzLQSO/uc",
-	"SiXNfJwLbvSmC1HICvdmXJ4nbGBeNd51uJN3YZOo3MTmuOvrHq5UbfztBOO2/hmdwK2Uo4rMmbRI3dVK",
-	"PJ92Tn6qqaWHw+OH9//ScunYc/XgRvCC59ZpVk+ozdH9B82VfBPwn9o9qu3Cgx41chu0jbU5s/X2Oqvd",
-	"iMsj06qX3oJoQoqppn149HAHB8GBbd3Zl3AebsgRLiQZmYBXnpJH13h/brzGEH7/7Z/03UHwZUxsghUq",
-	"E8aw2J1zR7NSzdB9jnoKHNPdO1Dt4Oe1W7u3J9p6D3OxIy07BGpnJdPWRVCSC25FeiPDVW2v37brz9ve",
-	"uUHit8u18GW14dbeE9VmumWJnso2E5C/mO+1cX6xd+0bdrplKN+7ZagfHbx1PbjHMn0p8n7CjWiGTaDC",
-	"oZTI2Xy1nAtl1sOTgkiZn1yITPffT9yf/Tdvh9GDw2v/S+/f/7Vtlx/NuX001zIRbSazhszzp8RYvexE",
-	"nYyY4wbREVCKSsVVO5FkerbM9cTsspdsOMjVai8qqbRd4tZ4XXMzaaRVb0352brPsIJ6scyEPyrNwwmr",
-	"uz/HCHakRSdwR2Odon5Q8sp5vwNrpFT2wXGrNVmmrafaBWjtGCMFhb3ESxG2AuW7tT+3TgHxJHNuB0m1",
-	"YG0UY1YGTv1UqpnIl7ls1yrWTV/7kMAP+NDazsPVzg22WmU/s6jcRf+S3ZTwCFjV+yCHQp3vRQ9/oE0f",
-	"IB//IFvPs8ypmnsQwZsmZ7ktWewmh8CCWj+4F0+fPoPr1JzbfrVCPjxkwB5fiHxFUVD+Jgw7mk9dqA5P",
-	"ErG0Ih2p8iIGQ4kYzUxm0q7QfeEMjqfUl2n0lGo0bLrYRMZzweRM6Vyk6DKAUeIzFGXXMF+k6XgmlPPE",
-	"jZe5Xizr1tbargX2I2hpliKRPBujL6huGnVW5ZZ2GUjOlNpsulrXLa9OUXaOjg0EVZ6rCU/HlzrfdWff",
-	"eu+IkOzHViyWmYsSWPe47KTsWh/j80uez95dXIKaKVUh4JzxbBxIz91rL5K53u/JKRKxSlbjpVA8s6ta",
-	"s2Fgzz4Krt/9o40TqO7jRJtjofckmLVLxV7k6VuBwjM2Nh9LNdaFXRZ2v7eShtQ6+8OWSWV6Ju14IvmW",
-	"DX673mznbodaVnPQGxoHk1jwq3HFmIJjGtolNnTTdH4ER3yZi4REF7Woc8Wvy98ZzyTHwOK4dSRxzXaz",
-	"31BuIO+e44hMoGPeTJXz5pL6bX14dIyD9p/XWcdCqvHSsYxyaqGJaucRgR5aeOpwl72ylOuNkCZzkfQP",
-	"YzbVOQbESHHBMxRbp8wIweK/PX7NDi4OD7C9oQfbQtvX3NkPdrpVVfPobHSE7d78Jc95lgmQN3XfRY0X",
-	"7D4Wy1wYoRLx/nkbyc9xeGr32PiaxdkxubGYTkFbq0uee0d7WVGWwkqS59UEb0SAPmJ+7DXT7afFhwN9",
-	"Q09jB7bIVV3I796YsJUZc3PT9kZs0Kd3L7w5l8tt+szGV2Jsy3gi7KUQ6lY9wJW8JfQDvneuIXKJYs7G",
-	"A6dJLsocC6acFXwv022r6TRgijutrAErbDXXosC9uXKHL9ul2rkwgVvJQmo71k4o7KDoV/h0IEGMzYvE",
-	"FrlInRqxTxeuxXPXAC6BYoHMtMhFTUIc3VBCEAcsrT8Nfg8UEUcs5oXV8K+/F8URBYtS9s20UJhsEmTr",
-	"UAtvBUa3nbHFJGLUJf6gC7ud2vzNEZp0og50GSY8vWmjv10ZPSlaY91d+o1bgBYv0ZkLBcIoQz981l3o",
-	"XGAECDseDiNGMa5SXfBMpiRN4Lm4N2BPrBkpZ8o14V3qlElLTnCmVRVXYlBYCrzp4ZcY8oI34ZEicUDh",
-	"fS7HaV/L8ytbTNaP264DAmfvfAuvDB31ejlu1S5rAnAY3VCAQbfvpvzYvFCgPrrL6K211sKI8QSOPPmB",
-	"91P7C0PBxU02uEPoNmwP3sZQqp27jQyvAtbW9NTEVlzZA3EhlO0TG4sxwvaEcWbonoaudozaPnHO3H8Y",
-	"rbyXBpuaCE7FSC0F+cNJkEgg8pyvIiZUWmb0YeiItCLnGTX2ff/09fPvH7+JR6qLQV4+qNeF6/YG7DGH",
-	"b6F76JnCaojrKIbBDK4/H7YyUi6YfcplZlw0OMZvz7hqnJmKxey0wjZsebtYTCOo+U2LuS68EaxHgaoy",
-	"U2jA7t79T55Lriwmxp3cvYvLeeG+k4Ylc22EYpMVi3OdiXjAznzrkbqEHxl8D4/GqbgQGSjgwMeJr8Bf",
-	"QKfI4b1VPIY1joEDxUyaEbE2uoTNuFTGUrQV9HvHlIPRKludMq5WTNu5yOm1RmQisYZ2JymM1QvfwO2v",
-	"+3THuAkwWkfG0wUGVV3xxLpQW32p2AXPCmFGqoshK7UO7xh6p7jC67qP3b0QDGaV8jzF300vYkYzXs4L",
-	"8yNpmP5twPL9vCqe7NY1Qjsar5YZV8NlMMI4GwsjDXPigeUcl8bOuXKDJ7Lcjxq/9vtX3SZ3qA24x/s+",
-	"/YPZv+e1OIBdDUAO7fvsI1yZ8uk3eGIq+/e6R09klu9lQf8an2wL5NjPqbXzvvThnVwbfFW0Bu2yoZz4",
-	"TYI1Pp2TvNykNY/r+tzQFO98rLeLTm44uGvRHsPhlhi2m+A7rPm632yczHdidcvgdnpnmyJbpu6CnPbJ",
-	"vqhJ+sQQEKoTjKZzWcvNHJG9Z1s3cAUrWEq/liAcHzW91fqzJfGlPsMmRsH7mWUDDGD3PDHHen/yfwWP",
-	"1/u9v806GHUKJX8uhPu5zW/lwircQDbTnPfpvWNORc24NNxjSxOtLkRuyF9EXsmQKI52Z1rcJhfrXKq0",
-	"psF3lLYiyCZwH6c8aedt+6Z3rK22Z6Gh/+e45QV0l5zmukWJryw1lzUf/5Yp3yDJg+gBE99uRw71U/ph",
-	"Dpa12dilddb28d6DYXjhfPjguJaM8aA96HvDGqTfiZYouHOx02EA7dB+mORiQ7jc2Ysn7FysBuzVHHRa",
-	"rRJxStkWoD7OucHLkLE6pzjX7fsJYyrf17qpqE+5BEqMlWwxEcK9MGIuao6AIaQ6h1vckuc2Ci8a8AL0",
-	"t+yntgYRmrtMv/jyvZ597UZHD78pZ7lPXOoHiUNdX+T3HJAaeCzfKSS1wXzqDFbpWsBGeWPs+JCMjrNr",
-	"RIH+R9peJ7jptuiB6/x9H2PI+46N3W300jd8UYtxbddr9g3JXbvvbSPqXSfQUWbnRkTXUPkrctiZ2rtH",
-	"IGvdULKe9OXTVZpTTkUb/1rwZC6V6OeCp4g+QCcmYqagFK0YLWljpe14qguVxnuFES82mWl+hEv/JZqf",
-	"cq1mEdoJEO7DkHNzrSvENNqUakYoMBTfYzWbZHwhIkrpwRyfJbdztH3BiPcaeXuOMSYSZdygKx2XGE15",
-	"lO5ouS0w80VQqk2FryJY0E1vt0yqQiddVjdNPqLte7PrVkt730Y03wqeEbRbM6BOJOdbAyaa1z7L5Ya4",
-	"tfPg69Ke2xihPm8d3toXtKbhIdLnqLpXgB9tKiaoxe0h141xuP7bxvJksdS53ZRTKRdV6uAWlIHWFTLn",
-	"crlsCz99KpUwjMyOMmVdQuMpdXz0efTYJZC1g9Gyc5GLNqSDlquMB28rh16NpHX+IK7WCaUKn28JstoV",
-	"QU/sbAwqWkvemLhir7496x/d955VpnM5k4pnlFZ707Q8qWYuQZfy8vY69wgwsDHRrgY/sG6+ao8M9Tem",
-	"bTIGVvs7eO5dLkhG/iL2DGKtDtauUb2iJ8tc+jS9SSL9fvn3u7kxdFMs07Uw3X2y+LezAIxOrRBJcbOo",
-	"aUgM4da7hW7Qc7BvtaVqrkFjMuVWeFLenZ9R0krAFuH+4QbZyhGhzXtI6ECm0OKSUfD6tUP4qMiNzv1h",
-	"hmfYEj0A+wvitkQR97pNS/NqTWb8XIgClxrNvdAv3gjSFZopgDVsXLPXbmIN7u94415L5XrYQYV0ObCb",
-	"JtZ6nQ5tlvvD0dwmj2kDZ8u4sePCbO9s5+HeyG03WEN2znCZi6m8atfe6KJ/xxAEQYC6GoHimItEz5QE",
-	"+duegu0Qzt5pvre1bG69BiEbc6zKzb98U1RRSm1RG0litd2sTXUDRb4HhuLMPbfLDntWhqBuvNftYzTd",
-	"HT1+ixOzh2l1tzus/dT5aJl2C+ePBLeScStyNuWJZaaAa5VIEYvjFDlvhVY21xnBu91uiPvoNrRN76zd",
-	"bFeq/WW7vhjf6JwihU6cox5984Grvuvia81S8HOReyc4NwiO0BvseZ5z0QZMhvA3uUPE0SpbnbBcZOKC",
-	"q0REbC5nc4HwtxPMWgz4TRWCU+3deLLaL4mHFIsbEetOesJYAKCliUj4QjB8t8e/RbgTuJUYLtNbWtVL",
-	"9uVvKU4PaxhC1s9vTe2qsbNgIWozbByg5hrXju5mrvMNQdO2wJBYKxZLazZegT4O+/HXov2ZSpmQ0Qrt",
-	"Ja4sCErMquKKbTDS7Lj4WmcL8opZ1eluk9gahVBvldpcLnwbkdD0amu5c2/fg3ir08o7CrrvSs9bLcQU",
-	"jl98wvi6rYC5M3nKYji8+FBa5GiXwtPs1l+kDI6Ci6kElniZS2sFdqCV6J2yWGkr4pPyh1TmIrHZKoQR",
-	"c7gZ6PiLyA3YplbTZN7b4n7O15F69ssuV2B9tE5lS2GThDJSI74uT9lk1ZoRQh6wrouRdU+NVD3LpHfC",
-	"5vqSLYpk7juwmkmFCEiUa4J4sZQ2icFVzRWpb9ikSGfC1oLs6/BV50IxeqhKvPwHoXu7ARBwRQlZh05L",
-	"L1oIse4OSGNrpZr1GgBuw+HOTJwWjlsf499yXSyNI36prG4eJViXVKRFidNaBfynIpcX5fHBgDm4VYCq",
-	"UUYh1jN1QoyRgKo2kM5Lkeg8bY9yzBBxeIoRn2jSI2QpcQV/3zEspi5iB3BFIdQukA67RbXvo4YjfOaa",
-	"9i2qpqxr45+bHr0zsXE/vbrh99xfKf4sVNr3HOdRy+JfO5zrnJtp5bhdv+LXZS0U1i0jbJNMYrYDcfGR",
-	"ksCxbYhLDLwlxRBa5KWpqRW/kYLQvlm35LLA0UYKIXExir+Hjb0c78JeSGNF2iOREbB/dsYoIpxQD7PV",
-	"SHlcX2lhSohHz9GKUqhzJ4DQbq8Ey+VsXoJ/12PWT2g8BZVzwLYYhB7XM4MGPnMYH6T6P3jvEJkRLiaa",
-	"GvtA+bgWmBr3IryvFEZU9xSJ2KQ0ZQwd8WJyma0wIpzi1UVbin6grq7fNAN9CnfchfTDS0980k5X6Qoz",
-	"3pWMILnDc0GL4rexF7FYn1OaUExGytjF5JNIRxA9YOMixdzRkaqSR5HUDipLz8Hb8u/rA1dUw8SuPFIj",
-	"SQgdbFusojvYheDpzYx1FTtYX9QnRN6C55l01gxD0fP0p6fiBuUGFo+bIXW7/t4RYrAqLMXh6uE7bWck",
-	"xMQfaUUcvB5gsx5M0+Sm657WaJcQoTc+Rz6kc0ORNOtf79JWF1KF3x6uHZafd8szeuerhGecQAexKlCb",
-	"/zjqzOy+/T3PUwHbgY3ELVpJdYM7SHMOu8LvstvMI7vVPJS4+fDVB5z89ZYT4Id9M/oPSdeN4p0PEPbp",
-	"0/cb6vGNgIIasfEtATAVEiwixyA+viLQ7upiZ1jXaxR3DPNn8pQ9Xwp19qShMjBpewOGKAMhrg1wyIm2",
-	"c7wEBl2fYAZl221S2jD7qKwKVF3bnPiiwTZCXFye5Q08SetoR5S51yaB9KUqdcc9bEYtyENlD608GV78",
-	"PswTOIEWKbM+1wzettMCVk5ko52omZ+7jkbnEo3Xf9kU1XYTgPKNuRlVMJWPGS8HUukf5Vc7F6Llyfoa",
-	"oAT+WoAel7YmPIlW+LdnXoV2T+woIbIfMKPXBvxbt475iZrqjWzH3X8aFha5QCsAZvhlKWg/vsZYtOdV",
-	"CXSpbWE7TmHchPf80mmhofbrdcz2FaQBburvqbwIbjNdpX1Jl5Rw9Svlrrd5g9r9ydqKbRNFyIstv9fv",
-	"oZv3IeNWkG9ZzcQtHSLOlVtbqtoIa/tWm1tzxzb7RbbS4ntggXW6vrX5u57iUDfUBEaa6s/B+AShOw+P",
-	"/tJutHFVA26TorFPFYxnZKFkpGUAWXgvYGDmjJivlnI4HPZuWgbj581FZl3dDXzC1aY4fBDde3i8tToF",
-	"e9UoaCUWE5EadonXLen0APwSs9NJb+lWRs+j+w/Ypc5TtpQiEQZUDjfZ3ik7Fyv8zXinKHfgeQ6ifL2Y",
-	"zuGDew+PdxodL6WZZ45Qt1Hij/65lkIFebseEFaW2B/P2QWKe6tMWcxie6Bho0IjX5SA/Vg9qTslb71Y",
-	"lMl4aKwXV5a+7Q1uWCyprIv0Pt4j05ZgmycqFVe1ZUA7jYuHht7auTdCFct2cNafC8EklhOcSlF6chp9",
-	"ffjAy0bwfPkk8x1sGFkQqdkeMvDSRwcwqdhPw4gdvmmPE9gE6bEO4VGL2dzg2UeQCAwrTrFaiQ7L2u6v",
-	"R6zFeu56nQ/vzVbMN2Nd5DQgTGkwaBh0BTR6+4/FhX42KOjlE8aN0YlEOIbSbLiBgFpC9JwzOb2qxSRQ",
-	"sKiLWNgUM7o1JJToIaDAHQxp/+ixHfVxXopEqGR1Q9/ki1xMRc6UuHQIJuaE4RTY7//P/8u6h7//j/95",
-	"KeRsbnv/53/T9/8Xoy/+z/8++q/u7//jf/KZOJjzbDrO5JRKIzVhs0XWSDNtrlmD3WBdEYeKxLiqKAqJ",
-	"ydmAZR7QVs133RajS7vVdgUthz5O+aqRRjkMaVQXEwxgKQ/svQf36z7LwXDYBmNJy1WHAxrc29r1dl7Q",
-	"ZnwJUwbXRNyOIg4bM2b8kvr2u+sY0gFZfz4caA3WriUIQlzZOGLxP4xWY2pXfqSjELMuHvjadz0Hw+Ux",
-	"xXjGLJ+xboXDQumarkBLTKsf97bDbu0P0Pci41LtkdkZtvlvr55//4oKhN6s4atykq/5jOxcG3teo4Zg",
-	"1dp8dltRIfaOAN6ZUlcN4J1cntBhYvdBMryphcMTf7hc+x6A9jabDgGRzto+NQfiEgOCc7HneHaPoE5P",
-	"67amDWcVryi183YHodsW3NLBw4w9RCqiIrp+So3s2paZNdbwes+FdyNtmzEFXzdA2Mt7eRBZfeK8PeXn",
-	"y1wiDgJPF7IdoP+VsI+vlnL/i2h9HR8HaEt6yuIqDiJGS3IcJPrHTmlseGx2+nBqoRUtVaBw+C6kOMkE",
-	"z40LnL9lmk8dmqASmof37z0YDnfdittEXB0+cifncpjeujDkdR4by+0tMZ9r7utbwONumE4DynLnlMYT",
-	"npwLtV+sqX94fMnNGPEi9wLrq/AvN/tNdyWPpxLrfY+rIzBuSpVdwyi7UKtxZdu4WdspzzJYhP1azXK+",
-	"WJDXaefa+urerZWFiWdFYRlCh9VHm79d41j3c90gtP7NdZ2L7gkQPCOort2RQCWvH1uSEzubVHs3Lk19",
-	"b/eIzVw/LjUIt08NAOAwIN5H9n84pFbEYujYoz3iEUObBMW85tbU8Uc+VUG58uF1NcZF8N7q5tHIotsu",
-	"/Dem3NUwUtZJJ9Omlv4dFnR1LW8/Ad/B3pNYbxBMZGPJ1NAd2FLT3f1KETfNQrjrd/YtBVjXy6eHtVb3",
-	"WqM9T92ukp9tC9SOrbInJETslyluVoM/3iulweug23yadWy/G3h1a1uyb+Ll9cYluglgY5Om93fvUqeb",
-	"1uE9M/MmjyYsnltA8dyIpTe62zRXRMdpOUywcX304Cwznoi5zlKRD9jXmiCA05TFQRNKekMIEWFFbjAP",
-	"xNhi4rBX51R+GHGCc+HCRtHecTwcsu5miO6WEMnNHCWGQccuDa42vKg2OBwsXdDjEih82yg60YZQhuaq",
-	"BWtVwdqkxWKxik8dMHBWINavS6K4cZGNzzEe4gd0994Mo3DXvfBd0gRunf95q4ju9eXYxDxaavO01D1p",
-	"AqG3wa7bWtWJHcgs9R6jloE0umzdY/P5oFwhvtn7UHF/DFy7NzCL0FWfZ2wqM2AoaAtZosNCqESYqhgc",
-	"/Mz4cplhRLsyMhVVUZ7BSL2WC0FZMy+/ecTu3bv31wH7wZVyPxcrU3EnxRdwXwMeci5W++RNoWthjPHc",
-	"++c0UCMKqb9BK+fVuPHbfLubvrD0epktfmcM7K7czbU47RrN3d9a+SRQskpDgnPU1X1kO1KwdsftnkuV",
-	"mhsBpZRu5eoa1FKiil+N0TtuxkuRjz2ySHstDQxyX3C1Ioc6rqFWzqPqPOsu0uSm8SS72fJ+scBVJHsz",
-	"ArbzjTuQmkoUlN7yCkLtXKwixrMM5kWBpYvCEEbBgJ2RfB4paZiQ6JzhzGDQL+uauc7tHI76FPQH8XPc",
-	"q5lPcKV8bPvJSMETEYupOItEHURJFbMubgxmX8zQgzSz+Ehm6f+YxIEeNSxOslgCe1DFQuQSlLlVVPIK",
-	"d78xoGXASTGR8yi570cqE1fUCN5Goe8x67p7ZG/AHl9xkAUw2rejTsbVbNQ5YaOOUKNOxEadleA5fPN2",
-	"1JlZAX8dDY+G8Etm3af71/AxzfnUuifpPfABuef1dUzsqmEcvnfUVh9YqvGGyIWvc70sg5zgGeCHE5Hp",
-	"SyTaukn4hp5LqqZW15fmq0ku173AMX0fs2lhhGFfPTu678p2KhMw91MWGxfthGlF9DPlLx0fHVHQgWnE",
-	"Q0k4btPeKYtdMBM2xVdAy9CbXI7O99GJOq5R690ir7zw29159BjFN4wrmJuQYQ6P90kwJYjdIpd2hR4/",
-	"OuBnSSKMwaRdTO4VPBe597lWeW0cH2OokLBuYuz499/+2VvbjDNm5EyJNCI/AVBEreUC2I/LneXKw/pW",
-	"YRku0BxBbFj3xfNXlN1EehDq/bgwaHzBkVbCaG7tEsvyL6VDTto0F//WbmLON0yjHFrEXCAl0pTDx2GT",
-	"FdrY0oVUJdojN/OJ5nka4cdHT58AM4LBg96wx8iv8W491VuSC7GoixHZtD/XmMxmRH4hE0FImjOBpFup",
-	"M+wJ8MAp8F87z4UYqSoLIGKXMhdYOJdbOclEtQdV+nhZ5fZkpEbqcMDu3n1Zyy2/e5f9/tv/YjFu1NsJ",
-	"N2Jc5Nn1Afx2UKm1Jo6cHckVQzxhXI0UY+uDds9RuRRBehqNrKr51I3peMYR9oGBAGP/FYtzwVP6d6lz",
-	"O56LbDkt4M5t4l6Qu0BJFCwvlPFVWrA7XzfFsQDnHIlYoazMmLRuEG3dD0bqCBaJbl4tK+RCe3GNqqS9",
-	"5mr9exlD/m/fv4pPcFSYxBE841eIl8kZdKaCrFFUginvkRIeoZsaXgQiSY7UPRizK0lAIaT1UTv6o2Hj",
-	"7/EJI37nV0lfgGimV9DTd4zT8oB0/uVf2Fma5sIYYeAzqeNLbudOYKAZIuMWtGsXi0Y4ACzX2rL4LX3C",
-	"IcSsixVmSFSOVAzn5+Tg4PDoL4PhYDg4PHk4fDiMewP2OqzUTIk0NAa24EumldWwn9ywqcbqBkjmvwbF",
-	"nV0D9iurGKH/aqR+7ff7+B80iivyj9mv9REfXBzGzD0VkMDac+VD4Yqv9+b9zQf+OVgSWMw+DCGlAJf4",
-	"LfGb65OD6rlB2TMwkLEpplN5Ba3hI7WOyuJQfgcQWJ3npYWIlwUxoBWjTqiWKSYCl/lEMdKKI6yvVt9q",
-	"Y+MeTJEIorBzPPz4cEUVVXtxlYglWaHnCGLLlrmeuKQpynxdAN9ITMyUEKkZqfgMbzDyF+zhhH2FrNYV",
-	"5UpygYGkPHOluUDBrL5kgZKp2N27TgLcvTtS3diJivjd5MFIxV4ilMrq3buhhLx7l8HLrHvZDnk5UvHC",
-	"IT6QyLTzXBezuTu5leiMT9cEc1TLFMPOWvFFfFmx6ltkMUQh+FJpafmZVCMVX/X9pb+PP8enLMaViZlc",
-	"EEOn4lD464B9B9fqBV+xhOf5iuqMYGESM1JV8RXa9LBACVcuXBmLmATlSYCU+mwhjcFZLngGaqhAFo43",
-	"+ajcN2QjmGcS0MEJu3v3eHgI+9534BkBkfhww3L6LpzMnwmdByxYFxZNDBImw4K50TvuwTtG6syTDmzt",
-	"gis+E4Qd5q0LxodRe9lEFHOC0gjJ0UQjhWsWuTj7ijqN6wEhhgkdEEHgOD1E3werTnnpppgYYU2ZZnSp",
-	"WHfTimN1MBwvr6jTP0zjglElc5yWqP+OnfUG7EytYIozyvSXplog0L0RhNwVr4djq1ihckEmY2TKC+nk",
-	"GWIP+EUkQjsXWGZtpOgxzOagmGejF6KisHDrDEu4YsrxA1pkxtmlTOnOOlIK6znDCpffw+S8lblMkugj",
-	"86x22AtEBHMPpCHV53OGeY8sTtLRQz9MdLpicQ0FPnZXRWzt7nu+zBreGEHHpL/Q4E5/JjoVow5cBF2w",
-	"IwIthEDnyA9oSN062jncXKF9zPhmCHmy7sdOn0QL9EjVsdpZNwBqDzDnXdXGnw7fDJypkFglwjWRgHaL",
-	"8ytlM/xKEisUyF4oHw+HID29C8GNZIzzArla8gYcSQQbmWs1w34jIFHHMRjc8sgWAQ+R0wC4gJ6ynCus",
-	"cIf1BksU65JZTnK8+LjhHMJweE3yBaMhlgWTnfAa03Gt70HrpcjxwbAl8WHgQ1VZJ9fmGNqUEP5VEz8z",
-	"l9PrDkGESltEN5+Aj+Vey3S9/hV6TbSaZjIJ1tMZo3SRg/LkAMvJ/OBaHuIc/EZYrccZz2cCGiN1Y63l",
-	"TPOUVEpMrYPz6pvfh+aFMsWSEM3HC5FKjqbH+jCgtzuGOfN2/zVQiquXieVpa5tkOfBJesXREb1imWtg",
-	"shggBNtgV9ULLkWW9R3lTAqLYEzG4DUKeBDrisFssGZNKAE4nVnBvxAXM+dWjHGq1WuWIu8DQ4XfaBlO",
-	"WQw3sFX/bGpFHjPDkbWDwqbxEuV26D4RvtMayw45mxSzU3fTNoTF4uBdgpPKZOp7OfTUA6JbLARoI1V3",
-	"6Hn0qPyk+EjDJoXMyg5oMR3+STAQVYGiCDWTSlAhHZDSuTDCMqwxqSyb8XwC43T93fPTkokYBzUB2rtG",
-	"yZyKpVCpUAmoGArGPBFOHpXDxFNi5ULowrZ3lcrUFVs1mAGhKKvg14qBe3Cfcknjv/ed963/JHUBmn/v",
-	"hxTZd0GKJ0xpo+R0Gnvp4BoCGUu6M52V24MHhayk/AKkTxz2GTdom4R6Fw2Rl9KIkbp79/jw/t27m85R",
-	"7CorcUr6c9Vl6YyAwllkVi55bg/gAPRTbjmh7pS5jcfsmfyKdekcG/YAP5+ycgQg2g9JtMNUAi7Qi9Dw",
-	"W2VJ3juMhn85CsKDDesePTiKDo+PXfkQ+GmkqIyCx0RbexPWZh0vuFqNqRd4EyqUsJ5k/4XPI1UCp7kR",
-	"PDhmqRDLYP1QMRlCn9BYqhmOHx5yV06gAKytgdZi4fGQSgEuDVvy3Ij0lLl6qnjZQXWA/VxoW63k/cMj",
-	"VwfBkcWzRy8oPRo2oAQcSnWCIR89eApjrUG+uusbz4wmrFs65IhRQHzxyrIXubY60Rm8sn7LXCTLeKS6",
-	"RP54wL99/fpFhMJXZMKYU1z7/ssXjzwzMSwVU6nKGwUMd6SwKv/USTvKRPXgPeXAo8r8hAWFWGDi2WTf",
-	"AcIee+WNfliIxYRK8+Yi4VnmDt1U5zNh45HyipSXUYbFroPwlnzwFggelKMn1okG6xeVbHdwERsp1Kux",
-	"sm1wgTPBVGgbSOXG5yot+xSuDNV9VBkR6vy0BpLs6tgaWg7Y9y7wGxPmcj6dyoRs2SbJ5QQvNGHxYZBF",
-	"dDGPU50Y2NLBInXW/0wmwpURIsdv52wJPLF/NBhSap/NRGB97AQ1VjrDwSE9pZdC8aXsnHTuDYaDe1i3",
-	"xs7RstxipzjgBoNsl9q0oQoUilbak4Xw6Ggs03rpdas6vKVHMyHSjUaqqrgsjVdrToLC8KyqC+8duFNd",
-	"5G7NHYWMFLJaOJgzjTcFhFfp1gAqSXD1aL9rNe9PGYgX/DxSifNucUJUq1kcw6zLyq7J/q32PWV14+Xa",
-	"+zpAa4vqlk/2b4GXgn5H+JdydJSQuxT5SCFDx6OBWkVcunEKlSEl49uzDN3dxt8AT93Zo+FRL7AMJaIs",
-	"DKd3GrokYfUmPDnHGxGsjucU9BRs60gJlZrK6lQFHLYbWVGoIyhavOBXY8RSi0fKAdm6FiL1VxpFTq/e",
-	"wPNG2gSSijRSakDmyogYr3sh3eAi2k1cSLzJiwuZYtl3XFIirgmIee8Fc+B4U7LSkviEv7hTBRGjtciB",
-	"U6ZF7skQiRxtm6XMxZJZ3HEGWPwINwOHNVIPhkMSDy5VTaZXMRvSxqLTLmbD3oC9LGeYOrsxHHimNL4E",
-	"rSwhufFcsExMLVxw4H6Y80TEeDEFKhIKlEy4DhLMHVJCia5+xzB3aXOpdzDamMxvGLDqi+IjAmyPZhOY",
-	"9lEGI/wALrlfJdy8mM5bHNifnOqIc0KFiLSzU1xolH4BiBGMB0QAuWSJskHbd/2G2mQcnnQ6sHi3ByYA",
-	"9ArPlwUeuSX7aG/g7vQOobWp4GLoyP3hUYRqLHBq0DtxWV3CfIjTNGBnlTElrqUcxWgu44bgFwlDsDRi",
-	"OCtRcBHswsWxVF9cCF/5nicpcH5z/qgsh1MF5m3MbKwe8aWMX3A771y/oYgfYexXOl01IpEw7Ia0gAOf",
-	"F1El922vnX7uw9iu61FFWMMXvnC4mtDT0XD4ft9MidTXa8ENr9e4Ryn6Zc48k4hK8w2eJExvO6Yhtr25",
-	"nMrBVzwtZw1NDnc3+UFxZ/8mNLjj4b3djb7R+USmqVDU4nh3i++1/UYXFOlyfLjHK15r/RQUfGpwf5+J",
-	"lDeTZ3AxgYsNNj462qdxcHenVn/d3eolt+IpmQahzf19tuiJsiJXPKMGh3ut3JPqJk3NjvYihb9xKy4p",
-	"fuj+Prv6Q1AvD9vssa/uHa/pHkwRA8ViwfMVaWfEAO+YQAUjxQzvGZUJPNTIEGSBzwwmUvqSNG+iTtNN",
-	"UGmaLq8S3t6mQpYoOO1KJJXgECYUaXcIIXflDinZxklhWHCbzEuRbSKU4yOFAtYDHMALhErRm4AaRezC",
-	"zeLyMwjebgoccSGVNFYmwGdfQXMKJ9wC7hExCirCOxZPcm0MKkFw6TsLZJD3vuUi5+qcYS0E1o37ffqi",
-	"X+RZ3GO50HlKLn/hJ4P4wQlXKd4LEKYHZAS1K4F9Th3jMtWorVPKRgqfwHX0cCXusS5nmZ7hlJ2Cvmjq",
-	"cm6tRwoetMZdvf1EQJMgeFeJCgAIcBPKSXZ/eEwKgFNWXUiQQZQjUndAIBJqWCJEyg6HwwGLPVBQHMaF",
-	"jlQQGIqhoKu1QFB0aHDXSqROATdWZuVkWLEcKavXFGg3ddBHuFoReVUhpH5E6JKJ0MqLO0I3U/hYBqy1",
-	"RpqiBX2bZjBSsBI03vI2+W66wX8ETtzPUjuoAXt9ZP2ghs/SoiI8a2MvpL5/UQT+tIrAH0Sif9sSwtMM",
-	"3wkDS1gQltJ7N7lO8Ry/wARmVPO/znT+JqyrW/wBD697Q8uxPcvkBWjqQchk5+SnN+HiPZUXQgljBuxo",
-	"OHSuHYe4j8ZAlNslPLkJl8vnBONKuAiWbSvxzD2ycymsuLIHSw8SUi1CMzR0nU3RG3zsyotcL4Sdi8JQ",
-	"+jCF8W5fj6CNmxLr+smDwpHrwlJMGnlvI4TMVMmKzaWxepbzhYmq+r29jQvmLI6DFV9k21YNsZJfPHm1",
-	"FMnNiMh3vB/wzPqV0L2Y3RsMS0vmoNPA9XVmUxfy6a2mLWW+r7e9wnfPuv/32bOnve079Dq0uEcsXMfI",
-	"Ryw4bdObkCs7pauN2bYhOxTy0h9RuaS4qceGxYHN3F8iFNagcH4EZ+/K+ERk3gwcYzwZmwueipx1411B",
-	"bj3Qm6CNS4FE+G3UGVWACxfYi6ihR4uihXGBcCPlw4C0EpG3JQ2PqR/KW/SDCMrn79CuKESu80VL+qIl",
-	"fdGSPrWWhOed7jiNmvVlqGyoD1GwsWdeMoj/YjWu9S15F4BnkQuEuIxvUfqW4n7fdYax/n16DPEGijzr",
-	"nHT2D+/FUpi5hBVp1vOvkmtSnWDB95YO6g96ZW6Q6YRn8BiGW5dIbc2kHWuXYZYMfYR/DIiP6zc3V0jn",
-	"rRvwDgrpl93+aLsN+gKa4raq/i8FTyUo159G+4fXrwYBx/nA7/teUybH6tQV3ZUZCUORnBtm+Ipdzlfb",
-	"dbtyxfx1xIfwW50Lb1Q7JYOat/YM2FN0gqKnDV+2UcW7ODwIC8+37ht09qiqOf7B9s2946k0reqxH0IE",
-	"uiMokYOPqQ58HMl5UzF4Xb+41sMOnKW8CjZd8BUzQrwLP/U3gTqFPMIo6sqU+CHU3No7bqTuHr5vCt10",
-	"eVPisgLa/sy12z3I+ZGLAv4U2u3nf9oe+cyBAFr9pqeKYEWbjLhSBKoCN+tnjirihGeuRvTHLWndvhDO",
-	"n+zi9QcgFlr6wJNKHr8sQ7eNi09yMBCIeyAzYd6BoqKNGthGghl+LC75R+GQf0Iy/JuwTRr09IdkR9Ft",
-	"WGjIvJOW8A6uxI3M8KDEatmopRIyy9r7m+W2Mx8v4BMbMPIZUWvgATJ7etSkDlm1O9Ge1A9jeEVNrq+j",
-	"5stf8JlgRv6y8W1UkSh8WVCaaFiHgdmJoNxmsY2VuLIxS2r185e5uJC6MFhDf9PQCHIoHNou2Lw3H5DL",
-	"wDpvuio8VwJnQhHViEj0hdl8kuvImpUnwkIj3ggchXF1pYvIOZI+FQeKNvg7zlJMv63Y5c+FKCjndqqD",
-	"4Z9WhXGAt6DNC0OAsEI1xhm7PEdpKPB6FbOuiyUHfuwVAYstevWy0WWsECVmjlRMWU0DdkZpPT5M12rG",
-	"WVzkMnYhyi5rj/KDazBTbvlGisrJmSC6uXs0HPaYVMYKnsIAMWMW04dYWtDhFfDUoYsPN3whRsoPAr1M",
-	"BG+idF8vB+xH51/BkUWMVwWp7hhW5JJJM1KxmfOj+w9OKL54TrWncGmoXx9sTOFGoC3dodWEP10rxCMD",
-	"1uUxAUZqpL4BxYp1W1KdXG12TL/BbuJaBp2rtkYx2rBUGGnNVRox7UDqshX9XpXj6mLqly98xCeY94Zg",
-	"ASHf04kVtk8hxXFvwF75O9EJQ5cvrlDEnvH8PMUk929fP3sasRdffxON1NfPH/09Yo9e/efB61f/GWHi",
-	"zgEmVWWYOIVuWcraTHQqXAYVgbZRtNZEKp6vqh1LRZLxXKToOMQXA+UFZGcohNktur5UDBNKopFjgxFG",
-	"PkW1ErLwIpfCYFjXz4RNc60sW3AKloNpjdQcY+FffP1N5QOVaqojBjNlGLZXoe/1YBgZiz36WEyBYHGt",
-	"ApADBMUQK0O5h6VX0KWkXkrFuphJU57iwSLtDUbqB5fr5iK+rWapNOenZMOumXpdV5TUWpYGpBy53kg5",
-	"V+LhPaTDHzHE65JL+282L1xqHyZm+DA0JJmKJcKppYL4ImVdnykxUtjH2Cc4+goRUb0eFuyltBT0J017",
-	"oHiagkTdpTz9yKV1gDkhkyPOonNGXGqTBgFjbddtNmDyr6sw3+pLlmk1o8WLGfy/TOrb9t7mGrWP40Go",
-	"Yj3YqWF9qLD4NH0trlCdrSxdUaeFaxFYZ6JTh1AOpzIYxmsa8N2DuySc9307sMn62z+qWxkpsS16R1HO",
-	"OYgfKjxHVC5JclxyOIWUIQdHBKvgOalHlQYTnlEZmvdpFdw4WjQIlgXyHLzMF7/3n90yeJamlZroAq26",
-	"IJMJGMg4jSXQQpzs6H0IGyJdm13m626DohMCX6yJfwBrogqYYHVv+CBmw3ay+PAc/3VZ0fMLmX0Sa2GT",
-	"xj7p1Tza+TjQ0X6GRMcRD3JR1r34WCPb5EZ9SUNpP2tHH+2sRWTY+MLaP8GZ+w9Y+epqVbMrOWNKiJHp",
-	"8uW5z62fczUTH16NOPAVnbaJi9dU0vGDigx8xxZSRsMDZqJjTfo/GT3f2In/BzgAfufuGDYtsqyBQcG6",
-	"l758lUOsQIgBZzPp/ZHEUgMaeHOY/XMlEJHB+2o2ICtT5CLxASVKdAMEPzlh0o7UJtTlsiJYC3ByAzR5",
-	"pErUZL5cUuosAijE0F9cYo8tRU7WrG4FAO5CwUcqDsslebwmhxKBHK6yLwWQISO1AZh5pO7eReijwd27",
-	"uAaYHkktJUJrO2zqU1ZVgm4J7B+pGBuFcf2+KUI7SaUIXBLWZCLm/ELqIj/BW375kZm5XJqRKlRKRdXL",
-	"kZiBg7a9ODzA70zswEqkddN4DZvlp7GOXSPz4D0c85droEwU2TdShINTAjLhehtEhMQ/0BzvcKhg7+4a",
-	"W0wQC/etR5U8YaOyEBEBS1afEIkS7er4GNZcQsjJnoMcddzd4Y268kunaIBEy6ZWIfWhNEOYNfyyFc4H",
-	"M6afEdYWV4TYYYtJWe+7mLhXl1Xu5lgOql42a6TC0lRVcsfWglTor/AvQWAxXVIw1kmNoxrMSY5Z8t2Y",
-	"F1bHvVMWK61E7GaOOdR6Oo2QmIkjxbACmLFsWSa425ME0Ve5S5Ypp+UehRM7Uv7byqfC3bLUxudN/rBy",
-	"bjTlzAk7R+usj6e1rDBH9gpXbsNgEpGvgCEVi8vn4p5D1sYl+DXo4NcKhBijlpU1rUCeJTLSrwzIDw23",
-	"QFi+6OWIPOLwlTO7Im7277/9LwepXUNKum0nJEuotUyrpoTRneqEMAECeIBYpuaE/YQFW9I3cdnPOqqR",
-	"7xXrdPzkh/T7b/98cx0zzJNPW6CJoFnYTeSHYdBplujFgveNAILGegFUZPZXv59l2vqCrxDBT62c7wY9",
-	"kWbOl+LEgez5kqJ5UF5ljm5Kj+crU/KesG5Mk3dr0LYwv//2zx4xLEwwRKcL4mw7yFcHbgX/GiWXS2Fd",
-	"IzzNlcPLXTmBbZ55RGE4wxWyq63m6WJWgE6VxsE7jvoSY9zv3kVMUytVIcZTqXg2dpIKFIiZwANCWfc8",
-	"TcczoZw+OyYeFI9Ul+oLhAgFNi9ErzpLJ8wIu6kDeB59HMxq8rXBWJxfSvGMlUBLXoYOHAoWoXyTCzUV",
-	"y1wkBFKeSW6YnoLU4lfjtUpj8SmMDAu3lFhhqZwiPoL1iIshH4hFMtfxiUfOylYB4hNIP6xPIoKEugx4",
-	"lRts8OzlXCiXiOe1AYkO57YZGquX7p2+PWKGVciKDrGDwZOeyrvkCHME7XrpDYCBU5Fu+kGqmSuME7Nc",
-	"LPSFMASptA5b9ftv/6TvDtaxrAaEeZxlIhuXmospe0bOYkoMONjeEjEOnhywWMWlV08x4sqgDBjhwMw8",
-	"pyQ/5aSQme1L5eGoCAcwACBBEAvxc8GzMgmZMCX8d4GaByfGZzSWasZj7JeORaXfoCOz1CX8KAI1c6kz",
-	"mazwmCIs/kiVQFiYtvokLDri0iq7F0+fPotYlvEFHyTLZcSe498Re/W3p1zNeuTn1IpKQVVJmgN2xkpp",
-	"XTpaEUacVsUhvs61Am2okuUEBkYCPYRBLTuLoxB4o3qHB3Oi/k+J+MplqGHZGhZnerbM9cTErIt8AIXu",
-	"chx8TUTEhj2Q9q4yYPlzhD1IO55Ijp9MWQt+rKkYPIFd0o1pTIna8UiFwtzz0cKI8UTwRSkGyyHBLWNs",
-	"xWKZcStiUjuAEB2TGHNDf5GkQni58AH6mnqj+4Xf8ZI4lxzLbghX96PaMCxX4AgO6zQiudUqJLo3rvMu",
-	"VKOQpQc1DOr7f+Lc9zQcH4gAzeUvwMyBqvyvp6hktu0nlXCg2lRYp0znKVtKkQhTXreyrP9MKvn0Wf/p",
-	"g/7FEStUwo1IR+pHnacv4NngvYguJxYTQbE4DlynV4ULoGjTU7dgHtBdYSCJGyVxkiiMd2HLrDAV9CQy",
-	"ljuG+RiUSu8aEBTihU74pMh4vvLeeao00To6NqUyqt243y9nAsSCgP1xv6+VuuqnMo/ZAYsfnb149cPT",
-	"x1+Pn3///d/HXz95CRRYfvns+dePn9K3I+X4bMotp8Pg7j0HzTWlFG7HMsI6DHR30gqDLuBUo5T/6vHL",
-	"1yCQaLSmjE7qUnwJlscB3bigpPQFz89Bh2WZvhT5SE3gbue3F5r0cceJ4Eh3QfRtoz2uDiaH94sly/TM",
-	"kfQrpCypZkDWFM1BxHbCqoCOEjgaLqGI4SAuhCpjfU5IVMSwQCeulMmjObePygPxaF5U0gjb4tU6FZnl",
-	"RGskHYNIpZHKdQbsK7yU5CAeOKxUKkCIYweI1+TUD4r8LWU7CdiR8qj/nBWEKY6PdUkbi50oi3tO6LsV",
-	"GFNAlBl4cVyQpiUNLg2N2ylSPQLaGim3CD99/fz7x29id+3ySpsuDHUyNpZbE7vT48KV3dzxgQEW3aDy",
-	"BmQbpWQ5lFITMeOKRJ2yzMFe1la/VoHBrftI4cJ7RLDGOIkOXNUYpZXbW5GWcthXPcK4OI/0TSVRSijh",
-	"MlxOpcHGtcXpuDSoGpV8qIyr2ks+UShIY6ZY/a55kG7bG+3dJvtxCH1Kuh058UurAwHRT324JoocdwRK",
-	"Yv8S7fEHiPb4g6A6NQ3BzdJ6qMrXTOBzbjeZv+En7+05F6vteRXfwQMf8JB/J1abQvlfu0JJQWknLAhA",
-	"oiX9kgPcEnTviokZ1iVHgEN/FEkuEKQxjMAP6QUWaAO9YJGjXQnA34nVB03+/U6sPlXiL8XuwQQ306iL",
-	"BkdkYNQaccE/dwnwJXxvQ2JvWZRvwJ6Uuwly3WeNldq9rxi8/zkKGO/B23OxagTmNVErLvQ5ZVwglWV4",
-	"MamQvEgZ3liNlwC+mpEmwEv9ef1wXH0zuDbxcljdL1EmH53EX7rqdkExZDGdigSrtGq68ypxZb19ccCe",
-	"pGKx1NYB3t1EYGwKEfl0xPeF6D5ZOCFcuD1XvanisS0txW3rHcNkyrpYV/L33/4Z98qEkCVHxFGXD3Je",
-	"KiqV+hBmRywxIwna/Rd09dNZ/7/z/i/D/l/fvD2MHhxf/2unJdfV8fQNpZ+34JrzRVWgjRDMnVwhoy/j",
-	"Zq1IdOSunxhPUerC7IllFaIl1hXBG4IwVORPVlbNqgKgw/226Lkgv46FkRRG5N4+GTGpqHoWerClcjYN",
-	"H2gQFKR2NqhaOWqXZVi+E01oQZVg76zgqibFIldHd62WfL007ikNu5oR1guZiDK5sQTAuXNThGxSBajo",
-	"95rJ5WYBQ9/74SFk4geDzP5is/lis/n/hc3mT1mSo8KAe9s5Q074Ghhh5+SnN9fR287ZUoJaA59qGHFn",
-	"TflAIX1VveiSN7tar1K50CJix4Ekpgc2yGL343Vd0lWVlQMbUv1oOjg6vKdUfBoHOddZ2oh9coPEJFeW",
-	"i0TnqUhHykWCYhgUl1mRi14JBReFtZ9r0qAJgkZ1FAojyJ85y/SEZ8GgpHExVzH91IrtC/MhqfB9NfkP",
-	"yFDLt2yzklVT/oKQV1dBb3msSjw9R5ABTQWoFetoOe90hg7eln9vNQpQDpgp/cjQTcQuRGJ17rRIOjj+",
-	"sKxpfhEWHsRYlZwrw10sIcbEepTJ6lzQOVUaS7m3nQkaUONUfJRD4TIR287Fj77MXvolW/GPcehKpLSK",
-	"9PCwIZ0j8ZFT/sYHLmoXTXuR+xqxY+2Gj0/pT9RU72T/X2j8c6fx50o0yZtifW4lSW59E60npGyVRAfi",
-	"ClT9jQre40AKrZsYuuJqKXMXI2EK0EYFSCZvuIDrWZZW5dkiCsx45m75LiqZI6QN69awc676KoXDFPcG",
-	"7BshUhfWN1JYkNspg1Q9PChTkQuET8bMiyq6uBowRRNyNVL0C3TWJvMe46q8EyfwE6hzgxLqbhtbeFYS",
-	"gLNFYRz3Jjw0tzm0ip87j/jTHXmilJpY44ZVQE2f56l3quPmi903PLEsuJiV9f7gsGP4FZUjtGh77IYh",
-	"mxSENeHpSMEyRMxKuHZh6ZXcxdmmPQpfdJrsXOQiKCdf5KAIgHpXXQ7VDJ1edR/3afi8EdkUY8CAA4Ca",
-	"PON5mgljtl/0vvFL8QHlfO1N2656fl++HOOPfIxfelJcN0ZQceh3sKp8lBNNovDmYAfNl23CSHyJNifd",
-	"lDcuLpqYILk1TilPs8wLQtw/vzi9yscQmGYo8y+4rZ4ghDIh3emcwWXWBUDHZbOY9iVzmRQuHZEGtOR2",
-	"HhQdtzyfCYuxyPD4SFFSYSzTuMSRQvypKgagZjgy53K5hL6NdjpHqY5glCei/thLSU/Peb4AvtM7ZVzR",
-	"S5B9Vm/wFc3Ll2COBCgninE2zYWZM4mZEhMEnlMiyINwOQ7SuWfcVQZXmVjfgL3GlJRzIZalLSPw2qTC",
-	"4ztKrdqY45PFJu1nH7/GOys+dBbh3Cz4FSH/IijucNimEH1E8DJcls3FxUubBJHI52+U+BIh9E4yg+ih",
-	"8sBiUM47aH578Xn/to2aWwnD+rPLvysb36m8xU2wXl8TmSO68kiVKJf3h1GZUn40HPYc/qTDmnYlCOuQ",
-	"0xhfsqSQfQr2h5HMa4Wiul89O7pPYXWEoKpc9gpV2a6yxaKRSoUywhlATcSoNPZkBdqjXOY64Rkm20Ye",
-	"ydQsCG0zwVKVE60K04tGahJMF/Ntyut5jHWx41OmNIxbqtmAPXYX23JzEX40uOJOeUKJ8CwTU4vabaGA",
-	"6zNuzuF3nbfdQD1cKPe/ZNLYrQqqFDuBz6mAuoNCaQfK/HkTvPexRxv3XxyuR0BEb1v7PJcq3Rs9nVj7",
-	"d9BkY4ehlBrLdNOQD48e3nLEWzDY74f4oEfvhMB+E+h1Ojo3wl7fMDefk+NMMjdGY93WZ0X3N+v2zQe/",
-	"U227TPmz++Uy9Sn8azr3zN4Ge/Gp71KbrjevyGxYXVoQzbOyewKvY7HSVsQlBHTPwbcnNo4YN8Ta1QmI",
-	"keoWGcHHusbNntgGfrwDhN8VqfRBY/C97v1JwvC9xbP9IDuLDu3GF6X6T61U/5hL9BK6o5fKXCQ2W7Fu",
-	"7VT1PqxyffCWntsDVjc4mV+Adf9srmrPcT6AR9oHbFFB83WrU/dyTug1aP6yTLbYj3pb/Ncf3py9Ve36",
-	"Eoj/h3BW35rA30kL2w2rSBRW6WzcJvP1A/UIUVHJBkHGU1cKhMKk+gSKYILzhmgU9Uv8SDnAmYlgIsVQ",
-	"w+7x8K8+Fj24+8S9E8bTFPRXcVlFXCJERZvq9gNWLPigqlv4ik8UE76dGfiqDX9SpvCl2urH5Vl04kvJ",
-	"XKGTRcxXCgKBiSmUfQLGkQvxkZTFAzS9rN7ZB3dz9li0aBt/Q+CwK47as1YYJhqTcciMuY1Zl+PinDJV",
-	"ZBlLMsFzYpU0jZ6vuGSzsvoQ6+KaKn3ZI+NmaCUlZQbz0o3IBEL7Kp2PVCYNclVnH40blioPFCvLYE4P",
-	"VbYUudSpTJi5FGLZxmJfeXXnMS39h+Gyr4Sl/j9LFusWvzRng3CiLfyS7/KFe4bc85VAsxwe9ZCHemq5",
-	"JZdE6K8dKSIejrBbYZskc+5AuUpAsFBVC6L6CEbRIATUiph7s/o9Jv5RHxu9KTTOD3lO4Q1bLdI0wNuf",
-	"sT8ISVb0F60T6JsmKny59R6rMqd/TAR3XUKgRDC7fMFr4eEEJ70pv1hVJEpwcpszdZ9JxJhlRs6USOuI",
-	"CyW8XsKzTKpZlVlPwLGYlDrnFw7UtJ7CSrlI1FFYdJJSmoOQwTJ7NWKK57m+FOlIWR2Eu5iYjAd00emi",
-	"C9MnxGLzSm7i6I6H9xyoJGbBRk5YGxe+15Dr3t9778Ew8Pg+fHCMPl9yflq9NOxS5whZQVUMrcEEXozl",
-	"Q+CHATsLFs94MM+FxDxk+GqzkTsklA9p6cY3BKL8Qxq2wzltYAq4LF+s2n8wMBlgGc289hLnsynB9oRE",
-	"WAR63iaGCtwTeeQmtARX/yL1rDTX2g5Y/HbCjRgXeXaN6dDxW/oZvzm4OIxPWezuMRsewidc55v6Wa8u",
-	"E8PUizzrnHTCJztRB8HjJxkdueqnml+5M7d2eXJwcHj0l8FwMBwcnjwcPhzCAr0pF3Q9UDFUMFg3gFBD",
-	"e6l3vCNO2pobn1RtagqqyVqGYNBFaQ1bs0u5ZYh8/Wuqj+1VHV+mH53t4ZB8YZP1HkvgL8SEDTls0B4p",
-	"q2VKKF4jNhc8QywGmJXNZRK2daL0+s31/xcAAP//",
+	"7L3dchvHki76KhWYiRCg0wBBitJokTExQcvyWtqWLI0kj+dsQ4MudBeAWmxUwV3VJGGZEb46sS9P7NjP",
+	"sF5h3+9H8ZOcyMyq7upG44eUKNk+urBFAF3V9ZOVmZU/X77vJHqx1Eooazon7ztLnvOFsCLHT0/40hSZ",
+	"eMXtHD6mwiS5XFqpVeek83YuWEIP3DNM8YVgXc6+/u4Ny/hEZL1BJ+pIeHAJzaMOPNE56bgmnaiTi58K",
+	"mYu0c2LzQkQdk8zFgsOL/jkX085J558OqsEd0K/mwI3pO+jt+jrqPLNisXmA0orFPcNkyrqxtIvxb7/+",
+	"I940Mnh267CW3FqRQ8P/gr5+POv/d97/edj/y7v3h9Gj4+t/7kQdu1pCX8bmUs1wgC/EQuerzUNc4O9+",
+	"kAuxfZD09L7DhN72HCYsqFnyROwaKW41PnnCDpnV7PDoMUvmPOcJ0A3TU5YJGIGJWCpn0pqIxYM4YvE4",
+	"jkYq7seMq5TFJ3HEjOW5lWrGLqWdM+4aMp1TS9aNZ5me8Cxm0jA7FywVU15kdqTKQcD7bDU4vRQ5hzH3",
+	"BiPVvoRl01vTYLlWJRWW3/x7IfLV72T5BuxrWq4TXCFaymDpIhxLyvwiByv2E06jdclut0TXsNZmqZUR",
+	"yFq+4ulfuRWXHBcr0coKZeFPvlxmMsEtPPi7gcV7v+crn+a5zl+7l9Ar1zehWBqbC75gQs2kEiwX08KI",
+	"NGK5MMLiOiVaKZFAG1hJI5RlM55P+EwMOtcRjPy1+KkQxn7akef0UjgJC55NdQ5bp3M2yQU/N4yzvMjE",
+	"KYuRhcdEZjifqRRZikN/otU0k8knH7jRRZ4IxrNc8HTFxJU0QNY6h8kobZlUjAM1W8HsnFvGs0xfwuil",
+	"wYF/o/OJTFOhPu3Ik1ykQlnJM5bx5JyW0yR6KXDwtpKA8LFiSdIwXVgjUxBAhmbTz6SxOBlH92/lQujC",
+	"fl7yT2WKG8CVuRQ57IOVC6LzZwqkCM8+3QDPFCuUuFqKxIqUTbnMilycOu5uDJ/Bcue5dHRdHggi7u+0",
+	"/UYXKv104/1enSt9qdhCpyKLPClEqHRE7FysooAmdO4EgB/ss8UyEwuhrPiEQ/4O9vqCy4xPMoHbPZeG",
+	"TQqZIS9JtJrKWUESFAf6mlvxXC7kJx3lywuRM86WIu+fixXLgS9kMAhQiuaCp04/fS1svuqfTa3I10Xu",
+	"G5FolRoQsZdcWjYRU50D1dh8JdVsUBNlTh+SyoqZyGFM11HnrdbPeT4Tn/aITnS6gr0olpnmKfISWA5g",
+	"JG4NrqPO94oXdq5z+fOn3JcX0hipZlElgCJW0CEAAXqhz0kkiaslKFUB/2xs3A8//NA/K+wcfky4Feu7",
+	"F38leC7yuG2XSq31mlbC0/PnZaUaSDYVS6FSoZIVS7gCzjoBkuPJXKSkhaXc8gk3KCRyUWpwsOEKH8ST",
+	"2U10KljsHx4X1SzjXoTEkEpzDp1Miyxj3dhYnfOZGMPHuIey1dI7eNrXKlsFz8B3Y/gu7g0YHiLG4RCx",
+	"ODhRMTN0gj7tofteLXOdALv/pDv6g8iyvqfpSWGZXCy1MRI2Yy5ywbpTJGwOXJsZseBAuswInidzdjmX",
+	"wE5xwfV02nNn1BTLpc6tSF+IVPK3ON1PzUruGfaEXtiHAXiNSytBvL+8MDHLz4VhXaQVnqZAlVyhMHM/",
+	"LYrMyiXP7QEsVB+IE2Z67fcUyeMsgc17q89JWVvm8AIrSesnxmDGHGcPvcBfnZRb0QfFY/1mGpVtpNpM",
+	"boWyMoP1dw8Pqo5K6oqqW4xpv6BVv0NXC75ihRGnTCyWdsUWgitU5fBibsXCtHCk8q08z/kKP/uFWH8S",
+	"fhlbRxRCFYvOyY+dCbK9zru2K3p1Wf3R9VvrJQqXt7ZutalXXevJ30ViYSxnafqNzMQzKxbB3aa+d1OZ",
+	"ifZ1g19OkScBcdR0NPiJbENwadXYimfZCp9+8ezFUwZjgSUtiWEiFce759qKQWflgq1rDLlM3VthGPca",
+	"/S/41XOhZnbeOTl6+LCl94WwHEh6vfMz9t/evPyO0XJFjBtmxZVtdPro4cMHj1q6BbIek7AmUb0f1Re5",
+	"hIfDUQ+PH++iCtyjDRv8VlzZxgbDKacdeRVs9ZRnRkSN3Q+Y1joBwHKwLrdsoY1lj9kL+VWvsTyPHzx+",
+	"/Gj4OOospPLfHe7YhfbhkaFmwa/CLx8dt0z6ky69X6DW1Tfnt1t1Ui3aF92pHXhfXhSmvMN1nY0MhFIy",
+	"F6A74rVV5PBnXiiDe1MynEJmFnmEV2hamE/UQdWTBoK9d04Oh02R81qYIgMuIPJKMAq42lutM5bwLGMz",
+	"eSFAAlX6/IJfyQWM5XA4RPJwn9o4+IJfjW2RK1MbyeM12Vfkil7grYOZ1sv6yx7tehful9SqffX9r6yL",
+	"Rrzj4V8escnKChM58ZqtYAMscd3maYDHdxyFBnmVo9lIXwbX4v0tKYiIR6Ss6wiCriBEEb1B2zkphWCb",
+	"yYf0HtQeTER8YS6y5bTI2FTmxkYMdF3gpSAJxIUEpVmwZF6o85qE3aYEobHVzbxF9oY7uDZ6P8SWCeSF",
+	"IMJFywNc7pF2RermNXYzGcvUnDI8uNXztqI9uAmkNfJzo5honQmuSAvQ2Rh6b1tJf2rcFRDOD1I/UpMn",
+	"3mEb8dqcJ7jre63jmTmHI9Oqv/jTtu19m2g18uQXLLfvsjZ1v99+4BuIHBbkCc+ydTLn+axYeCdWm58q",
+	"y+4ZVj4VMR7KdCBDzog2WkldgLa93vUP85UzAmYZ2qvw/PA0fJG7H+NJ6J0GJGUE6ZmcdBZkkTnScusQ",
+	"yBLfSsjQZozMp0VDlj+XLhJ8hbekoV17wpNzYF/lqHZTlntdoos2beBvcJq7xPwj1AvG9MHdSMXCsC5c",
+	"P3twJyxyJdK9XylTU6PoHbp3gyhx/aKAUBpTaSxk7a2byBHOzBopbtWUuDHSWK5APXUPRuS9gYUbFcPh",
+	"g8TOpTrHPwWbZDo5b6WH1Fnpxpt48OVcZ8SOItx5w6RKsiLduOKqWExowenUbuyZfr5ngB3CXTHTSuzs",
+	"cyqVNPNxLrjRmy5EISvcm3F5nrCBedV41+FO3oVNonITm+Our3u4UrXxtxOM2/oXdAK3Uo4qMmfSInVX",
+	"K/Fy2jn5saaWHg6PHz/8l5ZLx56rBzeCVzy3TrN6Rm2OHj5qruS7gP/U7lFtFx70qJHboG2szZmtt9dZ",
+	"7UZcHplWvfQWRBNSTDXtw6PHOzgIDmzrzr6G83BDjnAhycgEvPKUPLrG+3PjNYbw26//oO8Ogi9jYhOs",
+	"UJkwhsXunDualWqG7nPUU+CY7t6Bagd/X7u1e3uirfcwFzvSskOgdlYybV0EJbngVqQ3MlzV9vp9u/68",
+	"7Z0bJH67XAtfVhtu7T1RbaZblui5bDMB+Yv5XhvnF3vXvmGnW4bynVuG+tHBW9ejByzTlyLvJ9yIZtgE",
+	"KhxKiZzNV8u5UGY9PCmIlPnRhch0/+3E/dl/934YPTq89r/0/u2f23b5yZzbJ3MtE9FmMmvIPH9KjNXL",
+	"TtTJiDluEB0BpahUXLUTSaZny1xPzC57yYaDXK32opJK2yVujdc1N5NGWvXWlJ+t+wwrqBfLTPij0jyc",
+	"sLr7c4xgR1p0Anc01inqeyWvnPc7sEZKZR8dt1qTZdp6ql2A1o4xUlDYa7wUYStQvlv7c+sUEE8y53aQ",
+	"VAvWRjFmZeDUT6WaiXyZy3atYt30tQ8JfI8Pre08XO3cYKtV9jOLyl30L9lNCU+AVX0McijU+V708Afa",
+	"9AHy8TvZep5lTtXcgwjeNTnLbcliNzkEFtT6wb14/vwFXKfm3ParFfLhIQP29ELkK4qC8jdh2NF86kJ1",
+	"eJKIpRXpSJUXMRhKxGhmMpN2he4LZ3A8pb5Mo6dUo2HTxSYyngsmZ0rnIkWXAYwSn6Eou4b5Ik3HM6Gc",
+	"J268zPViWbe21nYtsB9BS7MUieTZGH1BddOosyq3tMtAcqbUZtPVum55dYqyc3RsIKjyXE14Or7U+a47",
+	"+9Z7R4RkP7ZiscxclMC6x2UnZdf6GJ9f8nz24eIS1EypCgHnjGfjQHruXnuRzPV+T06RiFWyGi+F4pld",
+	"1ZoNA3v2UXD97h9tnEB1HyfaHAu9J8GsXSr2Ik/fChSesbH5WKqxLuyysPu9lTSk1tkftkwq0zNpxxPJ",
+	"t2zw+/VmO3c71LKag97QOJjEgl+NK8YUHNPQLrGhm6bzIzjiy1wkJLqoRZ0rfl3+zngmOQYWx60jiWu2",
+	"m/2GcgN59xJHZAId82aqnDeX1G/rw6NjHLT/vM46FlKNl45llFMLTVQ7jwj00MJTh7vslaVcb4Q0mYuk",
+	"fxizqc4xIEaKC56h2DplRggW//XpW3ZwcXiA7Q092BbavubOfrTTraqaR2ejI2z35i95zrNMgLyp+y5q",
+	"vGD3sVjmwgiViI/P20h+jsNTu8fG1yzOjsmNxXQK2lpd8jw42suKshRWkjyvJngjAvQR82OvmW4/LT4c",
+	"6Bt6GjuwRa7qQn73xoStzJibm7Y3YoM+vXvhzblcbtNnNr4SY1vGE2EvhVC36gGu5C2hH/C9cw2RSxRz",
+	"Nh45TXJR5lgw5azge5luW02nAVPcaWUNWGGruRYF7s2VO3zZLtXOhQncShZS27F2QmEHRb/BpwMJYmxe",
+	"JLbIRerUiH26cC1eugZwCRQLZKZFLmoS4uiGEoI4YGn9afB7oIg4YjEvrIZ//b0ojihYlLJvpoXCZJMg",
+	"W4daeCswuu2MLSYRoy7xB13Y7dTmb47QpBN1oMsw4eldG/3tyuhJ0Rrr7tLv3AK0eIleKlENm3XhSuXs",
+	"sia8GJ0yacmjzbSqgkQMSL6REnhvw28xgAXvtYx4O8Xq9ao0jEwKdKphNCy0GalUTKVCBmwiCoZhKIHZ",
+	"gi8p7GCqi5zlOhMYsNoFIQyd1XLIzmgEbskZL/cLh0ADuNTADrQS7ruZvBDseDikMN6RiqW64JlMSWLC",
+	"msQ+PW1fE/gbW0zWz/2ukwpM4HwL0w4jBvRy3Krm1iTxMLqhJIVuP0wLs3mhQI91t+Jbq8+FEeMJ8B5y",
+	"SO93/ygMRTk3+fEO6d8wgnhjR6n/7rZ2vAl4bNNlFFtxZQ/EhVC2T/w0xlDfE8aZoQsj+vwxfPzEeZX/",
+	"brTy7iJsaiKg2JFaCnLMk0STcEBzvoqYUGmZWogxLNKKnGfU2Pf949cvv3v6Lh6pLh0wF13s4oZ7A/aU",
+	"w7fQPfRM8T3E/hTDqArXn4+fGSkXVT/lMjMuLB0DyWdcNc5Mxet2moMbRsVdvK4RXf2uxW4YXk1a+Z/b",
+	"7AG7f/8/eC65spihd3L/Pi7nhftOGpbMtRGKTVYsBmYUD9iZbz1Sl/AjMil4NE7FhciAQYFAIZYIfwGd",
+	"oqjx5vkY1jgGfhMzaUbEf+g2OONSGUthX9DvPVMORqtsdcq4WjFt54J4IzMiE4k1tDtJYaxe+AZuf92n",
+	"e8ZNgNE6Mp4uMLrriifWxfzqS8UueFYIM1Jd5Ny1Du8Zeqe4QruBDyK+EAxmlfI8JX7di5jRjJfzwkRN",
+	"GqZ/G7BjP68p0Vm+8usaoUGPV8uMq+FSKWGcjYWRhjkeznKOS2PnXLnBE1nuR41f+/2rrrU79Bfc432f",
+	"/t7s3/NaQMKuBiCH9n32Ca5M+fQ7PDGVIX7dtSgyy/cy5X+NT7ZFlOznXdt5cbt7b9sGpxmtQbtsKCd+",
+	"k6iRz+etLzdpzfW7Pjf0CThn7+3CpBue9lrYyXC4JZjuJkATa073dxsn861Y3TLKnt7ZolGflTnEIKd9",
+	"1jFqwT5DBYTqBMP6XPp0M1ll79nWLW3BCpbSryUayIdvbzVDbcnAqc+wCZbwcWbZQCXYPU9M9t6f/N/A",
+	"4/V+H24zU0adQsmfCuF+bnOgufgON5DNNOedix+Y3FGzcg332NJEqwuRG3JckXs0JIqj3Skft0kKO5cq",
+	"rWnwHaWtCNIa3McpT9p52755Jmur7Vlo6Ig6bnkBXfimuW5R4iuT0WUt2GDLlG+QbUL0gBl4tyOH+im9",
+	"m4NlbTZ2+aW1fXzwaBheOB8/Oq5lhTxqjz7fsAbpt6IlHO9c7PRcQDs0ZCa52BC3d/bqGTsXqwF7Mwed",
+	"VqtEnFLaB6iPc27wMmSszingdvt+wpjK97VuKupTLpMTgzZbbJVwL4yYC98j04hU53CLW/LcRuFFA16A",
+	"jp/91NYgVHSXDRpfvtezb93o6OF35Sz3CZC9k4DY9UX+yJGxgev0g2JjG8ynzmCVrkWOlDfGjo8N6Ti7",
+	"RhTof6TtdYKbboseuM7f9zGGfOwg3d1GL33DF7UY13a9Zt/Y4LX73jai3nUCHWV2bkR0DZW/IoedOcZ7",
+	"RNTWDSXr2Wc+b6Y55VS08a8FT+ZSiX4ueIowCHRiImYKyhWL0ZI2VtqOp7pQabxXPPNik5nmB7j0X6L5",
+	"KddqFqGdAHFHDHlZ17pCcKVNOW8ER0OBRlazSYbGYMwtwmSjJbdztH3BiPcaeXuyM2Y0ZdygTx+XGE15",
+	"lHdpuS1MZcu2FdCLYEE3vd0yqYrhdOnlNPmItu/drlst7X0b0fxN8Iww5pqRfSI53xq50bz2WS43BNCd",
+	"B1+X9tzGCPV56/DWvqA1DQ+RPkfVvUIeaVMxQS1uj/1ujMP13zaWZ4ulzu2m5E65qHIYt8AdtK6QOZfL",
+	"ZVsc7HOphGFkdpQp6xIsUKnjo7+mxy6BrB2el52LXLRBLrRcZTyKXDn0aiSt8wdxtU4oVRx/S7TXrlB+",
+	"YmdjUNFaEtjEFXvzt7P+0UPv4mU6lzOpeEb5vTfND5Rq5jKFKUFwr3OPSAcbM/5qOAjr5qv2EFV/Y9om",
+	"Y2C1v4XnPuSCZOTPYs9o2upg7RrVG3qyTOpP05tk9O8HBLCbG0M3xTJdixfeB05gOwvAMNkKGhU3i5qG",
+	"xBBuvVvoBj0H+1ZbquYaNCZTboUn5d2JIiWtBGwR7h9ukK0cEdp8hMwSZAotLhkFr187hE+K3OjcH2Z4",
+	"hi3RA7C/IG7LWHGv27Q0b9Zkxk+FKHCp0dwL/eKNIF2hmQJYw8Y1e+sm1uD+jjfutVSuhx1USJcDu2li",
+	"rdfp0Ga5Py7ObRKqNnC2jBs7Lsz2znYe7o3cdoM1ZOcMl7mYyqt27Y0u+vcMYSEE8K8RKI65SPRMSZC/",
+	"7bngDmrtg+Z7W8vm1msQsjHHqtz8yzdFFaXUFrWRrVbbzdpUN1DkR2AoztxzuzS1F2Us7MZ73T5G091h",
+	"7Lc4MXuYVne7w9pPnQ9pabdw/kC4Lxm3ImdTnlhmCrhWiRRBQU6R81awaXOdEc7c7Ya4j25D2/TB2s12",
+	"pdpftuuL8Y3OKcrpxDnq0TcfuOq7LorJLAU/F7l3gnODKA29wZ7nORdtCGmIw5M7aB6tstUJy0UmLrhK",
+	"RMTmcjYXiMM7wfTJgN9UITjV3o0nq/2yiUixuBGx7qQnjAUAWpqIhC8Ew3f7CDDEXYFbieEyvaVVvWRf",
+	"/pbi9LCGIWT9/NbUrho7CxaiNsPGAWquce3obuY63xBGbgseirVisbRm4xXo07Affy3an6mUmSGtGGPi",
+	"yoKgxPQurtgGI82Oi691tiCvmFWd7jaJrVEI9VapzeXCtxEJTa+2ljv39iOItzqtfKCg+7b0vNViXeH4",
+	"xSeMr9sKmDuTpyyGw4sPpUWOdik8zW79RcrgKLh4UGCJl7m0VmAHWoneKYuVtiI+KX9IZS4Sm61CPDMH",
+	"4IGOv4jcgG1qNU3moy3u7/k6Uk/D2eUKrI/WqWwpbJJQRmoE+uUpm6xaU1PIA9Z18b3uqZGqp7v0Tthc",
+	"X7JFkcx9B1YzqRCKiZJeELiW8jcxuKq5IvUNmxTpTNhatH8dR+tcKEYPVRmgfyeYcTcAQtAosfPQaelF",
+	"C0Hn3QNpbK1Us14DSW443JkS1MJx62P8a66LpXHEL5XVzaME65KKtCgBY6vMg1Tk8qI8PhgwB7cKUDXK",
+	"KMR6ylAIdhJQ1QbSeS0SnaftUY4ZQh9PMeITTXoEcSWu4O97hsXUReyQtij82wXSYbeo9n3ScITfuaZ9",
+	"i/It69r4702P3plhuZ9e3fB77q8U/y5U2o8c51GDE1g7nOucm2nluF2/4tdlURbWLSNsKZnCuCyNkZLA",
+	"sW0IkAy8JcUQWuSlqalV4ZGCYMdZt+SywNFGCrF5MYq/h429HO/CXkhjRdojkRGwf3bGKCKc4Bez1Uh5",
+	"gGFpYUoIjM/RilKocyeA0G6vBMvlbF6ikNdj1k9oPAXVlcC2GIQe11OUBj6FGR+kQkR47xCZES4mmhr7",
+	"QPm4Fpga9yK8rxRGVPcUiSCpNGUMHfFicpmtMCKc4tVFG1ZAoK6u3zQDfQp33IX0w0tPfPZQV+kKvN7V",
+	"riC5w3NBi+K3sRexWJ9TvlJMRsrYxeSTSEc0P2DjIsUk1pGqsliR1A4qS8/B+/Lv6wNX3cP4RJhGthI6",
+	"2LZYRXewC8HTmxnrKnawvqjPiLwFzzPprBmGoufpT0/FDcoNLB43gwx3/X0g1mFV4YrD1cN32s5IiIk/",
+	"0Yo4eD3AZj2YpslN1z2t0S4hQm98iXxI54Yiada/3qWtLqQKvz1cOyw/7ZZn9M43Cc84oR9ieaI2/3HU",
+	"mdl9+3uZpwK2AxuJW7SS6gZ3kOYcdoXfZbeZR3areShx8+GrO5z89ZYT4Id9M/oPSdeN4oMPEPbpcQQa",
+	"6vGNEIsasfEtATAVJC1C2CBQv3IJk6WiYFjXaxT3DPNn8pS9XAp19qyhMjBpewOXbBkA7ACHnGg7x0tg",
+	"0PUJZn+23SalDbOPyvJE1bXNiS8abCPEhdSVwQ08SeuwS5S51yaB9KUqdcc9bEYtEEhlD608GV78McwT",
+	"OIEWKbM+1wzettMCVk5ko52omSi8DovnMmjXf9kU1XYTpPSNuRlVMJWPGS8HUukf5Vc7F6LlyfoaoAT+",
+	"WoAel7YmPIlWHLoXXoV2T+yoZbIfQqTXBvxbt475mZrqjWzH3X8aFha5QCsAZvhlKWg/vthZtOdVCXSp",
+	"bWE7TmHcBDz92mmhofbrdcz2FaQBburvubwIbjNdpX1tmZQA/ivlrrd5g9r9ydqKbRNF7I0tv9fvoZv3",
+	"IeNWkG9ZzcQtHSLOlVtbqtoIa/tWm1tzxzb7RbbS4kdggXW6vrX5u57iUDfUBEaa6s/B+AQxRA+P/qXd",
+	"aOPKF9wmRWOfchwvyELJSMsAsvBewMDMGTFftuVwOOzdtB7HT5ur3boCIPiEK5Jx+Ch68Ph4a5kM9qZR",
+	"WUssJiI17BKvW9LpAfglZqeT3tKtjJ5HDx+xS52nbClFIgyoHG6yvVN2Llb4m/FOUe5Q/BxW+npVn8NH",
+	"Dx4f7zQ6XkozzxyhbqPEH/xzLRUT8nY9ICxxsT+wtAsU91aZsqrG9kDDRqlIvigrB2AZp+6UvPViUSbj",
+	"obFeXFn6tje4YdWmskDTx3iPTFuCbZ6pVFzVlgHtNC4eGnpr596ImSzbUWJ/KgSTWNdwKkXpyWn0dfeB",
+	"l43g+fJJ5jvYMLIgUrM9ZOC1jw5gUrEfhxE7fNceJ7AJ0mMdwqMWs7nBs48gERhWnGLZFB3W191fj1iL",
+	"9dz1Oh/em62Yb0aINdCTGwwaBl0lj97+Y3Ghnw0Kev2McWN0IhGOoTQbbiCglhA950xOr2oxCRQs6iIW",
+	"NsWMbg0JJXoIKHAHQ9o/emxHoZ7XIhEqWd3QN/kqF1ORMyUuHYKJOWE4Bfbb//P/su7hb//jf14KOZvb",
+	"3v/53/T9/8Xoi//zv4/+q/vb//iffCYO5jybjjM5pRpNTfxukTXSTJtr1mA3WOCkxApSFUUhMTkbsMwD",
+	"2qr5rttidGm32q6g5dDHKV810iiHIY3qYoIBLOWBffDoYd1nORgO2/A0abnqcECDB1u73s4L2owvYcrg",
+	"mojbUU1iY8aMX1LffndBRTog68+HA63h67UEQYgrG0cs/rvRakztyo90FGLWxQNf+67n8MA8uBnPmOUz",
+	"1q1wWChd01WKiWn14952/K/9kQJfZVyqPTI7wzb/7c3L795QpdKbNXxTTvItn5Gda2PPa9QQrFqbz24r",
+	"KsTeEcA7U+qqAXyQyxM6TOw+kIo3tXB44g+Xa98D0N5m0yEg0lnbp+ZAXGJAcC72HM/uEdTpad3WtOGs",
+	"4hWldt7uIezcgls6eJixh0hFVM3XT6mRXdsys8YaXu+58G6kbTOm4OsGGnx5Lw8iq0+ct6f8fJlLxEHg",
+	"6UK2Vwp4I+zTq6Xc/yJaX8enAdqSnrK4ioOI0ZIcB4n+sVMaGx6bnT6cWmhFSzkqHL4LKU4ywXPjAudv",
+	"meZThyaohObhwwePhsNdt+I2EVfHsdzJuRy4uC4MeZ3HxnJ7S/Dpmvv6Fji9G6bTwNTcOaXxhCfnQu0X",
+	"a+ofHl9yM0bgyr3A+iogzs1+013J46nEwuPj6giMm1Jl1zDKLtRqXNk2btZ2yrMMFmG/VrOcLxbkddq5",
+	"tr7MeGuJY+JZUVgP0WH10eZv1zjW/Vw3CK1/d13nonsiFc8Iqmt3JFDJ68eW5MTOJtXejUtT3/s9YjPX",
+	"j0sNwu1zAwA4DIiPkf0fDqkVOhk69miPeMTQJkExr7k1dfyRz1XZrnx4XY1xEby3unk0sui2C/+NKXc1",
+	"jJR10sm0qaV/h5VlXcvbT8B3sPck1hsEE9lYuzV0B7YUl/dwu7buq6aKvOt39i2VYNfruIdFX/daoz1P",
+	"3a7ao20L1I6tsickROyXKW6WpT/eK6XB66DbfJp1bL8beHVrW7Jv4uX1xiW6CWBjk6b3d+9Sp5vW4SMz",
+	"8yaPJiyeW0Dx3IilN7rbNFdEx2k5TNXJ1Do7cXjmfXTpLDOeiLnOUpGTc8bYYuLNHNMiq6FzO6tG0H0c",
+	"sRjBRoQVuYlZ1wGokFnA2bVHqqQriiaN6UIdtwVNbuYxMYw6Jk+UL7gBoz3dOqLwfQ41BpHHq1mtc6bN",
+	"KJWPD/9ytIXZtCRDaZ3dM7jgrBuOmvHa2pe4OWmxWKziyAOv925RQqSa/g09Ey17VxXIbndM3Jll5FPE",
+	"fnyPru2b4THuugN/SErErXNdbxW9vr4cmxhlS0GklmIzTdD3Noh5Wyv1sQOFpt5j1DKQRpete2x+P4he",
+	"iOX2MdT5HwI39g1MQGTW4BmbygzYAzLHJTpnhEqEqSrwwc+ML5cZRu8rI1NRVUIajNRbuRCUIfT6myfs",
+	"wYMHfxmw7139/HOxMlVhBcUXcDcFVnIuVvvkiKEbZYyx6/vnb1AjSh+4QSvnwbnx23y7m76w9PCZLT52",
+	"DGKvXOu1mPQazT3cWm4mUChLo4lzStb9gTvSzXbHKJ9LlZobgcKULvTqytdSF4xfjTESwIyXIh97FJWG",
+	"0HJBMRjQv+BqRcEDxtf5oIoG5El2UTU3jZ3ZzZb3i3uuovab0b6db9yB1FSOoYwMqODizsUqYjzLYF4U",
+	"RLsoDOExDNgZ2b9HShomJDqiODMY4My6Zq5zO4ejDvpHLH6KezVTEa6Uj+M/GSl4ImIxVcSRqFApqUC3",
+	"g43BTJMZestmFh/JLP0fE1bQe2hGCpYB2IMqFiKXoLiuopJXuLucAYUHToqJnPfMfT9SmbiiRvA2CvOP",
+	"WdcpE70Be3rFQRbAaN+POhlXs1HnhI06Qo06ERt1VoLn8M37UWdmBfx1NDwawi+ZdZ8eXsPHNOdT656k",
+	"98AH5J7X105BbRjCHxy1FWWWarwhSuPrXC/LgC54BvjhRGT6Eom2bv6+oZeWStjV9aX5apLLdY93TN/H",
+	"bFoYYdhXL44eulqpygTM/ZTFxkV2YQoV/Uy5WsdHRxRgYRqxXxKO27R3ymIXuIVN8RXQMvScl6PzfXSi",
+	"jmvUeo/Kq4iD7a5LeoxiOcYVpE/IMIfH+yTTEpxwkUu7QlWYDvhZkghjMEEZE5kFz0Xu/ctVDh/Hxxgq",
+	"JKybGDv+7dd/9DrrqraRMyXSiHwiQBG1lgtgPy5PmCsPYVyFoLigegTsYd1XL99QJhfpQXhnwIVBDRxH",
+	"WgmjubVLWKazpXQoUZvm4t/aTcz5hmmUQ4uYCxpFmnJYQGyyQntiupCqRLbkZj7RPE8j/Pjk+TNgRjB4",
+	"0Bv2GPk12hGmeksiJRawMSKb9ucaE/eMyC9kIuj+NxNIupU6w54BD5wC/7XzXIiRqjIeInYpc4HVirmV",
+	"k0xUe1ClypelhU9GaqQOB+z+/de1PPr799lvv/4vFuNGvZ9wI8ZFnl0fwG8HlVpr4sjZzFwFyhPG1Ugx",
+	"tj5o9xyVhhGkp9HIqtpc3ZiOZxxhHxj0MPZfsTgXPKV/lzq347nIltMiA+0g7gV5GpQwwvJCGV+RBrvz",
+	"NWIcC3COoIgVysqMSesG0db9YKSOYJHo5tWyQi6MGdeoSlBsrta/lfHy//rdm/gER4UJK8EzfoV4mYhC",
+	"ZyrIkEUlmHI8yVoB3dSwMRA1c6QewJhd+QUKl62P2tEfDRt/j08Y8Tu/SvoCRDO9gp6+Z5yWB6TzT//E",
+	"ztI0F8YIA59JHV9yO3cCA5MWM25Bu3Zxd4R5wHKtLYvf0yccQkwGB0GicqRiOD8nBweHR/8yGA6Gg8OT",
+	"x8PHw7g3YG/D8tiUNERjYAu+ZFpZDfvJDZtqrOSAZP5LUFHbNWC/sIoR+q9G6pd+v4//QaO4Iv+Y/VIf",
+	"8cHFYczcUwEJrD1XPhSu+Hpv3rd+4J+DJYHF7MMQUrJyxe+J31yfHFTPDcqegYGMTTGdyitoDR+pdVQW",
+	"wvI7gCDyPC9DBXlZ/ANaMeqECsjWatexGGnFEdZXq79pY+MeTJEIorBzPPz4cEUVVXtxlYglWdznCNjL",
+	"lrmeuAQxyvJdAN9ITMyUEKkZqfgMbzDyZ+zhhH2FrNYVIEtygUGzPHNlyEDBrL5kgZKp2P37TgLcvz9S",
+	"3diJivjD5MFIxV4ilMrq/fuhhLx/n8HLrHvZDnk5UvHCoVuQyLTzXBezuTu5leiMT9cEc1TLisPOWrFU",
+	"fAm16ltkMUQh+FJpafmZVCMVX/X9pb+PP8enLMaViZlcEEOnQlj464B9C9fqBV+xhOf5imqqYBEWM1JV",
+	"oRna9LAYC1cuNBsLtgSlWICU+mwhjcFZLngGaqhAFo43+ajcN2QjmFMT0MEJu3//eHgI+953QCEBkfjQ",
+	"ynL6zqbsz4TOAxasC4smBgmTYcHc6B0P4B0jdeZJB7Z2wRWfCcJJ89YF40PGvWwiijlBaYTkaKKRwjWL",
+	"XE5BRZ3G9YBwyoSEiIB3nB6i74NVpxx8U0yMsKZMqbpUrLtpxbESGo6XV9TpH6ZxwaiSOU5L1H/HznoD",
+	"dqZWMMUZoRpIUy0Q6N4IuI5vFCkcW8UKlQuy0iJTXkgnzxBnwS8iEdq5wJJyI0WPYeYKxXcbvRAVhYVb",
+	"Z1jCFVOOH9AiM84uZUp31pFSWEQbVrj8HibnDd5lQkgfmWe1w14gInB9IA2pFuHcNXUo6iQdPczFRKcr",
+	"FtcQ72N3VcTW7r7nS8rhjRF0TPoLzef0JxYF7cBF0AV2IqhECOqO/ICG1K0ju8PNFdrHjG+GyydXRez0",
+	"SbRAj1Qdl770qaAaUOHruwqVPx6+GzhTIbFKhKYiAe0W5xfK3PiFJFYokL1QPh4OQXp6bBo3kjHOC+Rq",
+	"yRtwJBFsZK7VDPuNgEQdx2BwyyNbBDyEf8DhxpQmrrCaH9ZWLBG7S2Y5yfHi44ZzCMPhNckXjIZYFkx2",
+	"wmtMx7V+AK2XIscHw5bEh4EPVSWsXJtjaFOWK6ia+Jm5/GV3CCJU2iK6+QR8LPdapuv1L9BrotU0k0mw",
+	"ns4YpYsclCcHzk7mB9fyEOfgN8JqPc54PhPQGKkbC1xnmqekUmIaIZxX3/whNC+UKZaE3j5eiFRyND3W",
+	"hwG93TPMmbf7b4FSXG1QoOf6JlkOfJJecXREr1jmGpgsBkPBNthV9YJLkWV9RzmTwiLwlDF4jQIexLpi",
+	"MBusWRNKsFFnVvAvxMXMuRVjnGr1mqXI+8BQ4TdahlMWww1s1T+bWpHHzHBk7aCwabxEuR16SITvtMay",
+	"Q84mxezU3bQN4c44KJvgpDKZ+l4OPfWA6BYLAdpI1R0WWvUVCEjxkYZNCpmVHdBiOqyXYCCqAoARaiaV",
+	"oKJBIKVzYYRlWE9TWTbj+QTG6fp74KclEzEO6h+0d42SORVLoVKhElAxFIx5Ipw8KoeJp8TKhdCFbe8q",
+	"lakrLGsw20NRBsUvFQP3QEblksb/2Xfet/6z1Hls/7MfUmTfBWSeMKWNktNp7KWDawhkLOnOdFZuDx4U",
+	"spLyC5A+cdhn3KBtEupdNEReSiNG6v7948OH9+9vOkexqyLFKcHRVdKlMwIKZ5FZueS5PYAD0E+55YQw",
+	"VOZxHrMX8ivWpXNs2CP8fMrKEYBoPyTRDlMJuEAvQsNvlRH64DAa/stREAptWPfo0VF0eHzsnN7w00hR",
+	"yQiP/7b2JqxDO15wtRpTL/AmVChhPcn+C59HqgSJcyN4dMxSIZbB+qFiMoQ+obFUMxw/POSunEABWEcE",
+	"rcXCYz+VAlwatuS5Eekpc7Vj8bKD6gD7qdC2WsmHh0eu5oMjixdPXlEqOGxACa6U6gR92T14CuPKQb66",
+	"6xvPjCZcXzrkiMdAfPHKsle5tjrRGbyyfstcJMt4pLpE/njA//b27asIha/IhDGnuPb916+eeGZiKPqg",
+	"vFHAcEfKLEUip07aUdatByoqBx5V5icsnsQCE88m+w4Q9tgrb/TDQiwmVIY4FwnPMnfopjqfCRuPlFek",
+	"vIwyLHYdhLfkg/dA8KAcPbNONFi/qGS7g4vYSKFejVV8gwucCaZC20AqNz5XadmncGWo7qPKiFDnpzWQ",
+	"ZFfH1tBywL5zQe6YHJjz6VQmZMs2SS4neKEJCy2DLKKLeZzqxMCWDhaps/5nMhGuZBI5fjtnS+CJ/aPB",
+	"kNIYbSYC62MnqCfTGQ4O6Sm9FIovZeek82AwHDzAGj12jpblFjvFATcYULzUpg1BoVC00p4shEeCY5nW",
+	"S69b1aE8PXILkW40UlV1aWm8WnPSXr/fO3CxCj+tuaOQkUJWCwdzpvGmgFAy3RoYJwmuHu03KhVaZy50",
+	"B8QLfh6pxHm3OKHH1SyOYYZpZddk/1r7njLY8XLtfR2gtUV1yyf718BLQb8j1E05Oko+Xop8pJCh49FA",
+	"rSIu3TiFypCS8e1Zhu5u42+Ap+7s0fCoF1iGEj0XhtM7DV2SsHoTnpzjjQhWx3MKegq2daSESk1ldaqC",
+	"K9uNrCjUEQAuXvCrMeLGxSPlQHtdC5H6K40ip1dv4HkjbQJJRRopNSBzZUSM172QbnAR7SYuJN7kxYVM",
+	"scQ9LikR1wTEvPeCOSDAKVlpSXzCX9ypgohHW+TAKdMi92SIRI62zVLmYnkw7jgDLH6Em4HDGqlHwyGJ",
+	"BxfAJtOrmA1daFiicxGzYW/AXpczTJ3dGMO2lMaXoJUlJDeeC5aJqYULDtwPc56IGC+mQEVCgZIJ10GC",
+	"9KM4OI8kf88wd2lzaYYw2pjMbxic6yxvhHbbo9kEpn2UwQi1gEvuVwk3L6bzFgf2J6c64pxQISLt7BQX",
+	"GqVfANgE4wERQC5ZomzQ9l2/oTYZhyedDize7YEJAL3C82UxS27JPtobuDu9Q6NtKrgYOvJweBShGguc",
+	"GvROXFYHDhBiUg3YWWVMiWvpVTGay7ghqEnCSyyNGM5KFFwEu3BxLNUXh3ZYvudZCpzfnD8pS/+EYXYb",
+	"sjirR3zZ5lfczjvX7yjiRxj7lU5XjUgkDLshLeDA54BUiYzb68Sf+zC263pUEdYrhi8chij0dDQcftw3",
+	"U9L49Vpww9s17lGKfpkzzySi0nyDJwlT+Y5piG1vLqdy8BVPy1lDk8PdTb5X3Nm/CfnuePhgd6NvdD6R",
+	"aSoUtTje3eI7bb/RBUW6HB/u8Yq3Wj8HBZ8aPNxnIuXN5AVcTOBig42PjvZpHNzdqdVfdrd6za14TqZB",
+	"aPNwny16pqzIFc+oweFeK/esuklTs6O9SOGv3IpLih96uM+ufh/UBsQ2e+yre8dbugdTxECxWPB8RdoZ",
+	"McB7JlDBSDHDe0ZlAg81Mgyv5TODSaO+/M67qNN0E1Sapsshhbe3qZAl4k+7EknlRoQJRdo9QgNeuUNK",
+	"tnFSGBbcJvNSZJsI5fhIoYD1YA7wAqFS9CagRhG7cLO4/AyCt5sCR1xIJY2VCfDZN9Ccwgm3AJlEjIKK",
+	"8I7Fk1wbg0oQXPrOAhnkvW+5yLk6Z1j3gXXjfp++6Bd5FvdYLnSekstf+MkgVnLCVYr3AoQkAhlB7UoQ",
+	"o1PHuEw1auuUspHCJ3AdPTSLe6zLWaZnOGWnoC+aupxb65GCB61xV28/EdAkCMpWogIAAtyEcpI9HB6T",
+	"AuCUVRcSZBDRidQdEIiEkJYIkbLD4XDAYg+KFIdxoSMVBIZiKOhqLRAUHRrctRKpU8CNlVk5GVYsR8rq",
+	"NQXaTR30Ea5WRF5VCKkfEbpkIrTy4o7QzRQ+lgFrrZGmaEHfphmMFKwEjbe8TX6YbvDvgRP3d6kd1EDM",
+	"PrF+UMOiaVERXrSxF1LfvygCf1pF4A8i0f/WEsLTDN8JA0tYEJbS+zC5TvEcP8MEZoLK6deYzl+FdTWa",
+	"7/Dwuje0HNuzTF6Aph6ETHZOfnwXLt5zeSGUMGbAjoZD59px1QXQGIhyu4RiN+Fy+fxnXAkXwbJtJV64",
+	"R3YuhRVX9mDpAVGqRWiGhq6zKXqDj115leuFsHNRGEqVpjDe7esRtHFTYl0/eVA4cl1Yikkj722E8KAq",
+	"WbG5NFbPcr4wUVWruLdxwZzFcbDii2zbqiEu9Ktnb5YiuRkR+Y73A9lZvxK6F7MHg2FpyRx0GhjGzmzq",
+	"Qj691bSlpPn1tlf47ln3/z578by3fYfehhb3iIXrGPmIBadtehNyZad0dUDbNmSHQl76IyqXFDf12LA4",
+	"sJn7S4TCehvOj+DsXRmfiMybgWOMJ2NzwTHHM94V5NYDvQnajBTqZwg1jjqjCjDwAnsRNfTIWLQwLhBu",
+	"pHwYkFYi8rak4TH1k+hUlIrZuPS9x7u0KwqR63zRkr5oSV+0pM+tJeF5pztOoz5/GSob6kMUbOyZlwzi",
+	"v1iNa/2NvAvAs8gFQlzGtyh9S3G/7zrDWP8+PYbYCkWedU46+4f3YtnPXMKKhOWy68k1qU6wuH1LB/UH",
+	"vTI3yHTCM3gMw61LVLpm0o61yzBLhj7CPwbEx/W7myuk89YN+ACF9Mtuf7LdBn0BTXFbVf/XgqcSlOvP",
+	"o/3D61eDgOPc8fu+05TJsTp1BYZlRsJQJOeGGb5il/PVdt2uXDF/HfEh/FbnwhvVTsmg5q09A/YcnaDo",
+	"acOXbVTxLg4PwiL7rfsGnT2p6qvf2b65dzyXplU99kOIQHcEJXLwKdWBTyM5byoGr+sX13rYgbOUV8Gm",
+	"C75iRogP4af+JlCnkCcYRV2ZEu9Cza2940bq7uHHptBNlzclLitQ8d+5drsHOT9xUcCfQ7v9/Z+2Jz5z",
+	"IICRv+mpIgjVJiOuFIGqmM/6maPqP+GZqxH9cUtaty/68ye7eP0BiIWWPvCkkscvy9Bt4+KTHAwE4h7I",
+	"TJgPoKhoowa2kWCGn4pL/lE45J+QDP8qbJMGPf0h2VF0GxZVMh+kJXyAK3EjMzwosVo2aqmEzLL2/mZp",
+	"8czHC/jEBox8RtQaeIDMnh41qUNW7U60J/XDGN5Qk+vrqPnyV3wmmJE/b3wbVV8KXxaUYRrWYWB2okW3",
+	"WWxjJa5szJIiN7qsMLPMxYXUhWFLV9C9bWgEORQObRdE4Ls75DKwzpuuCi+VwJlQRDUiEn1hNp/lOrJm",
+	"5YmwqIo3AkdhXF3pInKOpM/FgaIN/o6zFNNvK3b5UyEKyrmd6mD4p1URIOAtaPPCECCsxo1xxi7PURoK",
+	"vF7FrOtiyYEfe0XAYotevUR2GStEiZkjFVNW04CdUVqPD9O1mnEWF7mMXYiyy9qj/OAazJRbvpGi0nkm",
+	"iG7uHg2HPSaVsYKnMEDMmMX0IZYWdHgFPHXo4sMNX4iR8oNALxPBmyjd18sB+8H5V3BkEeNV8a17hhW5",
+	"ZNKMVGzm/OjhoxOKL55TnS1cGurXBxtTuBFoS/doNeFP1wrxyIB1eUyAkRqpb0CxYt2WVCdXhx7Tb7Cb",
+	"uJZB5yrLUYw2LBVGWnOVRkw7kLpsRb9Xpce6mPrlizzxCea9IVhAyPd0YoXtU0hx3BuwN/5OdMLQ5Ysr",
+	"FLEXPD9PMcn9b29fPI/Yq6+/iUbq65dP/jNiT978x8HbN/8RYeLOASZVZZg4hW5ZytpMdCpcBhWBtlG0",
+	"1kQqnq+qHUtFkvFcpOg4xBcD5QVkZyiE2S26vlQME0qikWODEUY+RbVyufAil8JgWNfPhE1zrSxbcAqW",
+	"g2mN1Bxj4V99/U3lA5VqqiMGM2UYtleh7/VgGBmLPfpYTIFgca3aUXxahVgZyj0svYIuJfVSKtbFTJry",
+	"FA8WaW8wUt+7XDcX8W01S6U5PyUbds3U67qipNayDCLlyPVGyrkSDx8gHf6AIV6XXNp/tXnhUvswMcOH",
+	"oSHJVCwRTi0V/xcp6/pMiZHCPsY+wdFXw4jqtb9gL6WloD9p2gPF0xQk6i7l6QcurQPMCZkccRadM+JS",
+	"mzQIGGu7brOh/sC6CvM3fckyrWa0eDGD/5dJfdve21yj9nE8ClWsRzs1rLsKi0/Tt+IK1dnK0hV1WrgW",
+	"gXUmOnVo7HAqg2G8pQHfP7hPwnnftwObrL/9k7qVkRLboncU5ZyD+KEie0TlkiTHJYdTSBlycESw4p+T",
+	"elRVMeEZldz5mFbBjaNFg2BZDNDBy3zxe//ZLYNnaVqpiS7QqgsymYCBjNNYAi3EyY7eXdgQ6drsMl93",
+	"GxSdEPhiTfwDWBNVwASre8OdmA3byeLuOf7bsnrpFzL7LNbCJo191qt5tPNxoKP9DImOIx7koqzx8alG",
+	"tsmN+pqG0n7Wjj7ZWYvIsPGFtX+GM/fvsPLV1apmV3LGlBAj0+XLc59bP+dqJu5ejTjw1au2iYu3VL7y",
+	"TkUGvmMLKaPhATPRsf7+n4yeb+zE/wMcAL9z9wxVvaljULDupS/V5RArEGLA2Ux6fySx1IAG3hxm/1IJ",
+	"RGQo69u0IytT5CLxASVKdAMEPzlh0o7UJtTlsvpZC3ByAzR5pErUZL5cUuosAijE0F9cYo8tRU7WrG4F",
+	"AO5CwUcqDktDebwmhxKBHK6yLwWQISO1AZh5pO7fR+ijwf37uAaYHkktJUJrO2zqU1ZVvW4J7B+pGBuF",
+	"cf2+KUI7SaUIXBLWZCLm/ELqIj/BW375kZm5XJqRKlRKBeTLkZiBg7a9ODzA70zswEqkddN4C5vlpxFg",
+	"5VzyVRvQDWEymQbSTQmGJPNqWJGrmAsP4Gxg0+4bW0wQBPe9h5M8YaOyAhEhSlafEIISDer4GNZ9QqzJ",
+	"nsMadWzdAY26elCnaHlEk6ar5+X2GsUY4qvhl604Ppgq/ZaSr+ArzAbmC9GGJ9UOF+4Mwi2kg24VD7Dk",
+	"OqtAUSOH+8M4WtJhkfpsloslkIcwXVe2M2ILfjV2OcK9E5DLiWWXOk+J4OPeiUMYsnOhCDLIUC61y4Ch",
+	"mbmKW2bAvhIrjUIrKrerwtDFjG06pp5BVmXBDOsaWFCe0WxcgguubksdtJGqlR3TeVl1rBzzgi8JIwip",
+	"K9foO2mAH0YjRZN29n3/NdqEnZ+oTE2ibfBJzx6LR6amx6xGvJOFj+50pR7qPoSpdMtXVflylB7OZaSc",
+	"E4N1Oe6ZL2oWu11DvxNCrPsfUp1Q2n9ZTdSVPkO2qXPbO4UmOkN0HVzSZcZX6HQyHNiMcpn33GhF6Hpp",
+	"ALZzNlLlPujCYk03V+IOJotbZS91RYZAffRLmS7edVzKg54iG4UjHPfIrRYgXSnNHJvFwsVxVMPiyYFJ",
+	"Aknzwuq4d8pipZWI3THFXdDTaURwniA2sRAdptVblgluCGozQYhgTr6wtJqRe5aS/92XlePP0WZteMSV",
+	"MX9L+cF4Fj0kgCetsz6KlGrnu0HNTYOZbr5Mi1QsLp+Lew7+HZfgl6CDXyqkbAytV9a0os2W8F2/MGCV",
+	"6F0AJuir0I4obAO+cr4BBHf/7df/5XDfa3Bet+2E+Bm1lmnVlIDkSwoOMCximZoT9iNWFUrfxWU/69Bb",
+	"vlcsJvOjH9Jvv/7j3XXMEMwhbcHPgmZ1luqGYfCEJXqx4H0j4GhiUQuq+vyL388SWwEY3ESgeKYDhO5y",
+	"M+dLceKQIH2N3zyoATRHX7oHnZYpufhYN6bJuzVoW5jffv0HFXakLFj0DCIYvMMldsIE/jVKLpfCukZ4",
+	"UCuvrLOLgGw/87DXOh+pCn7YVvN0gVVAp0rj4J3Yf42JGPfvI/CulaoQ46lUPBs7dQq03JlAvYX4OE/T",
+	"8Uwod+kakwiJR6pLRTBCGA2bF6JXnaUTZoTd1AE8j444ZMZ+LM55qnjGSjQwr+gNHFQbQdGTnz8Vy1wk",
+	"hKSfSQ7cDFQrfjVeK4cXn8LIsLpQCWiXyimCeFgPCxrygVgkcx2feHi3bBXAkoGKhkV0RJD1mQGvcoMN",
+	"nr1EYUxoHk5llRgV0TZDY/XSvdO3R2C7Cv7TwcoweNJTeZe8tY6gXS+9AYt91fxSVLjqTTHLxUJfCEO4",
+	"X+vYar/9+g/67mAdcG1AAjDLRDYu1WtT9oycxZRAhbC9JawhPDlgsYpL17NixJZBYzXCIe55TknO9Ekh",
+	"M9uXymOmEVhlgJKDSCvip4JnZaY8STL/XXAXgRPjBWOpCz/FfulYVEo4etvL7GE/iuAutNSZTFZ4TLF2",
+	"w0iVaG2YW/0srIzjcn+7F8+fv4hYlvEFHyTLZcRe4t8Re/PX51zNeuSM14rqlVWZxAN2xkq9o4wGQKx7",
+	"WhUHSzzXChSokpIdYh2lE4dYvWVncRSiw1Tv8Ihj1P8pEV+5DDXAZcPiTM+WuZ6YmHWRD6DUXY6Dr4mI",
+	"2LCH6iCVryx/jrAHaccTyfGTr3Qv0rEu7LKwDp2VrvVjQhOIRw6Ij4S556OFEeOJ4ItSDJZDgqvw2IrF",
+	"MuNWoF5KhOiYxJgb+oskFd5jwgfoa+qNLsF+x0viXHKsDSNccZpqw7CmhiM4LCaK5FYr4+neuM67UI1C",
+	"lh4U2qjv/4mLMaHh+GgZaC5/BmYOVOV/Pa00zsZ+Up0RKqCGxfRAy15KkQhT2gSyrP9CKvn8Rf/5o/7F",
+	"EStUwo1IR+oHnaev4NngvQiBKBYTQQFjDgGqV8W0oGjTU7dgvuqAwmgnXxIYOUkUBmWxZVaYCh8VGYuv",
+	"JIyBWmVhXrrTXeiET4qM5ysfQkLlUFpHx6au5HPc75czAWLBqhJxv6+VuuqnMo/ZAYufnL168/3zp1+P",
+	"X3733X+Ov372Giiw/PLFy6+fPqdvR8rx2ZRbTofBXc4PmmtKOAOOZYTFQuiCrxVGBsGpRin/1dPXb0Eg",
+	"0WhNGULXpSAorOEEunFByAkLnp+DDssyfQma8EQXKvXbC036uONEcKS7IES80f7qgQgG/WLJMj1zJP0G",
+	"KUuqGZA1hRwRsZ2wKuqoRDeXhk7rgbgQqgxIOyFREcMCnbh6O0/m3D4pD8STeVFJI2yL9p9UZJYTrZF0",
+	"DMLpRgquUqf1S0kO4oHDSqUChDh2gKBiTv2g8PRStpOAhQsalabgrCDge3ysS9pY7ERZ3HNC363AmKL2",
+	"zMCL44I0LWlwaWjcTpHqRe727hbhx69ffvf0XewuXV5p04WhTsbGcmtid3pcTL2bOz4wwMowVIODDPiU",
+	"0YlSaiJmXJGoU5Y5bNba6tfKhLh1HylceA9b1xgn0YErbaS0cnsr0lIO+9JcGLzp4ehLmwPBfJQxnSoN",
+	"Nq4tmMzl6tWo5K7SAmsv+UzxSo2ZYonG5kG6bW+0d5ucHCE+L+l2FGniwU1ctYSpjylGkeOOQEnsX0KS",
+	"/gAhSX8Q6LGmt6JZ/xFV+ZqfZs7tJh8N/ORdkuditT3551t44A4P+bditSnf5K2r5hXUH8OqFSRa0i+J",
+	"6i2ZIa7inWFd8lY5iFKR5AKRRMM0kZBeYIE20AtW4tqVpf6tWN1phvq3YvW5stMpwBQmuJlGXcoCwlej",
+	"1ogL/nuXAF9iTDdkn5eVIwfsWbmbINd9amOp3fuy1vufo4DxHrw/F6tG9GgTWuVCn5O7B6ksw4tJBTdH",
+	"yvDGktGEQtcMhwJe6s/r3XH1zQjwxMthdb+EQn1yEn/tSjAGFbvFdCoSLCWs6c6rxJX19sUBe5aKxVJb",
+	"h8p4E4GxKY7p8xHfF6L7bDGvcOH2XPWmise23Cm3rfcMkynrYvHT3379R9wrs5aWHGFxXdLSeamoVOpD",
+	"mMLjfNmdk85/QVc/nvX/O+//POz/5d37w+jR8fU/d1oSsh1P31CffAv4Pl9UVQQJZt/JFTL6Mm7WKplH",
+	"7vqJQT+lLsyeWVbBrmLxG7whCEOVKGVl1azKVDpweuujBBBi1lhWGJF7+2TEpKISb+jAlsrZNMiaG4VV",
+	"050NqlYz3aXClu9EE1pQyto7K7iqSbHIFXtuFnBm9frNpzTsakZY1GYiygzcEqXp3k1h3EkVoMr0ayaX",
+	"m0W1feeHh7ied4br/sVm88Vm8/8Lm82fsm5MBVT4vnOGnPAtMMLOyY/vrqP3nbOlBLUGPtWADM+a8oHi",
+	"g6qi5iVvdgWJpWI8YMeBJKYHNshi9+N1XdJV5b8DG1L9aDrMRLynVHwaBznXWdqIfXKDxExslotE56lI",
+	"R8qFK2MUFJdZkYteiVcYhQXKa9KgidRHxT4KI8ifOcv0hGfBoKRxKNox/dQKQA3zIanwXTX5O2So5Vu2",
+	"WcmqKX+BcayroLc8ViXooyPIgKYCaJV1SKcPOkMH78u/txoFKFHRlH5k6CZiFyKxOndaJB0cf1jWNL8I",
+	"q2NirErOleEulhADtz0UanUu6JwqbedSzdrOBA2ocSo+yaFw6bJt5+IHXwsy/ZJS+8c4dCWcX0V6eNiQ",
+	"zpH4yCl/4wMXtYumvch9jdixwMinp/Rnaqp3sv8vNP57p/GXSjTJm2J9biVJbn0TrWdNbZVEB+IKVP2N",
+	"Ct7TQAqtmxi64mopcxcjYQrQRgVIJm+4gOtZllY1BClBJH7hbvkuKpmyRVi3BvB01VcpHKa4N2DfCJG6",
+	"sL6RwqrxThmkEvdBLZVcIMY3pgdV0cXVgCmakKuRol+gszaZ9xRX5YM4gZ9AnRuUeIzb2MKLkgCcLQrj",
+	"uDeB9rnNoVX8vfOIP92RJ0qpiTVuWIUm9vs89U513Hyx+4YnlgUXs7IoJRx2DL+izB2LtsduGLJJQVgT",
+	"no4ULEPErIRrF9YHyl2cbdqj8EWnyc5FLiorIIZCSFTvqsuhmqHTq+7jPg2fNyKbYgwYcABQk2c8TzNh",
+	"zPaL3jd+Ke5QztfetO2q5/flyzH+xMf4tSfFdWMEVTD/AKvKJznRJApvjsjRfNkmIM/XaHPSTXnj4qKJ",
+	"CZJb45SSicu8IASn9IvTq3wMgWlGscZt9QRxvgmOUecMLrMuADoum8W0L5nLpHCpszSgJbfzoDK+5flM",
+	"WIxFpsRUyr2NZRqXYGcIklbFANQMR+ZcLpfQt9FO5yjVEYzyRGgqeynp6TnPF8B3eqeMK3oJss/qDb7s",
+	"fvkSzJEA5UQxzqa5MHMmMVNiguiISgR5EC7HQTr3jLvK4CoT6xuwt5iSci7EsrRlBF6bVHgQUqlVG3N8",
+	"ttik/ezj1/hgxYfOIpybBb8ieGpEbh4O2xSiT4iwh8uyuQJ+aZMgEvn9GyW+RAh9kMwgeqg8sBiU8wGa",
+	"31583r9to+ZWYgX/5PLvysb3Km9xE1HaF+7mCAE+UiUU68Nh5IFC2dFw2HMgqQ4Q3dXJrOOiY3zJkkL2",
+	"KdgfRjKvVTPrfvXi6CGF1RHMr3LZK1QKvsoWi0YqFcoIZwA1EaP67ZMVaI9ymeuEZ5hsG3m4XbMgSNgE",
+	"66lOtCpMLxqpSTBdzLcpr+cxFm+PT5nSMG6pZgP21F1sy81FSITgijvlCYE2lAnrrFDA9Rk35/C7zttu",
+	"oB7TlvtfMmnsVgVVip3o/FTl3+H1tKO5/rQJg/7YQ+L7Lw7XIyCi9619nkuV7g3xT6z9W2iyscNQSo1l",
+	"umnIh0ePbzniLYUCHoYgtkcfVCbgJvUB6OjcqEDAhrn5nBxnkrkxZPC2Piu6v1m37+78TrXtMuXP7pfL",
+	"1Ofwr+ncM3sb7MXnvkttut68IbNhdWlByNnK7gm8jsVKWxGXOOU9V2MgsXHEuCHWrk5AjFS3yAg+1jVu",
+	"9sw2ihy4qgW7IpXuNAbf696fJQzfWzzbD7Kz6NBufFGq/9RK9Q+5RC+hO3qpzEVisxXr1k5V726V64P3",
+	"9Nwe2M/ByfyC/vxnc1V7jnMHHmkfsEVV99etTt3LOaHXoPnLMtliP+pt8V/fvTl7q9r1JRD/D+GsvjWB",
+	"f5AWthv7kyis0tm4TebrB+oJQveSDYKMp65eDYVJ9QkUwQTnDdEo6pf4kXKAMxPBRIqhht3j4V98LHpw",
+	"94l7J4ynKeiv4rKKuESIijbV7Xssq3Gnqlv4is8UE76dGfjSIn9SpvClJPCn5Vl04kvJXKGTRcyXswKB",
+	"iSmUfQLGkQvxiZTFAzS9rD7YB3dz9li0aBt/ReCwK47as1YYJhqTcciMuY1Zl+PinDJVZBlLMsFzYpU0",
+	"jZ4vC2azskQW6+KaKn3ZI+NmaCUlZQbz0o3IBOJPK52PVCYNclVnH40bliqPZizLYM4S5lXkUqcyYeZS",
+	"iGUbi33j1Z2ntPR3w2XfCEv9/y5ZrFv80pwNwom28Eu+yxfuGXLPNwLNcnjUQx7qqeWWXBKhv3akiHg4",
+	"wm6FbZLMuQPlKgHBQlUtiOojGEWDEFArYu5B4gcioWLiH/Wx0ZtC47zLcwpv2GqRpgHe/oz9QUiyor9o",
+	"nUDfNUsXlFvvsSpz+sdEcNclBEoEs8sXvBYeTtDnm/KLVUWiBCe3OVP3hUSMWWbkTIm0jrhQwuslPMuk",
+	"mlWZ9QQci0mpc37hQE3rKayUi0QdhZVRKaU5CBkss1cjpnie60uRjpTVQbiLicl4QBedLrowfUIsNq/k",
+	"Jo7uePjAgUpiFmzkhLVx4XsNue79vQ8eDQOP7+NHx+jzJeen1UvDLnWOkBVUatMaTODFWD4Efhiws2Dx",
+	"jAfzXEjMQ4avNhu5Q0K5S0s3viEQ5Xdp2A7ntIEp4LJ8sWr/wcBkgGU089pLnM+mBNsTEmER6HmbGCpw",
+	"T+SRm9ASXJGW1LPSXGs7YPH7CTdiXOTZNaZDx+/pZ/zm4OIwPmWxu8dseAifcJ1v6me9BFIMUy/yrHPS",
+	"CZ/sRB0Ej59kdOSqn2p+5c7c2uXJwcHh0b8MhoPh4PDk8fDxEBboXbmg64GKoYLBugGEGtpLveMdcdLW",
+	"3PikalNTUE3WMgSDLkpr2Jpdyi1D5Iu0UxF3r+q4tWHobA+H5KvvrPdYAn8hJmzIYYP2SFktU0LxGrG5",
+	"4BliMcCsbC6TsK0Tpdfvrv+/AAAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

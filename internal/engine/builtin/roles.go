@@ -471,9 +471,20 @@ func (ts toolset) parseCall(name, args string) (role, query, id string) {
 	return role, "", ""
 }
 
-// toolDefs are the tools the request defines in full. The request does not
-// carry them yet; until it does, the roles come from the system prompt.
+// toolDefs are the tools the request defines in full: none for the single
+// name-only stub, whose name is a placeholder.
 func toolDefs(req *domain.ChatRequest) []ToolDef {
-	_ = req
-	return nil
+	if len(req.Tools) == 1 && req.Tools[0].Description == "" && req.Tools[0].Parameters == nil {
+		return nil
+	}
+	var out []ToolDef
+	for _, t := range req.Tools {
+		var params []ToolParam
+		if t.Parameters != nil {
+			b, _ := json.Marshal(t.Parameters)
+			params = ParamsFromSchema(b)
+		}
+		out = append(out, ToolDef{Name: t.Name, Description: t.Description, Params: params})
+	}
+	return out
 }
