@@ -657,8 +657,8 @@ func (e *Engine) feedbackQuery(st *state, ranked []scored) string {
 // reported when its evidence score is at least ReportCut times the best
 // document's, or at least ReportLinkCut times it and the document is linked
 // to the chain (the question or the top document names its subject, or it
-// names the top document's subject) and shares a term with the question;
-// the first MinReport always are. Chat turns are not cut.
+// names the top document's subject); the first MinReport always are. Chat
+// turns are not cut.
 func (e *Engine) reportIDs(st *state, ranked []scored) []string {
 	n := min(e.cfg.ReportLimit, len(ranked))
 	if e.cfg.ReportCut <= 0 || n == 0 || st.chatTurns() {
@@ -673,7 +673,7 @@ func (e *Engine) reportIDs(st *state, ranked []scored) []string {
 	for i, r := range ranked[:n] {
 		d := st.docs[r.id]
 		linked := mentions(st.question, d.subject) || i > 0 && (mentions(first.text, d.subject) || mentions(d.text, first.subject))
-		if i < e.cfg.MinReport || r.base >= e.cfg.ReportCut*top || linked && r.cov > 0 && r.base >= e.cfg.ReportLinkCut*top {
+		if i < e.cfg.MinReport || r.base >= e.cfg.ReportCut*top || linked && r.base >= e.cfg.ReportLinkCut*top {
 			out = append(out, r.id)
 		}
 	}
