@@ -37,7 +37,7 @@ func (s *Server) CreateChatCompletion(ctx context.Context, in gen.CreateChatComp
 		return &chatStream{
 			log:  s.log,
 			req:  req,
-			head: &domain.Completion{ID: "chatcmpl-" + newStreamID(), Model: req.Model, Created: time.Now()},
+			head: &domain.Completion{ID: "chatcmpl-" + newStreamID(), Model: req.Model, Created: time.Now(), SystemFingerprint: knownFingerprint(s.chat, req.Model)},
 			run:  func() (*domain.Completion, error) { return s.complete(ctx, req) },
 			ctx:  ctx,
 		}, nil
@@ -53,4 +53,18 @@ func newStreamID() string {
 	var b [12]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// knownFingerprint is the system_fingerprint a service's replies to model
+// carry, when the service knows it before the reply (so the first chunk of a
+// stream carries it too): services that know it say so with a Fingerprint
+// method, of the service or of the model.
+func knownFingerprint(svc any, model string) string {
+	switch f := svc.(type) {
+	case interface{ Fingerprint() string }:
+		return f.Fingerprint()
+	case interface{ Fingerprint(model string) string }:
+		return f.Fingerprint(model)
+	}
+	return ""
 }

@@ -66,7 +66,7 @@ func (s *Server) CreateMemoryChatCompletion(ctx context.Context, in gen.CreateMe
 		ms := &memoryStream{chatStream: &chatStream{
 			log:  s.log,
 			req:  req,
-			head: &domain.Completion{ID: "chatcmpl-" + newStreamID(), Model: req.Model, Created: time.Now()},
+			head: &domain.Completion{ID: "chatcmpl-" + newStreamID(), Model: req.Model, Created: time.Now(), SystemFingerprint: knownFingerprint(s.memory, req.Model)},
 			ctx:  ctx,
 		}}
 		ms.run = func() (*domain.Completion, error) {

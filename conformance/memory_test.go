@@ -507,3 +507,30 @@ func TestMemoryChatSvc1(t *testing.T) {
 		t.Fatalf("svc-1 listed %d times", n)
 	}
 }
+
+// TestStreamFirstChunkFingerprint: the first chunk of a stream carries the
+// system_fingerprint as every later chunk does, on both chat operations,
+// when the reply's fingerprint is known before the turn runs.
+func TestStreamFirstChunkFingerprint(t *testing.T) {
+	ctx := context.Background()
+	for _, op := range []struct{ base, model string }{{"/v1/", "svc-1"}, {"/v1/memory/", "memory-extractive"}} {
+		client := openai.NewClient(option.WithBaseURL(srv.url+op.base), option.WithAPIKey(srv.admin),
+			option.WithHTTPClient(recorder.Client()), option.WithMaxRetries(0), option.WithQuery("namespace", "conf-fp"))
+		params := openai.ChatCompletionNewParams{Model: op.model, Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Where is the harbour?")}}
+		if op.model == "svc-1" {
+			params.Messages = append([]openai.ChatCompletionMessageParamUnion{openai.SystemMessage("Use search, text_search, read and report_helpful_ids.")}, params.Messages...)
+			params.Tools = []openai.ChatCompletionToolUnionParam{openai.ChatCompletionFunctionTool(openai.FunctionDefinitionParam{Name: "search"})}
+		}
+		stream := client.Chat.Completions.NewStreaming(ctx, params)
+		n := 0
+		for stream.Next() {
+			if fp := stream.Current().SystemFingerprint; fp == "" {
+				t.Errorf("%s: chunk %d has no system_fingerprint", op.model, n)
+			}
+			n++
+		}
+		if err := stream.Err(); err != nil || n < 2 {
+			t.Fatalf("%s: %d chunks, %v", op.model, n, err)
+		}
+	}
+}

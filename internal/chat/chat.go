@@ -274,3 +274,7 @@ func randomID() string {
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }
+
+// Fingerprint is the system_fingerprint of every reply, known before a turn
+// runs (the first chunk of a stream carries it).
+func (s *Service) Fingerprint() string { return s.cfg.Fingerprint }

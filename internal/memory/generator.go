@@ -42,6 +42,11 @@ type Extractive struct {
 	Quote int
 }
 
+// Fingerprint is the system_fingerprint of the extractive model's replies.
+func (Extractive) Fingerprint() string { return extractiveFingerprint }
+
+const extractiveFingerprint = "capsuled-memory-extractive"
+
 // Models returns memory-extractive.
 func (Extractive) Models() []string { return []string{ExtractiveModel} }
 
@@ -86,7 +91,7 @@ func (e Extractive) Generate(ctx context.Context, in GenerateInput) (domain.Comp
 	}
 	return domain.Completion{
 		Model:             in.Model,
-		SystemFingerprint: "capsuled-memory-extractive",
+		SystemFingerprint: extractiveFingerprint,
 		Choices:           []domain.Choice{{Index: 0, Content: text, FinishReason: domain.FinishStop}},
 		Usage:             domain.Usage{PromptTokens: prompt, CompletionTokens: tok.CountTokens(text)},
 	}, nil

@@ -226,6 +226,18 @@ func New(cfg Config, d Deps) (*Service, error) {
 	return s, nil
 }
 
+// Fingerprint is the system_fingerprint a model's replies carry when it is
+// known before the reply (a generator with a fixed one); "" otherwise (an
+// upstream model server says its own with the reply).
+func (s *Service) Fingerprint(model string) string {
+	if _, g, ok := s.generator(model); ok {
+		if f, ok := g.(interface{ Fingerprint() string }); ok {
+			return f.Fingerprint()
+		}
+	}
+	return ""
+}
+
 // DefaultModel is the model an alias (svc-1) selects.
 func (s *Service) DefaultModel() string { return s.models[0] }
 
