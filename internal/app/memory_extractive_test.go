@@ -2,9 +2,6 @@ package app_test
 
 import (
 	"context"
-	"io"
-	"log/slog"
-	"net"
 	"os"
 	"strings"
 	"testing"
@@ -26,26 +23,10 @@ func TestMemoryExtractiveAnswers(t *testing.T) {
 	if onnx == "" || os.Getenv("CAPSULED_ORT_LIB") == "" {
 		t.Skip("needs the embedding model (CAPSULED_ONNX_DIR, CAPSULED_ORT_LIB; run .ci/fetch-model.sh)")
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	a, err := app.New(ctx, app.Config{DataDir: t.TempDir(), Capsules: app.CapsulesConfig{ONNXDir: onnx}},
-		slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin, _, err := a.Auth().EnsureAdminKey(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- a.Serve(ctx, l) }()
-	t.Cleanup(func() { cancel(); <-done; a.Close() })
-
-	client := openai.NewClient(option.WithBaseURL("http://"+l.Addr().String()+"/v1/memory/"), option.WithAPIKey(admin),
+	base, admin := serveWithAdmin(t, app.Config{Capsules: app.CapsulesConfig{ONNXDir: onnx}})
+	client := openai.NewClient(option.WithBaseURL(base+"memory/"), option.WithAPIKey(admin),
 		option.WithMaxRetries(0), option.WithQuery("namespace", "first-hour"))
+	ctx := context.Background()
 	say := func(text string) string {
 		t.Helper()
 		c, err := client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{
