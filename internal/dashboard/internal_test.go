@@ -189,3 +189,18 @@ func mustJSON(t *testing.T, v any) string {
 	}
 	return string(b)
 }
+
+func TestBreakableNames(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"holidays.md":                   "holidays.<wbr>md",
+		"a<b>.md":                       "a&lt;b&gt;.<wbr>md",
+		"docs/q3_plan-v2.md":            "docs/<wbr>q3_<wbr>plan-<wbr>v2.<wbr>md",
+		"":                              "",
+		strings.Repeat("x", 50) + ".md": strings.Repeat("x", 24) + "<wbr>" + strings.Repeat("x", 24) + "<wbr>xx.<wbr>md",
+	} {
+		if got := string(breakable(in)); got != want {
+			t.Errorf("breakable(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -53,7 +53,37 @@ var funcs = template.FuncMap{
 	"score": func(f float64) string {
 		return fmt.Sprintf("%.3f", f)
 	},
-	"prefix": func() string { return Prefix },
+	"prefix":    func() string { return Prefix },
+	"breakable": breakable,
+}
+
+// longToken is the longest run of characters without a break opportunity
+// that breakable leaves whole.
+const longToken = 24
+
+// breakable is a file name or URI, escaped, with break opportunities
+// (<wbr>) where a name may wrap sensibly: after a path separator,
+// underscore, hyphen or dot, and inside a run of more than longToken
+// characters with none of them. A table cell then wraps a long name at
+// those points only: the CSS breaks no word anywhere else, so a short
+// name stays on one line.
+func breakable(s string) template.HTML {
+	var b strings.Builder
+	run := 0
+	for _, r := range s {
+		if run >= longToken {
+			b.WriteString("<wbr>")
+			run = 0
+		}
+		b.WriteString(template.HTMLEscapeString(string(r)))
+		run++
+		switch r {
+		case '/', '\\', '_', '-', '.', '?', '&', '=', ':':
+			b.WriteString("<wbr>")
+			run = 0
+		}
+	}
+	return template.HTML(b.String())
 }
 
 func humanBytes(n int64) string {

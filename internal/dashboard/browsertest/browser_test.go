@@ -434,15 +434,40 @@ func TestUploadAndQueryInTheBrowser(t *testing.T) {
 	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// File names of the usual shape, and one long name without a separator:
+	// in the item table at desktop width each stays on one line (no break
+	// inside a word), and the long one wraps inside the table.
+	names := []string{"quarterly-planning_notes.md", "expenses.txt",
+		"Travelpolicyforallemployeesandcontractorsworldwide2026editionapprovedbytheboardinitsmeetingofmarch.txt"}
+	files := []string{file}
+	for _, n := range names {
+		f := filepath.Join(t.TempDir(), n)
+		if err := os.WriteFile(f, []byte("Notes about "+n+" for the staff handbook.\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	// A file that fails (not a real DOCX): its row has a long MIME type and
+	// a failure reason, which squeeze the other columns.
+	bad := filepath.Join(t.TempDir(), "budget-2026.docx")
+	if err := os.WriteFile(bad, []byte("PK\x03\x04 not really a zip archive"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, bad)
 	step(t, ctx, "upload",
-		chromedp.SetUploadFiles(chromedp.ID("upload-files"), []string{file}),
+		chromedp.SetUploadFiles(chromedp.ID("upload-files"), files),
 		chromedp.Click(chromedp.CSS(`form[data-upload] button[type=submit]`)),
 		chromedp.WaitVisible(chromedp.CSS(`tr[data-item-id]`)),
 	)
 	// Wait until ingestion is done (reloading, as a person would).
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		st := run(t, ctx, "status", chromedp.Text(chromedp.CSS(`tr[data-item-id] .status`)))
+		st := run(t, ctx, "status", chromedp.Evaluate[string](`(() => {
+			const s = [...document.querySelectorAll('tr[data-item-id] .status')].map(e => e.textContent);
+			if (s.length < 5) return 'missing';
+			if (s.filter(x => x === 'failed').length > 1) return 'failed';
+			return s.find(x => x !== 'ready' && x !== 'failed') || 'ready';
+		})()`))
 		if st == "ready" {
 			break
 		}
@@ -453,6 +478,49 @@ func TestUploadAndQueryInTheBrowser(t *testing.T) {
 		step(t, ctx, "reload", chromedp.Sleep(300*time.Millisecond), chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`tr[data-item-id]`)))
 	}
 	checkPage(t, ctx, dir, "capsule")
+	// Where each item's name wraps in the table at a laptop's width: the
+	// number of lines it takes, and every break inside a word: a line that
+	// starts inside a text node (the <wbr> that breakable puts after
+	// separators and into long runs split the name into nodes) after a
+	// character other than white space.
+	step(t, ctx, "laptop width", chromedp.EmulateViewport(1024, 768))
+	layout := run(t, ctx, "name layout", chromedp.Evaluate[map[string]any](`(() => {
+		const out = {lines: {}, midword: [], overflow: false};
+		for (const td of document.querySelectorAll('tr[data-item-id] td[data-label="Item"]')) {
+			const walker = document.createTreeWalker(td, NodeFilter.SHOW_TEXT);
+			let top = null, prev = '', lines = 0;
+			for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+				for (let i = 0; i < n.data.length; i++) {
+					const r = document.createRange();
+					r.setStart(n, i); r.setEnd(n, i + 1);
+					const t = Math.round(r.getBoundingClientRect().top);
+					if (top === null || t > top + 2) {
+						lines++;
+						if (top !== null && i > 0 && !/\s/.test(prev)) out.midword.push(td.textContent + ' before ' + n.data.slice(i, i + 8));
+						top = t;
+					}
+					prev = n.data[i];
+				}
+			}
+			out.lines[td.textContent] = lines;
+		}
+		const table = document.querySelector('tr[data-item-id]').closest('table');
+		out.overflow = table.scrollWidth > table.parentElement.clientWidth + 1;
+		return out;
+	})()`))
+	if mid, _ := layout["midword"].([]any); len(mid) > 0 {
+		t.Errorf("file names break inside words: %v", mid)
+	}
+	lines, _ := layout["lines"].(map[string]any)
+	for _, n := range append([]string{"holidays.md", "budget-2026.docx"}, names[:2]...) {
+		if l, _ := lines[n].(float64); l != 1 {
+			t.Errorf("file name %s takes %v lines in the item table at 1024px, want 1 (%v)", n, lines[n], layout)
+		}
+	}
+	if layout["overflow"] != false {
+		t.Errorf("the item table overflows its section (%v)", layout)
+	}
+	step(t, ctx, "viewport back", chromedp.EmulateViewport(1280, 900))
 
 	step(t, ctx, "query",
 		chromedp.Click(chromedp.CSS(`a[href="/dashboard/playground?capsule=handbook"]`)),
