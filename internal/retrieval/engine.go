@@ -184,6 +184,7 @@ type Engine struct {
 	dim   int
 	mu    sync.Mutex
 	index map[string]*capIndex
+	gens  map[string]int64 // each capsule's generation at its last query (StoreSearcher over Versioned)
 
 	// Each (capsule, term)'s best single-term BM25 score, for the
 	// query-relative keyword score. Any change to any capsule clears it
@@ -436,6 +437,7 @@ func (e *Engine) CapsuleRemoved(capsule string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	delete(e.index, capsule)
+	delete(e.gens, capsule)
 }
 
 // Stats reports the indexed items and vectors of a loaded capsule.
@@ -468,13 +470,10 @@ type cand struct {
 // plans the query (plan), runs both retrievers at once (retrieve), merges
 // and scores their candidates (merge, score) and reads the best ones' texts
 // (hydrate); with a Reranker, the best RerankDepth of them are reordered by
-// it (rerank).
+// it (rerank). Over a StoreSearcher the retrievers run in the store
+// (storeSearch) and the Engine holds none of the capsule's vectors or items.
 func (e *Engine) Search(ctx context.Context, capsule string, q domain.Query) ([]domain.Hit, error) {
 	p, err := e.plan(q)
-	if err != nil {
-		return nil, err
-	}
-	ci, err := e.load(ctx, capsule)
 	if err != nil {
 		return nil, err
 	}
@@ -484,16 +483,30 @@ func (e *Engine) Search(ctx context.Context, capsule string, q domain.Query) ([]
 		n = max(p.limit, e.cfg.RerankDepth)
 		p.depth = max(p.depth, n)
 	}
+	var hits []domain.Hit
+	if ss, ok := e.src.(StoreSearcher); ok {
+		hits, err = e.storeSearch(ctx, ss, capsule, q, p, n)
+	} else {
+		hits, err = e.memorySearch(ctx, capsule, q, p, n)
+	}
+	if err != nil || !rerank {
+		return hits, err
+	}
+	return e.rerank(ctx, q.Text, hits, p.limit)
+}
+
+// memorySearch is Search over the Engine's own index of the capsule.
+func (e *Engine) memorySearch(ctx context.Context, capsule string, q domain.Query, p plan, n int) ([]domain.Hit, error) {
+	ci, err := e.load(ctx, capsule)
+	if err != nil {
+		return nil, err
+	}
 	pred := Compile(q.Wishlist)
 	r, err := e.retrieve(ctx, ci, capsule, q.Text, p, pred)
 	if err != nil {
 		return nil, err
 	}
-	hits, err := e.fused(ctx, ci, r, p, q, n)
-	if err != nil || !rerank {
-		return hits, err
-	}
-	return e.rerank(ctx, q.Text, hits, p.limit)
+	return e.fused(ctx, ci, r, p, q, n)
 }
 
 // fused merges and scores the candidates and reads the best n.

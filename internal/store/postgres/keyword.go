@@ -44,28 +44,6 @@ func (s *CapsuleStore) ChunkVectors(ctx context.Context, capsule string, fn func
 	return rows.Err()
 }
 
-// Nearest calls fn with the capsule's chunks nearest to the unit vector q by
-// cosine similarity, best first, until fn returns false. For 384-dimensional
-// vectors it uses the HNSW index (approximate; hnsw.ef_search, default 40,
-// bounds how many it can return); for other widths it scans.
-func (s *CapsuleStore) Nearest(ctx context.Context, capsule string, q []float32, fn func(itemID string, idx int, cosine float64) bool) error {
-	var capID int64
-	if err := s.db.pool.QueryRow(ctx, "SELECT id FROM capsules WHERE name = $1", capsule).Scan(&capID); err != nil {
-		return interpret(err)
-	}
-	query := `SELECT item_id, idx, 1 - (embedding <=> $2) AS s FROM chunks
-		WHERE capsule_id = $1 AND vector_dims(embedding) = $3 ORDER BY embedding <=> $2, item_id, idx`
-	if len(q) == 384 {
-		query = `SELECT item_id, idx, 1 - (embedding::vector(384) <=> $2::vector(384)) AS s FROM chunks
-			WHERE capsule_id = $1 AND vector_dims(embedding) = $3 ORDER BY embedding::vector(384) <=> $2::vector(384)`
-	}
-	rows, err := s.db.pool.Query(ctx, query, capID, pgvector.NewVector(q), len(q))
-	if err != nil {
-		return fmt.Errorf("nearest chunks: %w", err)
-	}
-	return streamScored(rows, fn)
-}
-
 // Keyword calls fn with the capsule's chunks that match any of the terms, in
 // ranking order (best first), with a positive score, until fn returns false:
 // pg_textsearch's BM25 where the store uses it, else ts_rank_cd. Terms are
@@ -88,6 +66,12 @@ func (s *CapsuleStore) Keyword(ctx context.Context, capsule string, terms []stri
 // KeywordN is Keyword for a caller that expects to need about want hits: with
 // pg_textsearch the first page holds that many (then pages grow fourfold).
 func (s *CapsuleStore) KeywordN(ctx context.Context, capsule string, terms []string, want int, fn func(itemID string, idx int, score float64) bool) error {
+	return s.KeywordWhere(ctx, capsule, terms, want, domain.Wishlist{}, fn)
+}
+
+// KeywordWhere is KeywordN over the chunks of the items that pass w's item
+// filters (those itemFilter translates; the engine checks the rest).
+func (s *CapsuleStore) KeywordWhere(ctx context.Context, capsule string, terms []string, want int, w domain.Wishlist, fn func(itemID string, idx int, score float64) bool) error {
 	if len(terms) == 0 {
 		return nil
 	}
@@ -98,15 +82,16 @@ func (s *CapsuleStore) KeywordN(ctx context.Context, capsule string, terms []str
 	if s.db.fullText == FullTextBM25 {
 		// One more than wanted: a full page holds back its last group of
 		// equal scores, so want rows need want+1 unless the last ones tie.
-		return s.keywordBM25(ctx, capID, strings.Join(terms, " "), max(want, 1)+1, fn)
+		return s.keywordBM25(ctx, capID, strings.Join(terms, " "), max(want, 1)+1, w, fn)
 	}
 	// Each term becomes its own plainto_tsquery, ORed: its lexemes come
 	// out quoted, so no term is read as tsquery syntax.
+	cond, args := itemFilter(w, []any{capID, terms})
 	rows, err := s.db.pool.Query(ctx, `WITH q AS (
 		SELECT string_agg(p::text, ' | ')::tsquery AS q FROM (
 			SELECT plainto_tsquery('english', t) AS p FROM unnest($2::text[]) t) x WHERE numnode(p) > 0)
 		SELECT k.item_id, k.idx, ts_rank_cd(k.tsv, q.q) AS s FROM chunks k, q
-		WHERE k.capsule_id = $1 AND k.tsv @@ q.q ORDER BY s DESC, k.item_id, k.idx`, capID, terms)
+		WHERE k.capsule_id = $1 AND k.tsv @@ q.q`+itemsWhere(cond)+` ORDER BY s DESC, k.item_id, k.idx`, args...)
 	if err != nil {
 		return fmt.Errorf("keyword search: %w", err)
 	}
@@ -178,17 +163,19 @@ const firstKeywordPage = 128
 
 // keywordBM25 is Keyword through pg_textsearch. The query is the terms as
 // text: the index's analyzer splits and stems it, so nothing in it is syntax.
-func (s *CapsuleStore) keywordBM25(ctx context.Context, capID int64, query string, first int, fn func(itemID string, idx int, score float64) bool) error {
+func (s *CapsuleStore) keywordBM25(ctx context.Context, capID int64, query string, first int, w domain.Wishlist, fn func(itemID string, idx int, score float64) bool) error {
 	type key struct {
 		item string
 		idx  int
 	}
 	sent := map[key]bool{}
+	cond, args := itemFilter(w, []any{capID, query, 0})
 	for limit := first; ; limit *= 4 {
 		// The bound scan order is the index's; a Sort by anything else
 		// would score every chunk again.
-		rows, err := s.db.pool.Query(ctx, `SELECT item_id, idx, -(text <@> to_bm25query($2, 'chunks_bm25')) AS s FROM chunks
-			WHERE capsule_id = $1 ORDER BY text <@> to_bm25query($2, 'chunks_bm25') LIMIT $3`, capID, query, limit)
+		args[2] = limit
+		rows, err := s.db.pool.Query(ctx, `SELECT k.item_id, k.idx, -(k.text <@> to_bm25query($2, 'chunks_bm25')) AS s FROM chunks k
+			WHERE k.capsule_id = $1`+itemsWhere(cond)+` ORDER BY k.text <@> to_bm25query($2, 'chunks_bm25') LIMIT $3`, args...)
 		if err != nil {
 			return fmt.Errorf("keyword search: %w", err)
 		}
@@ -197,9 +184,11 @@ func (s *CapsuleStore) keywordBM25(ctx context.Context, capID int64, query strin
 			return fmt.Errorf("keyword search: %w", err)
 		}
 		if len(page) == 0 && limit == first {
+			cond, args := itemFilter(w, []any{capID, query})
 			rows, err := s.db.pool.Query(ctx, `SELECT item_id, idx, s FROM (
-				SELECT item_id, idx, -(text <@> to_bm25query($2, 'chunks_bm25')) AS s FROM chunks WHERE capsule_id = $1) m
-				WHERE s > 0 ORDER BY s DESC, item_id, idx`, capID, query)
+				SELECT k.item_id, k.idx, -(k.text <@> to_bm25query($2, 'chunks_bm25')) AS s FROM chunks k
+				WHERE k.capsule_id = $1`+itemsWhere(cond)+`) m
+				WHERE s > 0 ORDER BY s DESC, item_id, idx`, args...)
 			if err != nil {
 				return fmt.Errorf("keyword search: %w", err)
 			}

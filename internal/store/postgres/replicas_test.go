@@ -2,6 +2,8 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -11,9 +13,11 @@ import (
 )
 
 // TestServicesShareChanges runs two capsule services, as two replicas do, on
-// one database and one blob directory: an item added, updated or deleted
-// through one is seen by the other's next query (its in-memory index follows
-// the capsule's generation), though the other never heard of the change.
+// one database and one blob directory: an item added, updated, replaced or
+// deleted through one is seen by the other's next query, in every mode and
+// through filters, though the other never heard of the change: neither
+// holds the capsule's vectors or items (dense and keyword search run in the
+// database).
 func TestServicesShareChanges(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -66,7 +70,7 @@ func TestServicesShareChanges(t *testing.T) {
 		}
 		return it
 	}
-	it := add("z1", "The zebra crosses the savanna.", map[string]any{"lang": "en"})
+	add("z1", "The zebra crosses the savanna.", map[string]any{"lang": "en"})
 	for _, mode := range []domain.SearchMode{domain.ModeKeyword, domain.ModeSemantic, domain.ModeHybrid} {
 		if got := uris(b, "zebra savanna", domain.Wishlist{Mode: mode}); len(got) != 1 || got[0] != "z1" {
 			t.Fatalf("%s through the other replica: %v", mode, got)
@@ -81,13 +85,68 @@ func TestServicesShareChanges(t *testing.T) {
 	if got := uris(b, "zebra", fr); len(got) != 1 {
 		t.Fatalf("metadata update through the other replica: %v", got)
 	}
-	// A delete through a is gone from b's semantic results too (its
-	// vectors live in b's memory).
+	// Content replaced through a: b's dense search finds the new text's
+	// chunks and none of the old (the old chunks are gone from the store).
+	wait := func(it domain.Item) {
+		t.Helper()
+		if it, err := a.WaitItem(ctx, "shared", it.ID, 30*time.Second); err != nil || it.Status != domain.StatusReady {
+			t.Fatalf("%+v %v", it, err)
+		}
+	}
+	it, _, err := a.AddItem(ctx, "shared", capsule.NewItem{Kind: domain.ItemText, Text: "The giraffe eats acacia leaves.",
+		URI: "z1", Metadata: map[string]any{"lang": "fr"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wait(it)
+	for _, mode := range []domain.SearchMode{domain.ModeSemantic, domain.ModeHybrid} {
+		hits, err := b.Query(ctx, "shared", domain.Query{Text: "giraffe acacia", Limit: 10, Wishlist: domain.Wishlist{Mode: mode}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(hits) != 1 || hits[0].Content != "The giraffe eats acacia leaves." {
+			t.Fatalf("%s after the content changed through the other replica: %+v", mode, hits)
+		}
+	}
+	// Items added through a, some filtered out, are found by b's filtered
+	// dense search on its next query.
+	var herd []domain.Item
+	for i := range 12 {
+		lang := "de"
+		if i%4 == 0 {
+			lang = "en"
+		}
+		it, _, err := a.AddItem(ctx, "shared", capsule.NewItem{Kind: domain.ItemText, Text: fmt.Sprintf("Zebra herd number %d grazes.", i),
+			URI: fmt.Sprintf("herd%d", i), Metadata: map[string]any{"lang": lang}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wait(it)
+		herd = append(herd, it)
+	}
+	en := domain.Wishlist{Mode: domain.ModeSemantic, Metadata: []domain.MetadataFilter{{Key: "lang", Op: domain.OpEq, Value: "en"}}}
+	got := uris(b, "zebra herd", en)
+	if slices.Sort(got); fmt.Sprint(got) != "[herd0 herd4 herd8]" {
+		t.Fatalf("filtered dense search through the other replica: %v", got)
+	}
+	// b holds no vectors and no items: each query asks the database.
+	if items, vectors := b.Engine().Stats("shared"); items != 0 || vectors != 0 {
+		t.Fatalf("replica b holds %d items, %d vectors in memory", items, vectors)
+	}
+	// A delete through a is gone from b's semantic results too.
 	if err := a.DeleteItem(ctx, "shared", it.ID); err != nil {
 		t.Fatal(err)
 	}
-	if got := uris(b, "zebra savanna", domain.Wishlist{Mode: domain.ModeSemantic}); len(got) != 0 {
+	if got := uris(b, "giraffe acacia", domain.Wishlist{Mode: domain.ModeSemantic}); slices.Contains(got, "z1") {
 		t.Fatalf("deleted item through the other replica: %v", got)
+	}
+	for _, it := range herd {
+		if err := a.DeleteItem(ctx, "shared", it.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := uris(b, "zebra herd", domain.Wishlist{Mode: domain.ModeSemantic}); len(got) != 0 {
+		t.Fatalf("deleted items through the other replica: %v", got)
 	}
 	// A capsule deleted and made again through a is empty on b.
 	add("z2", "Another zebra.", nil)

@@ -42,9 +42,9 @@ func unit(dim, axis int, tilt float32) []float32 {
 	return v
 }
 
-// TestNearest checks cosine ranking through the HNSW index (384
+// TestDenseTopK checks cosine ranking through the HNSW index (384
 // dimensions) and by scan (other widths), inside one capsule.
-func TestNearest(t *testing.T) {
+func TestDenseTopK(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	for _, dim := range []int{384, 8} {
@@ -74,15 +74,15 @@ func TestNearest(t *testing.T) {
 				}
 			}
 			var got []string
-			err := st.Nearest(ctx, "a", unit(dim, 0, 0), func(id string, idx int, cos float64) bool {
-				got = append(got, fmt.Sprintf("%s/%d", id, idx))
-				if cos < -1.0001 || cos > 1.0001 {
-					t.Errorf("cosine %v", cos)
-				}
-				return true
-			})
+			ms, err := st.DenseTopK(ctx, "a", unit(dim, 0, 0), 10, domain.Wishlist{})
 			if err != nil {
 				t.Fatal(err)
+			}
+			for _, m := range ms {
+				got = append(got, fmt.Sprintf("%s/%d", m.ItemID, m.Idx))
+				if m.Cosine < -1.0001 || m.Cosine > 1.0001 {
+					t.Errorf("cosine %v", m.Cosine)
+				}
 			}
 			if fmt.Sprint(got) != "[itm_a/2 itm_a/0 itm_a/1]" {
 				t.Fatalf("nearest: %v", got)

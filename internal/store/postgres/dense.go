@@ -1,0 +1,158 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/pgvector/pgvector-go"
+
+	"capsuled/internal/domain"
+	"capsuled/internal/retrieval"
+)
+
+// The store searches vectors itself: the engine keeps none in memory.
+var _ retrieval.StoreSearcher = (*CapsuleStore)(nil)
+
+// hnswDim is the width of the vectors the HNSW index chunks_hnsw covers
+// (migration 0002); vectors of other widths are scanned.
+const hnswDim = 384
+
+// maxEfSearch is pgvector's largest hnsw.ef_search.
+const maxEfSearch = 1000
+
+// itemsWhere is cond (from itemFilter, on items aliased i) as a condition on
+// the chunk aliased k, or "" for no condition.
+func itemsWhere(cond string) string {
+	if cond == "" {
+		return ""
+	}
+	return " AND EXISTS (SELECT FROM items i WHERE i.id = k.item_id AND " + cond + ")"
+}
+
+// DenseTopK returns up to k chunks of the capsule, of items that pass w's
+// item filters (those itemFilter translates), nearest to the unit vector q
+// by cosine, with their cosines (1 − pgvector's cosine distance), best
+// first.
+//
+// For 384-dimensional vectors it reads the HNSW index chunks_hnsw, in one
+// transaction that sets hnsw.ef_search to 2k (at least the server's own
+// setting, at most 1000) and hnsw.iterative_scan to relaxed_order, so that
+// pgvector keeps walking the graph while the capsule and the filters reject
+// what it finds, up to hnsw.max_scan_tuples (the server's setting). The
+// filters are applied inside that scan. When the index gives fewer than k
+// chunks (a capsule or filter that selective that the walk stopped first,
+// or fewer than k chunks pass), the chunks that pass are scored exactly
+// instead, so a filter returns k chunks whenever k pass. Vectors of other
+// widths are always scored exactly.
+func (s *CapsuleStore) DenseTopK(ctx context.Context, capsule string, q []float32, k int, w domain.Wishlist) ([]retrieval.Match, error) {
+	if k <= 0 || len(q) == 0 {
+		return nil, nil
+	}
+	cond, args := itemFilter(w, []any{capsule, pgvector.NewVector(q), k})
+	if len(q) == hnswDim {
+		ms, err := s.denseHNSW(ctx, k, itemsWhere(cond), args)
+		if err != nil || len(ms) == k {
+			return ms, err
+		}
+	}
+	args = append(args, len(q))
+	rows, err := s.db.pool.Query(ctx, `SELECT k.item_id, k.idx, 1 - (k.embedding <=> $2) FROM chunks k
+		WHERE k.capsule_id = (SELECT id FROM capsules WHERE name = $1) AND vector_dims(k.embedding) = $`+fmt.Sprint(len(args))+
+		itemsWhere(cond)+` ORDER BY k.embedding <=> $2, k.item_id, k.idx LIMIT $3`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("dense search: %w", interpret(err))
+	}
+	return collectMatches(rows)
+}
+
+// denseHNSW is DenseTopK's index scan.
+func (s *CapsuleStore) denseHNSW(ctx context.Context, k int, where string, args []any) ([]retrieval.Match, error) {
+	tx, err := s.db.pool.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return nil, fmt.Errorf("dense search: %w", interpret(err))
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after Commit
+	// SET LOCAL, by function: the values are parameters.
+	if _, err := tx.Exec(ctx, `SELECT set_config('hnsw.ef_search',
+			least(greatest(coalesce(current_setting('hnsw.ef_search', true)::int, 40), $1::int), $2::int)::text, true),
+		set_config('hnsw.iterative_scan', 'relaxed_order', true)`, 2*k, maxEfSearch); err != nil {
+		return nil, fmt.Errorf("dense search: %w", interpret(err))
+	}
+	rows, err := tx.Query(ctx, `SELECT k.item_id, k.idx, 1 - (k.embedding::vector(384) <=> $2::vector(384)) FROM chunks k
+		WHERE k.capsule_id = (SELECT id FROM capsules WHERE name = $1) AND vector_dims(k.embedding) = 384`+where+`
+		ORDER BY k.embedding::vector(384) <=> $2::vector(384) LIMIT $3`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("dense search: %w", interpret(err))
+	}
+	ms, err := collectMatches(rows)
+	if err != nil {
+		return nil, err
+	}
+	return ms, tx.Commit(ctx)
+}
+
+// collectMatches reads (item_id, idx, cosine) rows and closes them.
+func collectMatches(rows pgx.Rows) ([]retrieval.Match, error) {
+	defer rows.Close()
+	var out []retrieval.Match
+	for rows.Next() {
+		var m retrieval.Match
+		if err := rows.Scan(&m.ItemID, &m.Idx, &m.Cosine); err != nil {
+			return nil, fmt.Errorf("dense search: %w", err)
+		}
+		out = append(out, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("dense search: %w", interpret(err))
+	}
+	return out, nil
+}
+
+// ChunkCosines returns the cosine of q with each chunk (itemIDs[i],
+// idxs[i]) of the capsule, computed as DenseTopK does; found[i] is false
+// where the chunk is gone or has no vector of q's width.
+func (s *CapsuleStore) ChunkCosines(ctx context.Context, capsule string, q []float32, itemIDs []string, idxs []int) ([]float64, []bool, error) {
+	if len(itemIDs) != len(idxs) {
+		return nil, nil, fmt.Errorf("chunk cosines: %d ids, %d idxs", len(itemIDs), len(idxs))
+	}
+	cos, found := make([]float64, len(itemIDs)), make([]bool, len(itemIDs))
+	if len(itemIDs) == 0 {
+		return cos, found, nil
+	}
+	rows, err := s.db.pool.Query(ctx, `SELECT r.n, 1 - (k.embedding <=> $2) FROM unnest($3::text[], $4::int[]) WITH ORDINALITY r(item_id, idx, n)
+		JOIN chunks k ON k.item_id = r.item_id AND k.idx = r.idx
+		WHERE k.capsule_id = (SELECT id FROM capsules WHERE name = $1) AND vector_dims(k.embedding) = $5`,
+		capsule, pgvector.NewVector(q), itemIDs, idxs, len(q))
+	if err != nil {
+		return nil, nil, fmt.Errorf("chunk cosines: %w", interpret(err))
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var n int
+		var c float64
+		if err := rows.Scan(&n, &c); err != nil {
+			return nil, nil, fmt.Errorf("chunk cosines: %w", err)
+		}
+		if n >= 1 && n <= len(cos) {
+			cos[n-1], found[n-1] = c, true
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, fmt.Errorf("chunk cosines: %w", interpret(err))
+	}
+	return cos, found, nil
+}
+
+// ItemsByID returns the capsule's searchable items among ids.
+func (s *CapsuleStore) ItemsByID(ctx context.Context, capsule string, ids []string) ([]domain.Item, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	rows, err := s.db.pool.Query(ctx, "SELECT "+itemColumns+itemFrom+
+		" WHERE c.name = $1 AND i.id = ANY($2::text[]) AND i.indexed_hash IS NOT NULL", capsule, ids)
+	if err != nil {
+		return nil, fmt.Errorf("items by id: %w", interpret(err))
+	}
+	return collect(rows, scanItem)
+}
