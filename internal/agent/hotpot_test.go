@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"bufio"
+	"cmp"
 	"compress/gzip"
 	"context"
 	"encoding/json"
@@ -17,6 +18,7 @@ import (
 
 	"capsuled/internal/agent"
 	"capsuled/internal/chat"
+	"capsuled/internal/domain"
 	"capsuled/internal/engine/builtin"
 )
 
@@ -29,43 +31,8 @@ func TestHotpotQAPolicy(t *testing.T) {
 	if n == "" {
 		t.Skip("set CAPSULED_HOTPOT=all (or a number of questions) to run the policy benchmark")
 	}
-	dir := os.Getenv("CAPSULED_HOTPOT_DIR")
-	if dir == "" {
-		dir = "../../../shared/data/hotpotqa"
-	}
-	docs := readJSONL[struct{ ID, Title, Text string }](t, filepath.Join(dir, "corpus.jsonl.gz"), func(m map[string]any) struct{ ID, Title, Text string } {
-		return struct{ ID, Title, Text string }{m["_id"].(string), m["title"].(string), m["text"].(string)}
-	})
-	qs := readJSONL[[2]string](t, filepath.Join(dir, "queries.jsonl.gz"), func(m map[string]any) [2]string {
-		return [2]string{m["_id"].(string), m["text"].(string)}
-	})
-	qrels := map[string][]string{}
-	raw, err := os.ReadFile(filepath.Join(dir, "qrels", "test.tsv"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
-		f := strings.Split(line, "\t")
-		if i == 0 || len(f) < 2 {
-			continue
-		}
-		qrels[f[0]] = append(qrels[f[0]], f[1])
-	}
-	// CAPSULED_HOTPOT_SHAPE=bench gives the hits the shape the bench's
-	// capsule gives them: no title, the text "title text"; =untitled drops
-	// the title altogether (the text alone, as document chunks have).
 	shapeName := os.Getenv("CAPSULED_HOTPOT_SHAPE")
-	mem := make([]memDoc, len(docs))
-	for i, d := range docs {
-		switch shapeName {
-		case "bench":
-			mem[i] = memDoc{id: d.ID, text: d.Title + " " + d.Text}
-		case "untitled":
-			mem[i] = memDoc{id: d.ID, text: d.Text}
-		default:
-			mem[i] = memDoc{id: d.ID, title: d.Title, text: d.Text}
-		}
-	}
+	mem, qs, qrels := hotpotData(t, shapeName)
 	backend := newBM25MemoryBackend(mem)
 	if k, err := strconv.Atoi(n); err == nil && k < len(qs) {
 		qs = qs[:k]
@@ -145,6 +112,102 @@ func TestHotpotQAPolicy(t *testing.T) {
 		float64(turns)/float64(ag.n), float64(calls)/float64(ag.n), timed.p50())
 }
 
+// hotpotData reads the HotpotQA slice (CAPSULED_HOTPOT_DIR, default
+// ../shared/data/hotpotqa from the repository root) as the backend's
+// documents in the given shape, its queries (id, text) and its qrels; it
+// skips when the set is not there.
+func hotpotData(tb testing.TB, shapeName string) ([]memDoc, [][2]string, map[string][]string) {
+	tb.Helper()
+	dir := os.Getenv("CAPSULED_HOTPOT_DIR")
+	if dir == "" {
+		dir = "../../../shared/data/hotpotqa"
+	}
+	docs := readJSONL[struct{ ID, Title, Text string }](tb, filepath.Join(dir, "corpus.jsonl.gz"), func(m map[string]any) struct{ ID, Title, Text string } {
+		return struct{ ID, Title, Text string }{m["_id"].(string), m["title"].(string), m["text"].(string)}
+	})
+	qs := readJSONL[[2]string](tb, filepath.Join(dir, "queries.jsonl.gz"), func(m map[string]any) [2]string {
+		return [2]string{m["_id"].(string), m["text"].(string)}
+	})
+	qrels := map[string][]string{}
+	raw, err := os.ReadFile(filepath.Join(dir, "qrels", "test.tsv"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for i, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+		f := strings.Split(line, "\t")
+		if i == 0 || len(f) < 2 {
+			continue
+		}
+		qrels[f[0]] = append(qrels[f[0]], f[1])
+	}
+	// shape "bench" gives the hits the shape the bench's capsule gives
+	// them: no title, the text "title text"; "untitled" drops the title
+	// altogether (the text alone, as document chunks have); "" keeps it in
+	// the hit's title field.
+	mem := make([]memDoc, len(docs))
+	for i, d := range docs {
+		switch shapeName {
+		case "bench":
+			mem[i] = memDoc{id: d.ID, text: d.Title + " " + d.Text}
+		case "untitled":
+			mem[i] = memDoc{id: d.ID, text: d.Text}
+		default:
+			mem[i] = memDoc{id: d.ID, title: d.Title, text: d.Text}
+		}
+	}
+	return mem, qs, qrels
+}
+
+// BenchmarkHotpotTurn measures the built-in engine's own time per turn (as
+// `capsuled bench agent`'s engine_turn_p50_ms does: the engine's Generate,
+// no search) over the real conversations of the first 100 HotpotQA
+// questions, run through the loop over the in-memory BM25 backend:
+// bench-shaped hits (CAPSULED_HOTPOT_SHAPE=untitled for the text alone). It
+// records every turn's messages once, then each iteration answers all of
+// them again; it reports the mean and the median time per turn. It skips
+// when the set is not in ../shared/data/hotpotqa (or CAPSULED_HOTPOT_DIR).
+func BenchmarkHotpotTurn(b *testing.B) {
+	shape := cmp.Or(os.Getenv("CAPSULED_HOTPOT_SHAPE"), "bench")
+	mem, qs, _ := hotpotData(b, shape)
+	backend := newBM25MemoryBackend(mem)
+	sort.Slice(qs, func(i, j int) bool { return qs[i][0] < qs[j][0] })
+	eng := builtin.New(builtin.Config{})
+	request := func(msgs []domain.Message) *domain.ChatRequest {
+		return &domain.ChatRequest{Model: "svc-1", Messages: msgs, ToolStub: true, ToolChoice: domain.ToolChoice{Mode: domain.ToolChoiceAuto},
+			N: 1, IncludeReasoning: true, ParallelToolCalls: true, AddGenerationPrompt: true}
+	}
+	var recorded [][]domain.Message
+	rec := agent.ModelFunc(func(ctx context.Context, msgs []domain.Message) (domain.Choice, error) {
+		recorded = append(recorded, slices.Clone(msgs))
+		cs, _, err := eng.Generate(ctx, request(msgs))
+		if err != nil {
+			return domain.Choice{}, err
+		}
+		return cs[0], nil
+	})
+	ctx := context.Background()
+	for _, q := range qs[:min(100, len(qs))] {
+		if _, err := agent.Run(ctx, rec, backend, q[1], agent.Config{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	times := make([]time.Duration, len(recorded))
+	b.ResetTimer()
+	for b.Loop() {
+		for i, msgs := range recorded {
+			t0 := time.Now()
+			if _, _, err := eng.Generate(ctx, request(msgs)); err != nil {
+				b.Fatal(err)
+			}
+			times[i] = time.Since(t0)
+		}
+	}
+	b.StopTimer()
+	slices.Sort(times)
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*len(recorded)), "µs/turn")
+	b.ReportMetric(float64(times[len(times)/2].Microseconds()), "p50-µs/turn")
+}
+
 type timedModel struct {
 	m     agent.Model
 	times []time.Duration
@@ -207,7 +270,7 @@ func (m metrics) String() string {
 		m.r2/n, m.r5/n, m.r10/n, m.b2/n, m.b5/n, m.b10/n)
 }
 
-func readJSONL[T any](t *testing.T, path string, conv func(map[string]any) T) []T {
+func readJSONL[T any](t testing.TB, path string, conv func(map[string]any) T) []T {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
