@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // A Hit is one document named by a tool result.
@@ -44,6 +45,9 @@ func Parse(content string) []Hit {
 	s := strings.TrimSpace(content)
 	if s == "" {
 		return nil
+	}
+	if hits, ok := parseFlat(s); ok {
+		return dedupe(hits)
 	}
 	var hits []Hit
 	if s[0] == '[' || s[0] == '{' {
@@ -199,8 +203,14 @@ func cleanID(s string) string {
 
 func looksTruncated(text string) bool {
 	t := strings.TrimSpace(text)
+	// "[truncated]" in any case: lower-casing maps rune by rune, so the
+	// last 64 bytes from a rune's start (at least 16 runes) decide it
+	tail := t[max(0, len(t)-64):]
+	for len(tail) > 0 && !utf8.RuneStart(tail[0]) {
+		tail = tail[1:]
+	}
 	return strings.HasSuffix(t, "…") || strings.HasSuffix(t, "...") ||
-		strings.HasSuffix(strings.ToLower(t), "[truncated]") || strings.HasSuffix(t, "[…]")
+		strings.HasSuffix(strings.ToLower(tail), "[truncated]") || strings.HasSuffix(t, "[…]")
 }
 
 var (

@@ -1,7 +1,10 @@
 package toolresult
 
 import (
+	"encoding/json"
 	"os"
+	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -93,4 +96,51 @@ func FuzzParse(f *testing.F) {
 			seen[h.ID] = true
 		}
 	})
+}
+
+// generalJSON is Parse's general JSON path alone.
+func generalJSON(s string) ([]Hit, bool) {
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil || strings.TrimSpace(s[dec.InputOffset():]) != "" {
+		return nil, false
+	}
+	return dedupe(fromJSON(v, 0, nil)), true
+}
+
+// FuzzParseFlat checks that the flat scanner reads what the general JSON
+// path reads from every input it accepts.
+func FuzzParseFlat(f *testing.F) {
+	for _, s := range []string{`[]`, ` [ ] `, `[{}]`, `[{"id":"a","content":"x","score":0.5}]`, `[{"id":"a","id":"b"}]`,
+		`[{"id":1e3,"title":null,"text":true,"content":"  ","snippet":"s"}]`, `[{"_id":"a\u00e9\n","content":"caf\u00e9 \"q\" …","score":"7","_score":-0.25e-2}]`,
+		"[{\"id\":\"a\xff\",\"content\":\"b\xfe\"}]", `[{"id":"a"},{"id":"a","content":"longer text"}]`, `[{"id":"x","metadata":{"id":"y"}}]`, `[01]`, `[{"id":"a"}] x`,
+		`[{"doc_id":" ","id":"k","score":1e999,"relevance":2}]`, `[{"ID":"a"}]`, `["a","b"]`, `[{"id":"a\tb"}]`, "[{\"id\":\"a\x01\"}]"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		s = strings.TrimSpace(s)
+		got, ok := parseFlat(s)
+		if !ok {
+			return
+		}
+		got = dedupe(got)
+		want, valid := generalJSON(s)
+		if !valid {
+			t.Fatalf("flat reader accepted invalid JSON %q", s)
+		}
+		if len(got) != len(want) || len(got) > 0 && !reflect.DeepEqual(got, want) {
+			t.Fatalf("%q:\nflat    %+v\ngeneral %+v", s, got, want)
+		}
+	})
+}
+
+func TestLooksTruncated(t *testing.T) {
+	t.Parallel()
+	for s, want := range map[string]bool{"text…": true, "text...": true, "text [Truncated] ": true, strings.Repeat("é", 100) + "[TRUNCATED]": true,
+		strings.Repeat("é", 100) + "[truncate]": false, "[…]": true, "text": false, "": false} {
+		if got := looksTruncated(s); got != want {
+			t.Errorf("looksTruncated(%q) = %v", s, got)
+		}
+	}
 }

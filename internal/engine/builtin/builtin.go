@@ -163,6 +163,11 @@ type doc struct {
 	trunc   bool
 	first   int // order of first sight
 	hop     int // hop of the first result list that showed it
+	// derived once the conversation is read (see state.finish)
+	low  string // the text lower-cased
+	key  string // the subject as mentions look for it (subjectKey)
+	spk  string // the speaker of a chat turn, or ""
+	qhas []bool // which of the question's terms (state.qt) its title or text contains; nil until asked (state.has)
 }
 
 // state is what the messages say happened.
@@ -178,6 +183,12 @@ type state struct {
 	docs     map[string]*doc
 	order    []string
 	hopQuery map[string]int // normalised query -> hop of the call
+	// derived once the conversation is read (see state.finish)
+	qt     []string       // the question's terms, each once
+	qidx   map[string]int // term -> index in qt
+	qlow   string         // the question lower-cased
+	chat   bool           // most documents are chat turns
+	ranked []scored       // the fused ranking, once computed (Engine.rank)
 }
 
 func readState(msgs []domain.Message, defs []ToolDef) *state {
@@ -267,6 +278,21 @@ func readState(msgs []domain.Message, defs []ToolDef) *state {
 			}
 		}
 	}
+	st.finish()
+	return st
+}
+
+// finish derives what the policy asks of the documents and the question
+// more than once: subjects, lower-cased texts, speakers and the question's
+// terms. The documents do not change after this.
+func (st *state) finish() {
+	st.qt = uniq(terms(st.question))
+	st.qidx = make(map[string]int, len(st.qt))
+	for i, t := range st.qt {
+		st.qidx[t] = i
+	}
+	st.qlow = strings.ToLower(st.question)
+	turns := 0
 	for _, d := range st.docs {
 		if d.title == "" {
 			d.title = leadTitle(d.text)
@@ -275,8 +301,30 @@ func readState(msgs []domain.Message, defs []ToolDef) *state {
 		if d.subject == "" {
 			d.subject = leadEntity(d.text)
 		}
+		d.low = strings.ToLower(d.text)
+		d.key = subjectKey(d.subject)
+		if d.spk = speaker(d.text); d.spk != "" {
+			turns++
+		}
 	}
-	return st
+	st.chat = 2*turns > len(st.docs)
+}
+
+// has says which of the question's terms (st.qt) d's title or text
+// contains: terms(d.title + " " + d.text) intersected with them, computed
+// once per document.
+func (st *state) has(d *doc) []bool {
+	if d.qhas == nil {
+		d.qhas = make([]bool, len(st.qt))
+		mark := func(w string) {
+			if i, ok := st.qidx[strings.ToLower(w)]; ok {
+				d.qhas[i] = true
+			}
+		}
+		eachWord(d.title, mark)
+		eachWord(d.text, mark)
+	}
+	return d.qhas
 }
 
 func (st *state) doc(id string) *doc {

@@ -322,3 +322,16 @@ func TestBridgeWithUncoveredTerms(t *testing.T) {
 		t.Fatalf("want text_search \"Tim Burton\" and search \"Tim Burton nationality director\", got %v\n%s", calls, c.Reasoning)
 	}
 }
+
+func TestFieldsN(t *testing.T) {
+	t.Parallel()
+	for _, s := range []string{"", "  ", "a", " a  b\tc\n d ", "Ed Wood (film) Ed Wood is a 1994 American film.", "x\u00a0y\u2003z w"} {
+		for n := 1; n <= 5; n++ {
+			want := strings.Fields(s)
+			want = want[:min(n, len(want))]
+			if got := fieldsN(s, n); strings.Join(got, "|") != strings.Join(want, "|") || len(got) != len(want) {
+				t.Errorf("fieldsN(%q, %d) = %q, want %q", s, n, got, want)
+			}
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -285,32 +286,34 @@ type scored struct {
 	cov   float64 // the share (by idf) of the question's terms it contains
 }
 
-// rank fuses the evidence of every result list.
+// rank fuses the evidence of every result list. The state's documents do
+// not change once read, so the ranking is computed once.
 func (e *Engine) rank(st *state) []scored {
+	if st.ranked == nil {
+		st.ranked = e.fuse(st)
+	}
+	return st.ranked
+}
+
+func (e *Engine) fuse(st *state) []scored {
 	if len(st.docs) == 0 {
 		return nil
 	}
-	qt := uniq(terms(st.question))
-	df := map[string]int{}
-	docTerms := make(map[string]map[string]bool, len(st.docs))
-	for id, d := range st.docs {
-		set := map[string]bool{}
-		for _, t := range terms(d.title + " " + d.text) {
-			set[t] = true
-		}
-		docTerms[id] = set
-		for _, t := range qt {
-			if set[t] {
-				df[t]++
+	qt := st.qt
+	df := make([]int, len(qt))
+	for _, d := range st.docs {
+		for i, ok := range st.has(d) {
+			if ok {
+				df[i]++
 			}
 		}
 	}
 	n := float64(len(st.docs))
-	idf := map[string]float64{}
+	idf := make([]float64, len(qt))
 	total := 0.0
-	for _, t := range qt {
-		idf[t] = math.Log(1 + n/float64(1+df[t]))
-		total += idf[t]
+	for i := range qt {
+		idf[i] = math.Log(1 + n/float64(1+df[i]))
+		total += idf[i]
 	}
 	score := map[string]float64{}
 	for _, l := range st.lists {
@@ -325,24 +328,24 @@ func (e *Engine) rank(st *state) []scored {
 		}
 	}
 	out := make([]scored, 0, len(st.docs))
-	for id := range st.docs {
+	for id, d := range st.docs {
 		cov := 0.0
 		if total > 0 {
-			for _, t := range qt {
-				if docTerms[id][t] {
-					cov += idf[t]
+			for i, ok := range st.has(d) {
+				if ok {
+					cov += idf[i]
 				}
 			}
 			cov /= total
 		}
 		t := 0.0
-		if mentions(st.question, st.docs[id].subject) {
+		if mentionsKey(st.qlow, d.key) {
 			t = e.cfg.TitleWeight
 		}
 		v := score[id] + e.cfg.CoverageWeight*cov + t
 		out = append(out, scored{id, v, v, cov})
 	}
-	if a := st.anchor(); a >= 0 && st.chatTurns() {
+	if a := st.anchor(); a >= 0 && st.chat {
 		// Chat turns and notes: keep the order of the question's own search
 		// (the evidence fusion below is built for titled passages, and on
 		// such documents it does worse than that order); the other lists'
@@ -358,7 +361,7 @@ func (e *Engine) rank(st *state) []scored {
 		// ("What books has Melanie read?") goes after the named speakers'.
 		if named := st.namedSpeakers(); len(named) > 0 {
 			for i := range out {
-				if sp := speaker(st.docs[out[i].id].text); sp != "" && !named[sp] {
+				if sp := st.docs[out[i].id].spk; sp != "" && !named[sp] {
 					out[i].score -= 1e4
 				}
 			}
@@ -372,7 +375,7 @@ func (e *Engine) rank(st *state) []scored {
 		top := st.docs[out[0].id]
 		for i := 1; i < len(out); i++ {
 			d := st.docs[out[i].id]
-			if mentions(top.text, d.subject) || mentions(d.text, top.subject) {
+			if mentionsKey(top.low, d.key) || mentionsKey(d.low, top.key) {
 				out[i].score += e.cfg.LinkWeight
 				out[i].base += e.cfg.LinkWeight
 			}
@@ -386,15 +389,7 @@ func (e *Engine) rank(st *state) []scored {
 // went camping"): then the fused ranking leans on the question's own search,
 // and the subject, link and bridge evidence, built for documents about
 // something, says nothing.
-func (st *state) chatTurns() bool {
-	n := 0
-	for _, d := range st.docs {
-		if speaker(d.text) != "" {
-			n++
-		}
-	}
-	return 2*n > len(st.docs)
-}
+func (st *state) chatTurns() bool { return st.chat }
 
 // grew says whether the last hop's searches found a document not seen
 // before: when they did not, the evidence stopped growing.
@@ -423,7 +418,7 @@ func (st *state) onChain(ranked []scored) bool {
 func (st *state) namedSpeakers() map[string]bool {
 	named := map[string]bool{}
 	for _, d := range st.docs {
-		if sp := speaker(d.text); sp != "" && !named[sp] && containsWord(st.question, sp) {
+		if sp := d.spk; sp != "" && !named[sp] && containsWord(st.question, sp) {
 			named[sp] = true
 		}
 	}
@@ -458,50 +453,52 @@ func sortScored(out []scored, st *state) {
 	})
 }
 
-func mentions(text, title string) bool {
+// subjectKey is a subject as mentions look for it: lower-cased, without a
+// bracketed disambiguation ("Ed Wood (film)" gives "ed wood"), and "" when
+// it is shorter than three characters.
+func subjectKey(title string) string {
 	title = strings.TrimSpace(title)
-	if len(title) < 3 || text == "" {
-		return false
+	if len(title) < 3 {
+		return ""
 	}
 	if i := strings.Index(title, " ("); i > 0 { // "Ed Wood (film)"
 		title = title[:i]
 	}
-	return strings.Contains(strings.ToLower(text), strings.ToLower(title))
+	return strings.ToLower(title)
+}
+
+// mentionsKey says whether a lower-cased text names a subject (its
+// subjectKey).
+func mentionsKey(low, key string) bool {
+	return key != "" && low != "" && strings.Contains(low, key)
 }
 
 // coverage is the share of the question's terms found in the best two documents.
 func (e *Engine) coverage(st *state, ranked []scored) float64 {
-	qt := uniq(terms(st.question))
-	if len(qt) == 0 {
+	if len(st.qt) == 0 {
 		return 1
 	}
-	have := map[string]bool{}
+	have := make([]bool, len(st.qt))
 	for _, r := range ranked[:min(2, len(ranked))] {
-		d := st.docs[r.id]
-		for _, t := range terms(d.title + " " + d.text) {
-			have[t] = true
+		for i, ok := range st.has(st.docs[r.id]) {
+			have[i] = have[i] || ok
 		}
 	}
 	c := 0
-	for _, t := range qt {
-		if have[t] {
+	for _, ok := range have {
+		if ok {
 			c++
 		}
 	}
-	return float64(c) / float64(len(qt))
+	return float64(c) / float64(len(st.qt))
 }
 
 // uncovered returns the question's terms that document id does not contain.
 func (e *Engine) uncovered(st *state, id string) []string {
-	d := st.docs[id]
-	have := map[string]bool{}
-	for _, t := range terms(d.title + " " + d.text) {
-		have[t] = true
-	}
 	var out []string
-	for _, t := range uniq(terms(st.question)) {
-		if !have[t] {
-			out = append(out, t)
+	for i, ok := range st.has(st.docs[id]) {
+		if !ok {
+			out = append(out, st.qt[i])
 		}
 	}
 	return out
@@ -522,7 +519,7 @@ type bridge struct {
 // and whether they are specific (a word most documents seen contain, such as
 // "American", counts little). Dates and numbers count less than names.
 func (e *Engine) bridges(st *state, ranked []scored) []bridge {
-	ql := strings.ToLower(st.question)
+	ql := st.qlow
 	stems := relationStems(st.question)
 	var srcs []string
 	inSrc := map[string]bool{}
@@ -544,7 +541,7 @@ func (e *Engine) bridges(st *state, ranked []scored) []bridge {
 			known[sub] = true
 		}
 	}
-	var lower []string // lower-cased texts of the documents seen, for specificity
+	df := map[string]int{} // documents seen that contain a one-word candidate, for specificity
 	type cand struct {
 		name  string
 		score float64
@@ -578,18 +575,16 @@ func (e *Engine) bridges(st *state, ranked []scored) []bridge {
 				s *= 2
 			}
 			if !strings.Contains(c.text, " ") && len(st.docs) >= 8 {
-				if lower == nil {
+				n, ok := df[le]
+				if !ok {
 					for _, od := range st.docs {
-						lower = append(lower, strings.ToLower(od.text))
+						if containsWord(od.low, le) {
+							n++
+						}
 					}
+					df[le] = n
 				}
-				df := 0
-				for _, t := range lower {
-					if containsWord(t, le) {
-						df++
-					}
-				}
-				if 4*df > len(lower) {
+				if 4*n > len(st.docs) {
 					s *= 0.3
 				}
 			}
@@ -625,7 +620,7 @@ func (e *Engine) bridges(st *state, ranked []scored) []bridge {
 // feedbackQuery is the question's keywords plus the most frequent new terms
 // of the top two documents (pseudo-relevance feedback).
 func (e *Engine) feedbackQuery(st *state, ranked []scored) string {
-	qt := uniq(terms(st.question))
+	qt := slices.Clip(st.qt) // appended to below
 	inQ := map[string]bool{}
 	for _, t := range qt {
 		inQ[t] = true
@@ -661,7 +656,7 @@ func (e *Engine) feedbackQuery(st *state, ranked []scored) string {
 // turns are not cut.
 func (e *Engine) reportIDs(st *state, ranked []scored) []string {
 	n := min(e.cfg.ReportLimit, len(ranked))
-	if e.cfg.ReportCut <= 0 || n == 0 || st.chatTurns() {
+	if e.cfg.ReportCut <= 0 || n == 0 || st.chat {
 		return topIDs(ranked, n)
 	}
 	top := 0.0
@@ -672,7 +667,7 @@ func (e *Engine) reportIDs(st *state, ranked []scored) []string {
 	out := make([]string, 0, n)
 	for i, r := range ranked[:n] {
 		d := st.docs[r.id]
-		linked := mentions(st.question, d.subject) || i > 0 && (mentions(first.text, d.subject) || mentions(d.text, first.subject))
+		linked := mentionsKey(st.qlow, d.key) || i > 0 && (mentionsKey(first.low, d.key) || mentionsKey(d.low, first.key))
 		if i < e.cfg.MinReport || r.base >= e.cfg.ReportCut*top || linked && r.base >= e.cfg.ReportLinkCut*top {
 			out = append(out, r.id)
 		}

@@ -39,6 +39,27 @@ func words(s string) []string {
 	return strings.FieldsFunc(s, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
 }
 
+// eachWord calls f with each word of s, as words(s) splits them, without
+// building the list.
+func eachWord(s string, f func(string)) {
+	start := -1
+	for i, r := range s {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			if start < 0 {
+				start = i
+			}
+			continue
+		}
+		if start >= 0 {
+			f(s[start:i])
+			start = -1
+		}
+	}
+	if start >= 0 {
+		f(s[start:])
+	}
+}
+
 func isDigits(s string) bool {
 	for _, r := range s {
 		if !unicode.IsDigit(r) {
@@ -188,7 +209,7 @@ func leadTitle(text string) string {
 	if len(text) > 400 {
 		text = text[:400]
 	}
-	f := strings.Fields(text)
+	f := fieldsN(text, 28) // a lead of n ≤ 12 words and the 2n+4 after it
 	if len(f) < 2 {
 		return ""
 	}
@@ -235,6 +256,31 @@ func leadTitle(text string) string {
 		}
 	}
 	return strings.Join(f[:best], " ")
+}
+
+// fieldsN is strings.Fields(s) up to its first n fields.
+func fieldsN(s string, n int) []string {
+	out := make([]string, 0, n)
+	start := -1
+	for i, r := range s {
+		if !unicode.IsSpace(r) {
+			if start < 0 {
+				start = i
+			}
+			continue
+		}
+		if start >= 0 {
+			out = append(out, s[start:i])
+			start = -1
+			if len(out) == n {
+				return out
+			}
+		}
+	}
+	if start >= 0 {
+		out = append(out, s[start:])
+	}
+	return out
 }
 
 // restarts says whether the words begin again inside: two words that start
