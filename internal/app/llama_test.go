@@ -106,72 +106,81 @@ func TestLlamaSvc1Upstream(t *testing.T) {
 	}
 }
 
-// With tool_choice "required" the server constrains the output to the
-// tools' schema: even a 270M model makes a valid call, and capsuled returns
-// it as a structured tool call, at once and streamed.
+// With tool_choice "required" the server constrains the output to a tool
+// call: even a 270M model makes a valid call, and capsuled returns it as a
+// structured tool call, through svc-1's upstream engine and memory chat, at
+// once and streamed. .ci/llama.sh gives llama-server a tool-aware chat
+// template (llama.cpp's copy of Gemma 4's: the GGUF has none, and chatml
+// knows no tools), whose grammar admits one call and nothing before it when
+// parallel_tool_calls is false; the arguments it admits are any object, not
+// the tool's schema, so the test checks a JSON object.
 func TestLlamaToolCallRequired(t *testing.T) {
 	url, model := llamaURL(t)
 	ctx := context.Background()
-	// Ask the server itself first: one whose model has no tool-aware chat
-	// template (the GGUF in .ci/llama.sh falls back to chatml) does not
-	// constrain tool_choice "required", and then there is nothing of
-	// capsuled's to test here.
-	direct := openai.NewClient(option.WithBaseURL(url+"/v1"), option.WithMaxRetries(0))
-	probe, err := direct.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: model, MaxTokens: openai.Int(48),
-		Tools:      []openai.ChatCompletionToolUnionParam{openai.ChatCompletionFunctionTool(openai.FunctionDefinitionParam{Name: "search"})},
-		ToolChoice: openai.ChatCompletionToolChoiceOptionUnionParam{OfAuto: openai.String("required")},
-		Messages:   []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Who directed the film Ed Wood?")}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(probe.Choices) == 0 || len(probe.Choices[0].Message.ToolCalls) == 0 {
-		t.Skipf("the model server at %s does not constrain tool_choice \"required\" with model %s (its reply: %q): no tool-call test through capsuled", url, model, probe.Choices[0].Message.Content)
-	}
-	base, admin := serveWithAdmin(t, llamaChatConfig(url, model))
-	client := openai.NewClient(option.WithBaseURL(base), option.WithAPIKey(admin), option.WithMaxRetries(0))
-	// svc-1's interface takes tools as name-only stubs (their behaviour is
-	// in its system prompt); the server still constrains the reply to a
-	// call of one of them.
-	search := openai.ChatCompletionFunctionTool(openai.FunctionDefinitionParam{Name: "search"})
-	params := openai.ChatCompletionNewParams{Model: "svc-1", MaxTokens: openai.Int(64), Temperature: openai.Float(0),
-		Tools:      []openai.ChatCompletionToolUnionParam{search},
-		ToolChoice: openai.ChatCompletionToolChoiceOptionUnionParam{OfAuto: openai.String("required")},
-		Messages:   []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Who directed the film Ed Wood?")}}
-	check := func(how, name, args string) {
-		t.Helper()
-		var m map[string]any
-		if name != "search" || json.Unmarshal([]byte(args), &m) != nil {
-			t.Fatalf("%s: call %q %q, want search with a JSON object", how, name, args)
-		}
-		t.Logf("%s: search(%s)", how, args)
-	}
-	c, err := client.Chat.Completions.New(ctx, params)
-	if err != nil {
-		var apiErr *openai.Error
-		if errors.As(err, &apiErr) {
-			t.Fatalf("%v: %s", err, apiErr.RawJSON())
-		}
-		t.Fatal(err)
-	}
-	if len(c.Choices) != 1 || len(c.Choices[0].Message.ToolCalls) == 0 || c.Choices[0].FinishReason != "tool_calls" {
-		t.Fatalf("reply %+v, want a tool call", c.Choices)
-	}
-	tc := c.Choices[0].Message.ToolCalls[0]
-	check("at once", tc.Function.Name, tc.Function.Arguments)
+	base, admin := serveWithAdmin(t, app.Config{
+		Chat:   app.ChatConfig{Engine: "upstream", UpstreamURL: url + "/v1", UpstreamModel: model, UpstreamTimeout: 3 * time.Minute},
+		Memory: app.MemoryConfig{UpstreamURL: url + "/v1", UpstreamModels: model, Extract: false},
+	})
+	question := []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Who directed the film Ed Wood?")}
+	required := openai.ChatCompletionToolChoiceOptionUnionParam{OfAuto: openai.String("required")}
+	for _, tc := range []struct {
+		name   string
+		client openai.Client
+		params openai.ChatCompletionNewParams
+	}{
+		// svc-1's interface takes tools as name-only stubs (their
+		// behaviour is in its system prompt).
+		{"svc-1", openai.NewClient(option.WithBaseURL(base), option.WithAPIKey(admin), option.WithMaxRetries(0)),
+			openai.ChatCompletionNewParams{Model: "svc-1", Messages: question, ToolChoice: required,
+				Tools: []openai.ChatCompletionToolUnionParam{openai.ChatCompletionFunctionTool(openai.FunctionDefinitionParam{Name: "search"})}}},
+		// Memory chat forwards the client's tools, with their schema.
+		{"memory", openai.NewClient(option.WithBaseURL(base+"memory/"), option.WithAPIKey(admin), option.WithMaxRetries(0), option.WithQuery("namespace", "llama-tools")),
+			openai.ChatCompletionNewParams{Model: model, Messages: question, ToolChoice: required,
+				Tools: []openai.ChatCompletionToolUnionParam{openai.ChatCompletionFunctionTool(openai.FunctionDefinitionParam{Name: "search",
+					Description: openai.String("Search the web."),
+					Parameters:  openai.FunctionParameters{"type": "object", "properties": map[string]any{"query": map[string]any{"type": "string"}}, "required": []string{"query"}}})}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			params := tc.params
+			params.MaxTokens, params.Temperature, params.ParallelToolCalls = openai.Int(64), openai.Float(0), openai.Bool(false)
+			check := func(how, finish string, calls []openai.ChatCompletionMessageToolCallUnion) {
+				t.Helper()
+				if len(calls) != 1 || finish != "tool_calls" {
+					t.Fatalf("%s: finish %q, calls %+v; want one tool call (a server that does not constrain tool_choice \"required\" was not started by .ci/llama.sh, which passes --chat-template-file)", how, finish, calls)
+				}
+				var m map[string]any
+				if calls[0].Function.Name != "search" || json.Unmarshal([]byte(calls[0].Function.Arguments), &m) != nil || calls[0].ID == "" {
+					t.Fatalf("%s: call %+v, want search with a JSON object and an id", how, calls[0])
+				}
+				t.Logf("%s: search(%s)", how, calls[0].Function.Arguments)
+			}
+			c, err := tc.client.Chat.Completions.New(ctx, params)
+			if err != nil {
+				var apiErr *openai.Error
+				if errors.As(err, &apiErr) {
+					t.Fatalf("%v: %s", err, apiErr.RawJSON())
+				}
+				t.Fatal(err)
+			}
+			if len(c.Choices) != 1 {
+				t.Fatalf("reply %+v", c.Choices)
+			}
+			check("at once", c.Choices[0].FinishReason, c.Choices[0].Message.ToolCalls)
 
-	s := client.Chat.Completions.NewStreaming(ctx, params)
-	acc := openai.ChatCompletionAccumulator{}
-	for s.Next() {
-		acc.AddChunk(s.Current())
+			s := tc.client.Chat.Completions.NewStreaming(ctx, params)
+			acc := openai.ChatCompletionAccumulator{}
+			for s.Next() {
+				acc.AddChunk(s.Current())
+			}
+			if err := s.Err(); err != nil {
+				t.Fatal(err)
+			}
+			if len(acc.Choices) != 1 {
+				t.Fatalf("stream: %+v", acc.Choices)
+			}
+			check("streamed", acc.Choices[0].FinishReason, acc.Choices[0].Message.ToolCalls)
+		})
 	}
-	if err := s.Err(); err != nil {
-		t.Fatal(err)
-	}
-	if len(acc.Choices) != 1 || len(acc.Choices[0].Message.ToolCalls) == 0 {
-		t.Fatalf("stream: %+v, want a tool call", acc.Choices)
-	}
-	stc := acc.Choices[0].Message.ToolCalls[0]
-	check("streamed", stc.Function.Name, stc.Function.Arguments)
 }
 
 // Memory chat answers through llama-server and remembers the turn.

@@ -2,12 +2,16 @@ package app_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
+	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/openai/openai-go/v3"
@@ -116,6 +120,130 @@ func TestTokensPerMinuteThroughTheServer(t *testing.T) {
 			other := openai.NewClient(option.WithBaseURL(base+tc.path), option.WithAPIKey(newKey(tc.name+" other")), option.WithMaxRetries(0))
 			if _, err := other.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: tc.model, Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}}); err != nil {
 				t.Fatalf("another key: %v", err)
+			}
+		})
+	}
+}
+
+// fakeMemoryUpstream is a fake OpenAI-compatible server for the unit test
+// of memory chat's token charging: it answers a chat turn with a short
+// reply (3+2 tokens) and a fact extraction (the request that asks for a
+// JSON object) with one fact (150+30 tokens), and counts the extractions.
+func fakeMemoryUpstream(t *testing.T) (url string, extractions *atomic.Int32) {
+	t.Helper()
+	extractions = new(atomic.Int32)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			ResponseFormat *struct {
+				Type string `json:"type"`
+			} `json:"response_format"`
+		}
+		if r.URL.Path != "/v1/chat/completions" || json.NewDecoder(r.Body).Decode(&body) != nil {
+			http.Error(w, `{"error":{"message":"not found"}}`, http.StatusNotFound)
+			return
+		}
+		content, prompt, completion := "Noted.", 3, 2
+		if body.ResponseFormat != nil && body.ResponseFormat.Type == "json_object" {
+			extractions.Add(1)
+			content, prompt, completion = `{"facts": [{"fact": "Ana keeps bees in Porto.", "supersedes": []}]}`, 150, 30
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{
+			"id": "chatcmpl-fake", "object": "chat.completion", "created": 1, "model": "fake-model",
+			"choices": []any{map[string]any{"index": 0, "finish_reason": "stop", "message": map[string]any{"role": "assistant", "content": content}}},
+			"usage":   map[string]any{"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion},
+		})
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL + "/v1", extractions
+}
+
+// TestTokensPerMinuteChargesMemoryExtraction runs memory chat with fact
+// extraction against a fake upstream (fakeMemoryUpstream) and
+// --rate-limit-tpm 100: the reply itself uses 5 tokens, the extraction
+// 180, and both are charged to the key, so its next request gets 429 with
+// the Retry-After of a debt of 85 tokens — streamed or not. Without
+// extraction the same turn leaves the key within its budget.
+func TestTokensPerMinuteChargesMemoryExtraction(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		extract bool
+		stream  bool
+	}{{"extraction", true, false}, {"extraction stream", true, true}, {"no extraction", false, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			up, extractions := fakeMemoryUpstream(t)
+			ctx, cancel := context.WithCancel(context.Background())
+			a, err := app.New(ctx, app.Config{DataDir: t.TempDir(), RateLimitTPM: 100,
+				Memory: app.MemoryConfig{UpstreamURL: up, UpstreamModels: "fake-model", Extract: tc.extract}},
+				slog.New(slog.NewTextHandler(io.Discard, nil)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- a.Serve(ctx, l) }()
+			t.Cleanup(func() { cancel(); <-done; a.Close() })
+			_, key, err := a.Auth().CreateKey(ctx, auth.NewKey{Name: tc.name, Scopes: []domain.Scope{domain.ScopeMemory}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			client := openai.NewClient(option.WithBaseURL("http://"+l.Addr().String()+"/v1/memory/"), option.WithAPIKey(key), option.WithMaxRetries(0))
+			params := openai.ChatCompletionNewParams{Model: "fake-model",
+				Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("My sister Ana keeps bees in Porto.")}}
+			var used int64
+			if tc.stream {
+				params.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
+				s := client.Chat.Completions.NewStreaming(ctx, params)
+				for s.Next() {
+					if u := s.Current().Usage; u.TotalTokens > 0 {
+						used = u.TotalTokens
+					}
+				}
+				if err := s.Err(); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				c, err := client.Chat.Completions.New(ctx, params)
+				if err != nil {
+					t.Fatal(err)
+				}
+				used = c.Usage.TotalTokens
+				want := `"extraction":"none"`
+				if tc.extract {
+					want = `"extraction":"ok"`
+				}
+				if raw := c.JSON.ExtraFields["memory"].Raw(); !strings.Contains(raw, want) {
+					t.Fatalf("memory report %s, want %s", raw, want)
+				}
+			}
+			// The reply's usage is the reply's: the extraction's tokens are
+			// charged, not reported as the reply's.
+			if used != 5 {
+				t.Fatalf("reply usage %d tokens, want the fake's 5", used)
+			}
+			if n := extractions.Load(); (n == 1) != tc.extract {
+				t.Fatalf("%d extraction requests", n)
+			}
+			_, err = client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: "fake-model",
+				Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}})
+			if !tc.extract {
+				if err != nil {
+					t.Fatalf("without extraction the key used 5 of its 100 tokens, yet: %v", err)
+				}
+				return
+			}
+			var apiErr *openai.Error
+			if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusTooManyRequests || apiErr.Type != "rate_limit_error" {
+				t.Fatalf("next request: %v, want 429 rate_limit_error (5 + 180 tokens charged of 100 a minute)", err)
+			}
+			// A debt of 85 tokens at 100 a minute: 51 s.
+			if secs, perr := strconv.Atoi(apiErr.Response.Header.Get("Retry-After")); perr != nil || secs > 52 || secs < 41 {
+				t.Fatalf("Retry-After %q, want about 51 s (a debt of 85 tokens at 100 a minute)", apiErr.Response.Header.Get("Retry-After"))
 			}
 		})
 	}

@@ -1,9 +1,11 @@
 // Package chatwire renders a domain chat request as the body of a request to
-// an OpenAI-compatible chat completions server (vLLM, llama.cpp, Ollama). It
-// is the one rendering used by both chat operations' upstream generators (the
-// svc-1 upstream engine and memory chat), so both forward the same fields:
-// the request's pass-through fields as the client sent them, the messages,
-// the upstream's model name and the stream setting.
+// an OpenAI-compatible chat completions server (vLLM, llama.cpp, Ollama), and
+// reads the server's reply back into a domain choice. It is the one
+// rendering and reading used by both chat operations' upstream generators
+// (the svc-1 upstream engine and memory chat), so both forward the same
+// fields (the request's pass-through fields as the client sent them, the
+// messages, the upstream's model name and the stream setting) and return
+// the server's tool calls the same way.
 package chatwire
 
 import "capsuled/internal/domain"

@@ -32,9 +32,15 @@ type ChatResult struct {
 	Written    []string // memories stored by this request (turns and facts)
 	Superseded []string // earlier facts superseded by this request's facts
 	Extraction string   // "none", "ok" or "failed"
+	// ExtractionUsage is the tokens the fact extraction spent on the model
+	// server (every attempt). The reply's usage does not include them;
+	// the caller's rate limit is charged both.
+	ExtractionUsage domain.Usage
 }
 
 // Chat runs one memory chat turn: select, prompt, generate, persist, learn.
+// When it fails after the reply was generated, the result still carries the
+// completion (its usage: tokens spent) and the extraction's usage.
 func (s *Service) Chat(ctx context.Context, in ChatInput) (ChatResult, error) {
 	ns := in.Namespace
 	if ns == "" {
@@ -102,11 +108,12 @@ func (s *Service) Chat(ctx context.Context, in ChatInput) (ChatResult, error) {
 	}
 	stored, created, err := s.Persist(ctx, PersistInput{Namespace: ns, Conversation: conv, Messages: turns})
 	if err != nil {
-		return ChatResult{}, err
+		return ChatResult{Completion: comp, Namespace: ns}, err
 	}
 	res.Written = created
 	if s.extractor != nil && len(created) > 0 {
-		facts, superseded, err := s.learn(ctx, ns, conv, stored, created)
+		facts, superseded, usage, err := s.learn(ctx, ns, conv, stored, created)
+		res.ExtractionUsage = usage
 		res.Written = append(res.Written, facts...)
 		res.Superseded = superseded
 		res.Extraction = "ok"

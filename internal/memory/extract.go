@@ -11,9 +11,12 @@ import (
 	"capsuled/internal/domain"
 )
 
-// An Extractor finds durable facts in new turns.
+// An Extractor finds durable facts in new turns. It returns the tokens it
+// spent on a model server even when it fails (an answer that is not valid
+// facts was paid for all the same): memory chat charges them to the
+// caller's tokens-per-minute budget with the reply's.
 type Extractor interface {
-	Extract(ctx context.Context, in ExtractInput) ([]Fact, error)
+	Extract(ctx context.Context, in ExtractInput) ([]Fact, domain.Usage, error)
 }
 
 // ExtractInput is what an extractor reads.
@@ -67,8 +70,9 @@ func ParseFacts(text string) ([]Fact, error) {
 
 // learn extracts facts from the new turns, stores them and supersedes the
 // facts they contradict. Extraction is tried Config.ExtractAttempts times;
-// when every attempt fails the failure is recorded and returned.
-func (s *Service) learn(ctx context.Context, ns, conv string, turns []domain.Memory, created []string) ([]string, []string, error) {
+// when every attempt fails the failure is recorded and returned. The usage
+// is the tokens of every attempt, failed or not.
+func (s *Service) learn(ctx context.Context, ns, conv string, turns []domain.Memory, created []string) (written, superseded []string, usage domain.Usage, err error) {
 	isNew := map[string]bool{}
 	for _, id := range created {
 		isNew[id] = true
@@ -81,7 +85,7 @@ func (s *Service) learn(ctx context.Context, ns, conv string, turns []domain.Mem
 	}
 	known, err := s.store.Recent(ctx, ns, domain.MemoryFact, 50, s.live())
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, usage, err
 	}
 	var facts []Fact
 	var lastErr error
@@ -89,8 +93,11 @@ func (s *Service) learn(ctx context.Context, ns, conv string, turns []domain.Mem
 	for attempts < s.cfg.ExtractAttempts {
 		attempts++
 		actx, cancel := context.WithTimeout(ctx, s.cfg.ExtractTimeout)
-		facts, lastErr = s.extractor.Extract(actx, ExtractInput{Turns: fresh, Known: known})
+		var used domain.Usage
+		facts, used, lastErr = s.extractor.Extract(actx, ExtractInput{Turns: fresh, Known: known})
 		cancel()
+		usage.PromptTokens += used.PromptTokens
+		usage.CompletionTokens += used.CompletionTokens
 		if lastErr == nil || ctx.Err() != nil {
 			break
 		}
@@ -108,9 +115,9 @@ func (s *Service) learn(ctx context.Context, ns, conv string, turns []domain.Mem
 			Conversation: conv, Input: strings.TrimSpace(input.String()), CreatedAt: s.cfg.Now()}
 		s.log.WarnContext(ctx, "memory: fact extraction failed", "namespace", ns, "attempts", attempts, "err", lastErr)
 		if err := s.store.RecordFailure(context.WithoutCancel(ctx), f); err != nil {
-			return nil, nil, errors.Join(lastErr, err)
+			return nil, nil, usage, errors.Join(lastErr, err)
 		}
-		return nil, nil, lastErr
+		return nil, nil, usage, lastErr
 	}
 	knownIDs := map[string]bool{}
 	for _, k := range known {
@@ -126,14 +133,13 @@ func (s *Service) learn(ctx context.Context, ns, conv string, turns []domain.Mem
 		})
 	}
 	if len(recs) == 0 {
-		return nil, nil, nil
+		return nil, nil, usage, nil
 	}
 	stored, err := s.store.InsertMemories(ctx, recs)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, usage, err
 	}
 	defer s.vectors.drop(ns)
-	var written, superseded []string
 	var fresh2 []domain.MemoryRecord
 	for i, st := range stored {
 		if !st.Created {
@@ -149,14 +155,14 @@ func (s *Service) learn(ctx context.Context, ns, conv string, turns []domain.Mem
 				superseded = append(superseded, old)
 				delete(knownIDs, old)
 			} else if !errors.Is(err, domain.ErrNotFound) {
-				return written, superseded, err
+				return written, superseded, usage, err
 			}
 		}
 	}
 	if err := s.embedRecords(ctx, fresh2); err != nil {
 		s.log.WarnContext(ctx, "memory: embedding facts failed", "namespace", ns, "err", err)
 	}
-	return written, superseded, nil
+	return written, superseded, usage, nil
 }
 
 // extractionPrompt is the instruction of the upstream extractor.

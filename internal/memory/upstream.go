@@ -82,11 +82,10 @@ func (u *Upstream) Generate(ctx context.Context, in GenerateInput) (domain.Compl
 		c.Created = time.Unix(resp.Created, 0)
 	}
 	for _, ch := range resp.Choices {
-		fr := ch.FinishReason
-		if fr != domain.FinishLength {
-			fr = domain.FinishStop
-		}
-		c.Choices = append(c.Choices, domain.Choice{Index: ch.Index, Content: ch.Message.Text(), FinishReason: fr})
+		// The server's structured tool calls are the reply's (a client that
+		// sends tools gets the calls, as from svc-1); memory chat has no
+		// parsers for calls written as text.
+		c.Choices = append(c.Choices, chatwire.Choice(ch.Index, ch.Message, ch.FinishReason, chatwire.Parsers{}))
 	}
 	if resp.Usage != nil {
 		c.Usage = domain.Usage{PromptTokens: resp.Usage.PromptTokens, CompletionTokens: resp.Usage.CompletionTokens}
@@ -108,17 +107,22 @@ type upstreamExtractor struct {
 	model string
 }
 
-func (e upstreamExtractor) Extract(ctx context.Context, in ExtractInput) ([]Fact, error) {
+func (e upstreamExtractor) Extract(ctx context.Context, in ExtractInput) ([]Fact, domain.Usage, error) {
 	zero := 0.0
 	resp, err := e.u.client.Chat(ctx, wireRequest{Model: e.model, Messages: toWire(extractionMessages(in)), Temperature: &zero,
 		ResponseFormat: map[string]any{"type": "json_object"}}, false)
 	if err != nil {
-		return nil, err
+		return nil, domain.Usage{}, err
+	}
+	var usage domain.Usage
+	if resp.Usage != nil {
+		usage = domain.Usage{PromptTokens: resp.Usage.PromptTokens, CompletionTokens: resp.Usage.CompletionTokens}
 	}
 	if resp.Choices[0].Message.Content == nil {
-		return nil, errors.New("extraction answer has no content")
+		return nil, usage, errors.New("extraction answer has no content")
 	}
-	return ParseFacts(*resp.Choices[0].Message.Content)
+	facts, err := ParseFacts(*resp.Choices[0].Message.Content)
+	return facts, usage, err
 }
 
 // promptMessages keeps the messages that have a place in a memory chat

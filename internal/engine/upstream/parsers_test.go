@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"capsuled/internal/chatwire"
 	"capsuled/internal/domain"
 	"capsuled/internal/oai"
 	"capsuled/internal/reasoning"
@@ -116,7 +117,7 @@ func TestParserSuite(t *testing.T) {
 			t.Parallel()
 			want := domain.Choice{Content: tc.Content, Reasoning: tc.Reasoning, FinishReason: domain.FinishStop}
 			for i, c := range tc.Calls {
-				want.ToolCalls = append(want.ToolCalls, domain.ToolCall{Type: "function", Name: c.Name, Arguments: c.Arguments, ID: callID(i, c.Name, c.Arguments)})
+				want.ToolCalls = append(want.ToolCalls, domain.ToolCall{Type: "function", Name: c.Name, Arguments: c.Arguments, ID: chatwire.CallID(i, c.Name, c.Arguments)})
 			}
 			if len(want.ToolCalls) > 0 {
 				want.FinishReason = domain.FinishToolCalls

@@ -2,8 +2,6 @@ package upstream
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -100,56 +98,8 @@ func (e *Engine) body(req *domain.ChatRequest) ([]byte, error) {
 	return b, nil
 }
 
-// normalise turns one upstream message into a choice: structured tool
-// calls kept; else the calls the tool-call parser finds in the content and
-// in the reasoning (a model may write its calls while reasoning: they are
-// calls all the same, after those of the content); reasoning from the
-// server's field, else split out of the content by the reasoning parser.
+// normalise turns one upstream message into a choice, with the engine's
+// parsers (chatwire.Choice).
 func (e *Engine) normalise(index int, m oai.Message, finish string) domain.Choice {
-	content := m.Text()
-	reasoningText := m.ReasoningText()
-	var calls []toolcall.Call
-	for _, tc := range m.ToolCalls {
-		if tc.Function.Name == "" {
-			continue
-		}
-		calls = append(calls, toolcall.Call{Name: tc.Function.Name, Arguments: toolcall.NormalizeArguments(tc.Function.Arguments)})
-	}
-	ids := make([]string, len(m.ToolCalls))
-	for i, tc := range m.ToolCalls {
-		ids[i] = tc.ID
-	}
-	if reasoningText == "" {
-		reasoningText, content = e.reasoning.Split(content)
-	}
-	inContent, content := e.tools.Parse(content)
-	inReasoning, reasoningText := e.tools.Parse(reasoningText)
-	if len(calls) == 0 {
-		calls = append(inContent, inReasoning...)
-	}
-	ch := domain.Choice{Index: index, Content: content, Reasoning: reasoningText, FinishReason: finish}
-	for i, c := range calls {
-		id := ""
-		if i < len(ids) {
-			id = ids[i]
-		}
-		if id == "" {
-			id = callID(i, c.Name, c.Arguments)
-		}
-		ch.ToolCalls = append(ch.ToolCalls, domain.ToolCall{ID: id, Type: "function", Name: c.Name, Arguments: c.Arguments})
-	}
-	switch {
-	case len(ch.ToolCalls) > 0:
-		ch.FinishReason = domain.FinishToolCalls
-	case ch.FinishReason != domain.FinishLength:
-		ch.FinishReason = domain.FinishStop
-	}
-	return ch
-}
-
-// callID is the id of a call the server sent without one: derived from the
-// call, so the same reply always gets the same ids.
-func callID(i int, name, args string) string {
-	h := sha256.Sum256([]byte(fmt.Sprintf("%d\x00%s\x00%s", i, name, args)))
-	return "call_" + hex.EncodeToString(h[:6])
+	return chatwire.Choice(index, m, finish, chatwire.Parsers{Tools: &e.tools, Reasoning: &e.reasoning})
 }
