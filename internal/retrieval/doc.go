@@ -1,7 +1,22 @@
 // Package retrieval is the hybrid search core of a capsule: BM25 from the
 // store's full-text index, a dense scan over the capsule's chunk vectors held
-// in memory (exact, or approximate in large capsules), and their fusion into
-// one ranked list.
+// in memory (exact, or approximate in large capsules) or the store's own
+// vector search, and their fusion into one ranked list.
+//
+// # Two kinds of source
+//
+// Over a plain Source (SQLite) the Engine keeps each capsule's items and
+// vectors in memory and scans them itself (Index, Dense scan below). Over a
+// StoreSearcher (PostgreSQL: pgvector's HNSW index, iterative scans, the
+// filters in SQL) it keeps nothing per capsule: each query asks the store for
+// the dense and keyword candidate lists, with the wishlist's filters applied
+// in the store's scans, then for those candidates' items and for the cosines
+// of keyword candidates the dense list left out, checks every candidate
+// against the filters in Go (a store may apply only some), asks again deeper
+// when that check shortened a list, and fuses, scores and orders the
+// candidates exactly as over its own index. Memory then does not grow with
+// the corpus, and several processes sharing the store need not reload
+// anything when one changes a capsule.
 //
 // # Index
 //
@@ -60,7 +75,8 @@
 //     of the query; each term's best score is cached per capsule and the
 //     cache is cleared by any change to any capsule (IDF counts every
 //     capsule's rows; on a shared PostgreSQL store another replica's change
-//     clears it when this replica reloads the changed capsule).
+//     clears it when this replica next queries the changed capsule and sees
+//     its generation moved).
 //     KeywordNormSaturate, x/(x+K) with K = BM25Scale, is the former mapping;
 //   - hybrid (default FusionConvex): Alpha·dense + (1−Alpha)·keyword, with the
 //     dense cosine computed exactly for every BM25 candidate and the keyword

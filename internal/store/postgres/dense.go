@@ -12,7 +12,10 @@ import (
 )
 
 // The store searches vectors itself: the engine keeps none in memory.
-var _ retrieval.StoreSearcher = (*CapsuleStore)(nil)
+var (
+	_ retrieval.StoreSearcher = (*CapsuleStore)(nil)
+	_ retrieval.ChunkTexter   = (*CapsuleStore)(nil)
+)
 
 // hnswDim is the width of the vectors the HNSW index chunks_hnsw covers
 // (migration 0002); vectors of other widths are scanned.
@@ -20,6 +23,13 @@ const hnswDim = 384
 
 // maxEfSearch is pgvector's largest hnsw.ef_search.
 const maxEfSearch = 1000
+
+// smallCapsule is the number of chunks below which a capsule's dense search
+// scores every chunk instead of reading the HNSW index, which covers every
+// capsule: a small capsule's chunks are too few among the index's for its
+// walk to meet k of them before hnsw.max_scan_tuples, and scoring them all
+// costs less (and is exact).
+const smallCapsule = 2000
 
 // itemsWhere is cond (from itemFilter, on items aliased i) as a condition on
 // the chunk aliased k, or "" for no condition.
@@ -35,7 +45,7 @@ func itemsWhere(cond string) string {
 // by cosine, with their cosines (1 − pgvector's cosine distance), best
 // first.
 //
-// For 384-dimensional vectors it reads the HNSW index chunks_hnsw, in one
+// For 384-dimensional vectors it reads the HNSW index chunks_hnsw, in a
 // transaction that sets hnsw.ef_search to 2k (at least the server's own
 // setting, at most 1000) and hnsw.iterative_scan to relaxed_order, so that
 // pgvector keeps walking the graph while the capsule and the filters reject
@@ -43,8 +53,9 @@ func itemsWhere(cond string) string {
 // filters are applied inside that scan. When the index gives fewer than k
 // chunks (a capsule or filter that selective that the walk stopped first,
 // or fewer than k chunks pass), the chunks that pass are scored exactly
-// instead, so a filter returns k chunks whenever k pass. Vectors of other
-// widths are always scored exactly.
+// instead, so a filter returns k chunks whenever k pass. Capsules of fewer
+// than smallCapsule chunks, and vectors of other widths, are always scored
+// exactly.
 func (s *CapsuleStore) DenseTopK(ctx context.Context, capsule string, q []float32, k int, w domain.Wishlist) ([]retrieval.Match, error) {
 	if k <= 0 || len(q) == 0 {
 		return nil, nil
@@ -66,30 +77,30 @@ func (s *CapsuleStore) DenseTopK(ctx context.Context, capsule string, q []float3
 	return collectMatches(rows)
 }
 
-// denseHNSW is DenseTopK's index scan.
+// denseHNSW is DenseTopK's index scan: the settings and the query go in one
+// batch, so one round trip and one (implicit) transaction, to which the
+// settings are local.
 func (s *CapsuleStore) denseHNSW(ctx context.Context, k int, where string, args []any) ([]retrieval.Match, error) {
-	tx, err := s.db.pool.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly})
-	if err != nil {
-		return nil, fmt.Errorf("dense search: %w", interpret(err))
-	}
-	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after Commit
-	// SET LOCAL, by function: the values are parameters.
-	if _, err := tx.Exec(ctx, `SELECT set_config('hnsw.ef_search',
+	b := &pgx.Batch{}
+	b.Queue(`SELECT set_config('hnsw.ef_search',
 			least(greatest(coalesce(current_setting('hnsw.ef_search', true)::int, 40), $1::int), $2::int)::text, true),
-		set_config('hnsw.iterative_scan', 'relaxed_order', true)`, 2*k, maxEfSearch); err != nil {
+		set_config('hnsw.iterative_scan', 'relaxed_order', true)`, 2*k, maxEfSearch)
+	var ms []retrieval.Match
+	// A capsule of fewer than smallCapsule chunks is left to the exact
+	// scan (a one-time filter: the index is not read).
+	args = append(args, smallCapsule)
+	b.Queue(`SELECT k.item_id, k.idx, 1 - (k.embedding::vector(384) <=> $2::vector(384)) FROM chunks k
+		WHERE (SELECT count(*) FROM (SELECT FROM chunks WHERE capsule_id = (SELECT id FROM capsules WHERE name = $1) LIMIT $`+
+		fmt.Sprint(len(args))+`) x) >= $`+fmt.Sprint(len(args))+`
+		AND k.capsule_id = (SELECT id FROM capsules WHERE name = $1) AND vector_dims(k.embedding) = 384`+where+`
+		ORDER BY k.embedding::vector(384) <=> $2::vector(384) LIMIT $3`, args...).Query(func(rows pgx.Rows) (err error) {
+		ms, err = collectMatches(rows)
+		return err
+	})
+	if err := s.db.pool.SendBatch(ctx, b).Close(); err != nil {
 		return nil, fmt.Errorf("dense search: %w", interpret(err))
 	}
-	rows, err := tx.Query(ctx, `SELECT k.item_id, k.idx, 1 - (k.embedding::vector(384) <=> $2::vector(384)) FROM chunks k
-		WHERE k.capsule_id = (SELECT id FROM capsules WHERE name = $1) AND vector_dims(k.embedding) = 384`+where+`
-		ORDER BY k.embedding::vector(384) <=> $2::vector(384) LIMIT $3`, args...)
-	if err != nil {
-		return nil, fmt.Errorf("dense search: %w", interpret(err))
-	}
-	ms, err := collectMatches(rows)
-	if err != nil {
-		return nil, err
-	}
-	return ms, tx.Commit(ctx)
+	return ms, nil
 }
 
 // collectMatches reads (item_id, idx, cosine) rows and closes them.
@@ -142,6 +153,39 @@ func (s *CapsuleStore) ChunkCosines(ctx context.Context, capsule string, q []flo
 		return nil, nil, fmt.Errorf("chunk cosines: %w", interpret(err))
 	}
 	return cos, found, nil
+}
+
+// ChunkTexts reads several chunks' texts in one query
+// (retrieval.ChunkTexter): texts[i] is the text of chunk idxs[i] of item
+// itemIDs[i], found[i] false where it no longer exists.
+func (s *CapsuleStore) ChunkTexts(ctx context.Context, itemIDs []string, idxs []int) ([]string, []bool, error) {
+	if len(itemIDs) != len(idxs) {
+		return nil, nil, fmt.Errorf("chunk texts: %d ids, %d idxs", len(itemIDs), len(idxs))
+	}
+	texts, found := make([]string, len(itemIDs)), make([]bool, len(itemIDs))
+	if len(itemIDs) == 0 {
+		return texts, found, nil
+	}
+	rows, err := s.db.pool.Query(ctx, `SELECT r.n, k.text FROM unnest($1::text[], $2::int[]) WITH ORDINALITY r(item_id, idx, n)
+		JOIN chunks k ON k.item_id = r.item_id AND k.idx = r.idx`, itemIDs, idxs)
+	if err != nil {
+		return nil, nil, fmt.Errorf("chunk texts: %w", interpret(err))
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var n int
+		var text string
+		if err := rows.Scan(&n, &text); err != nil {
+			return nil, nil, fmt.Errorf("chunk texts: %w", err)
+		}
+		if n >= 1 && n <= len(texts) {
+			texts[n-1], found[n-1] = text, true
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, fmt.Errorf("chunk texts: %w", interpret(err))
+	}
+	return texts, found, nil
 }
 
 // ItemsByID returns the capsule's searchable items among ids.

@@ -318,3 +318,56 @@ func TestItemFilterPushdown(t *testing.T) {
 		})
 	}
 }
+
+// TestChunkLookups reads texts, cosines and items of chunks by id: in the
+// order asked, found false for a chunk that does not exist, of another
+// width, or of another capsule, and an error for lists of unequal lengths.
+func TestChunkLookups(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := openFresh(t, postgres.Options{}).Capsules()
+	r := rand.New(rand.NewPCG(5, 6))
+	vec := func() []float32 { return randUnit(r, 8) }
+	items := fillDense(t, st, vec, "a", 3, 2, func(int) map[string]any { return nil })
+	fillDense(t, st, vec, "b", 1, 2, func(int) map[string]any { return nil })
+	ids := []string{items[2].item.ID, items[0].item.ID, "itm_nope", items[0].item.ID, "itm_b_000"}
+	idxs := []int{1, 0, 0, 7, 0}
+	texts, found, err := st.ChunkTexts(ctx, ids, idxs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(texts, found) != "[chunk chunk   chunk] [true true false false true]" {
+		t.Fatalf("texts %q found %v", texts, found)
+	}
+	q := vec()
+	cos, found, err := st.ChunkCosines(ctx, "a", q, ids, idxs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(found) != "[true true false false false]" {
+		t.Fatalf("cosines found %v", found)
+	}
+	for i, c := range cos[:2] {
+		want := exactTop(items[map[int]int{0: 2, 1: 0}[i]:][:1], q, 2, nil)
+		ok := false
+		for _, m := range want {
+			ok = ok || (m.Idx == idxs[i] && math.Abs(m.Cosine-c) < 1e-5)
+		}
+		if !ok {
+			t.Errorf("chunk %s/%d: cosine %v, exact %v", ids[i], idxs[i], c, want)
+		}
+	}
+	if _, found, err = st.ChunkCosines(ctx, "a", randUnit(r, 16), ids, idxs); err != nil || fmt.Sprint(found) != "[false false false false false]" {
+		t.Fatalf("another width: %v %v", found, err)
+	}
+	its, err := st.ItemsByID(ctx, "a", ids)
+	if err != nil || len(its) != 2 {
+		t.Fatalf("items by id: %v %v", its, err)
+	}
+	if _, _, err := st.ChunkTexts(ctx, ids, idxs[:2]); err == nil {
+		t.Error("chunk texts: no error for lists of unequal lengths")
+	}
+	if _, _, err := st.ChunkCosines(ctx, "a", q, ids, idxs[:2]); err == nil {
+		t.Error("chunk cosines: no error for lists of unequal lengths")
+	}
+}
