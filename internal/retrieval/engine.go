@@ -56,7 +56,8 @@ type ChunkTexter interface {
 // Versioned is a Source shared by several processes: a capsule's generation
 // changes, in the same transaction, whenever any process changes its
 // searchable items. An Engine over a Versioned source checks the generation
-// on each query and reloads a capsule whose generation moved.
+// on each query and reloads a capsule whose generation moved (over a
+// StoreSearcher, which it does not load, it drops its keyword bounds).
 type Versioned interface {
 	Generation(ctx context.Context, capsule string) (int64, error)
 }
@@ -176,7 +177,8 @@ const (
 	DefaultApproxRerank = 1000
 )
 
-// Engine answers capsule queries over an in-memory index of each capsule.
+// Engine answers capsule queries over an in-memory index of each capsule,
+// or through the store's own search where the Source is a StoreSearcher.
 type Engine struct {
 	cfg   Config
 	src   Source

@@ -13,6 +13,10 @@
 //
 // Chunk vectors are pgvector vectors (any width; chunks of 384 dimensions,
 // the default embedding model's, have an HNSW index with cosine distance).
+// The store searches them itself (retrieval.StoreSearcher): dense top-k
+// through the HNSW index with pgvector's iterative scan, the wishlist's item
+// filters translated to SQL (itemFilter) and applied inside the scan, so
+// that the retrieval engine of each replica holds no vectors.
 // Keyword search uses the BM25 index of the pg_textsearch extension when the
 // server has it (it must be in shared_preload_libraries), and otherwise
 // PostgreSQL's own full-text search (a stored tsvector, GIN index,
