@@ -8,6 +8,10 @@
 //	agent      a multi-hop set (HotpotQA or LoCoMo) answered by one-shot
 //	           search and by svc-1's loop over the real HTTP API
 //	load       an open-loop load generator against a running server
+//	scale      a capsule of N chunks (real text, model or synthetic vectors):
+//	           ingest rate, index load, query latency, dense recall against
+//	           exact search, server cold start and memory, on SQLite or
+//	           PostgreSQL
 //
 // Each harness parses its own flags (internal/cli conventions) and prints a
 // table, or one JSON object as its last line with --json. Run dispatches on
@@ -35,6 +39,7 @@ var harnesses = []struct {
 	{"agent", runAgent},
 	{"memory", runMemory},
 	{"load", runLoad},
+	{"scale", runScale},
 }
 
 // Run is `capsuled bench NAME [flags]`: it runs the harness NAME with the

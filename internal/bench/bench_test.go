@@ -9,7 +9,7 @@ func TestRunUsage(t *testing.T) {
 	t.Parallel()
 	for _, args := range [][]string{nil, {"nope"}, {"-h"}} {
 		code, _, stderr := runBench(t, args...)
-		if code != 2 || !strings.Contains(stderr, "usage: capsuled bench retrieval|agent|memory|load [flags]") {
+		if code != 2 || !strings.Contains(stderr, "usage: capsuled bench retrieval|agent|memory|load|scale [flags]") {
 			t.Errorf("bench %q: exit %d, stderr %q; want 2 and the usage", args, code, stderr)
 		}
 	}

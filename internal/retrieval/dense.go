@@ -4,7 +4,8 @@ import (
 	"math"
 	"math/bits"
 	"runtime"
-	"sort"
+	"slices"
+	"strings"
 	"sync"
 
 	"capsuled/internal/rank"
@@ -192,9 +193,10 @@ func appendSignCode(dst []uint64, v, mean []float32) []uint64 {
 	return dst
 }
 
-// snapshot returns the capsule's entries as a list and its split into
-// worker spans of about equal chunk counts. Callers hold ci.mu for reading;
-// writers reset the snapshot under ci.mu.
+// snapshot returns the capsule's entries that have vectors, in item id
+// order, and their split into worker spans of about equal chunk counts.
+// Callers hold ci.mu for reading. The list is built on the first query after
+// a load; item updates then change it in place (put, drop) under ci.mu.
 func (ci *capIndex) snapshot() ([]*entry, []span) {
 	ci.snapMu.Lock()
 	defer ci.snapMu.Unlock()
@@ -208,24 +210,95 @@ func (ci *capIndex) snapshot() ([]*entry, []span) {
 		}
 	}
 	// Sorted, so the split (and so the result's tie order) is stable.
-	sort.Slice(list, func(i, j int) bool { return list[i].item.ID < list[j].item.ID })
-	workers := max(1, min(runtime.GOMAXPROCS(0), ci.chunks/minChunksPerWorker))
+	slices.SortFunc(list, func(a, b *entry) int { return strings.Compare(a.item.ID, b.item.ID) })
+	ci.list = list
+	ci.split()
+	return ci.list, ci.spans
+}
+
+// workers is how many goroutines scan the capsule.
+func (ci *capIndex) workers() int {
+	return max(1, min(runtime.GOMAXPROCS(0), ci.chunks/minChunksPerWorker))
+}
+
+// split cuts ci.list into ci.workers() spans of about equal chunk counts;
+// callers hold snapMu.
+func (ci *capIndex) split() {
+	workers := ci.workers()
 	per := (ci.chunks + workers - 1) / workers
 	var spans []span
 	from, acc := 0, 0
-	for i, en := range list {
+	for i, en := range ci.list {
 		acc += len(en.idxs)
 		if acc >= per && len(spans) < workers-1 {
 			spans = append(spans, span{from, i + 1})
 			from, acc = i+1, 0
 		}
 	}
-	spans = append(spans, span{from, len(list)})
-	ci.list, ci.spans = list, spans
-	return list, spans
+	ci.spans = append(spans, span{from, len(ci.list)})
 }
 
-// invalidate drops the snapshot; callers hold ci.mu for writing.
+// put makes en, a new or changed item's entry, part of the built list: it
+// replaces the item's old entry, or is inserted at its place in id order
+// (removed when it has no vectors), and the spans after it move by one.
+// That costs a binary search and a copy of pointers, not a rebuild. Callers
+// hold ci.mu for writing (no reader holds the list then).
+func (ci *capIndex) put(en *entry) {
+	ci.snapMu.Lock()
+	defer ci.snapMu.Unlock()
+	if ci.list == nil {
+		return // built by the next query
+	}
+	i, found := slices.BinarySearchFunc(ci.list, en.item.ID, func(e *entry, id string) int { return strings.Compare(e.item.ID, id) })
+	switch {
+	case found && len(en.idxs) > 0:
+		ci.list[i] = en
+	case found:
+		ci.list = slices.Delete(ci.list, i, i+1)
+		ci.shift(i, -1)
+	case len(en.idxs) > 0:
+		ci.list = slices.Insert(ci.list, i, en)
+		ci.shift(i, 1)
+	}
+	if len(ci.spans) != ci.workers() {
+		ci.split()
+	}
+}
+
+// drop removes an item's entry from the built list; callers hold ci.mu for
+// writing.
+func (ci *capIndex) drop(id string) {
+	ci.snapMu.Lock()
+	defer ci.snapMu.Unlock()
+	if ci.list == nil {
+		return
+	}
+	if i, found := slices.BinarySearchFunc(ci.list, id, func(e *entry, id string) int { return strings.Compare(e.item.ID, id) }); found {
+		ci.list = slices.Delete(ci.list, i, i+1)
+		ci.shift(i, -1)
+		if len(ci.spans) != ci.workers() {
+			ci.split()
+		}
+	}
+}
+
+// shift moves the span bounds after list position i by d (1: an entry was
+// inserted at i; -1: the entry at i was removed). The spans' chunk counts
+// drift apart with skewed updates until the next split; each still scans
+// its part correctly.
+func (ci *capIndex) shift(i, d int) {
+	last := len(ci.spans) - 1
+	for s := range ci.spans {
+		if ci.spans[s].from > i {
+			ci.spans[s].from += d
+		}
+		if ci.spans[s].to > i || (d > 0 && s == last && ci.spans[s].to == i) {
+			ci.spans[s].to += d
+		}
+	}
+}
+
+// invalidate drops the built list; callers hold ci.mu for writing.
 func (ci *capIndex) invalidate() {
 	ci.snapMu.Lock()
 	ci.list, ci.spans = nil, nil

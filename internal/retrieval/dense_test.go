@@ -2,7 +2,11 @@ package retrieval
 
 import (
 	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
 	"sort"
+	"strings"
 	"testing"
 
 	"capsuled/internal/domain"
@@ -106,5 +110,92 @@ func TestApproxRecall(t *testing.T) {
 	one := Compile(domain.Wishlist{ItemIDs: []string{"itm_000007"}})
 	if r := recallAt10(t, exact, approx, qs, one); r != 1 {
 		t.Errorf("selective filter: recall@10 %.3f, want 1", r)
+	}
+}
+
+// TestIncrementalIndex changes a loaded capsule item by item (new items
+// between existing ids, replaced vectors, an item left without vectors,
+// removals) and checks after each change that the scan list kept in place
+// is the one a rebuild would make, that its worker spans still cover it,
+// and that exact and approximate scans still agree with the reference.
+func TestIncrementalIndex(t *testing.T) {
+	t.Parallel()
+	const dim = 64
+	src := newFakeSource(500, 40, dim, 50) // 20,000 chunks: two workers' spans
+	qs := src.queries(5)
+	ctx := context.Background()
+	e := New(src, fixedEmbedder{qs[0]}, dim, Config{ApproxMin: 1})
+	ci, err := e.load(ctx, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ci.snapshot() // built: from now on it is changed in place
+	r := rand.New(rand.NewPCG(1, 2))
+	cs := src.centres()
+	vecs := func(n int) []domain.Chunk {
+		out := make([]domain.Chunk, n)
+		for i := range out {
+			out[i] = domain.Chunk{Idx: i, Vector: clustered(r, cs, dim)}
+		}
+		return out
+	}
+	item := func(id string) domain.Item {
+		return domain.Item{ID: id, Capsule: "c", Kind: domain.ItemText, Metadata: map[string]any{"shard": float64(r.IntN(10))}}
+	}
+	for step := range 200 {
+		switch step % 5 {
+		case 0, 1: // a new item between existing ids
+			e.ItemIndexed(item(fmt.Sprintf("itm_%06d_%d", r.IntN(600), step)), vecs(1+r.IntN(60)))
+		case 2: // an existing item's chunks replaced
+			e.ItemIndexed(item(fmt.Sprintf("itm_%06d", r.IntN(500))), vecs(1+r.IntN(60)))
+		case 3: // an item left without vectors, then one removed
+			e.ItemIndexed(item(fmt.Sprintf("itm_%06d", r.IntN(500))), nil)
+			e.ItemRemoved("c", fmt.Sprintf("itm_%06d", r.IntN(500)))
+		case 4: // a new item at either end
+			e.ItemIndexed(item(fmt.Sprintf("itm_%06d", 1000+step)), vecs(3))
+			e.ItemIndexed(item(fmt.Sprintf("a_%06d", step)), vecs(3))
+		}
+		ci.mu.RLock()
+		ci.snapMu.Lock()
+		kept := ci.list != nil
+		ci.snapMu.Unlock()
+		if !kept {
+			t.Fatalf("step %d: the change dropped the scan list (rebuilt from every item on the next query)", step)
+		}
+		list, spans := ci.snapshot()
+		var want []*entry
+		for _, en := range ci.items {
+			if len(en.idxs) > 0 {
+				want = append(want, en)
+			}
+		}
+		slices.SortFunc(want, func(a, b *entry) int { return strings.Compare(a.item.ID, b.item.ID) })
+		if !slices.Equal(list, want) {
+			t.Fatalf("step %d: the list kept in place differs from a rebuilt one (%d vs %d entries)", step, len(list), len(want))
+		}
+		if len(spans) != ci.workers() || spans[0].from != 0 || spans[len(spans)-1].to != len(list) {
+			t.Fatalf("step %d: spans %v over %d entries", step, spans, len(list))
+		}
+		for i := 1; i < len(spans); i++ {
+			if spans[i].from != spans[i-1].to {
+				t.Fatalf("step %d: spans %v leave a gap", step, spans)
+			}
+		}
+		if step%20 == 19 {
+			for _, q := range qs {
+				want := naiveTopK(ci, q, dim, 10, nil)
+				var got []ref
+				for _, c := range denseTopK(ci, q, dim, 10, nil, -1, 0) {
+					got = append(got, c.ref)
+				}
+				if !slices.Equal(got, want) {
+					t.Fatalf("step %d: exact scan %v, want %v", step, got, want)
+				}
+				if len(denseTopK(ci, q, dim, 10, nil, 1, 1000)) != 10 {
+					t.Fatalf("step %d: approximate scan short", step)
+				}
+			}
+		}
+		ci.mu.RUnlock()
 	}
 }

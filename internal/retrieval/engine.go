@@ -401,14 +401,20 @@ func (e *Engine) ItemIndexed(it domain.Item, chunks []domain.Chunk) {
 	ci.chunks += len(en.idxs)
 	ci.items[it.ID] = en
 	if ci.codeWords > 0 {
-		if ci.chunks >= 2*ci.codedAt && ci.chunks >= 1024 {
+		if ci.chunks >= 2*ci.codedAt && ci.chunks >= 1024 && ci.codedAt < recodeMax {
 			ci.recode(e.dim) // the mean has drifted: centre every code anew
 		} else {
 			ci.encode(en, e.dim)
 		}
 	}
-	ci.invalidate()
+	ci.put(en)
 }
+
+// recodeMax is the number of chunks from which a capsule's mean vector is
+// taken as settled: a capsule growing in this process recomputes its mean and
+// every sign code each time it doubles, until its mean was computed over
+// recodeMax chunks; from then on, one item's change encodes that item alone.
+const recodeMax = 1 << 16
 
 // ItemUpdated refreshes a searchable item's attributes (metadata, times).
 func (e *Engine) ItemUpdated(it domain.Item) {
@@ -429,7 +435,7 @@ func (e *Engine) ItemRemoved(capsule, id string) {
 	if en := ci.items[id]; en != nil {
 		ci.chunks -= len(en.idxs)
 		delete(ci.items, id)
-		ci.invalidate()
+		ci.drop(id)
 	}
 }
 

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"runtime"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -163,12 +165,17 @@ func (f fixedEmbedder) Embed(_ context.Context, texts []string) ([][]float32, er
 }
 
 // BenchmarkDenseScan measures the dense scan (limit 10, query embedding
-// excluded) over 200,000 synthetic clustered 384-d chunk vectors, exact and
-// approximate, with and without a metadata filter (one item in ten), and
-// hybrid; it reports the index's heap per 100,000 chunks and the
-// approximate scan's recall@10 against the exact one.
+// excluded) over 200,000 synthetic clustered 384-d chunk vectors
+// ($CAPSULED_DENSE_CHUNKS to change), exact and approximate, with and
+// without a metadata filter (one item in ten), and hybrid; it reports the
+// index's heap per 100,000 chunks and the approximate scan's recall@10
+// against the exact one.
 func BenchmarkDenseScan(b *testing.B) {
-	const items, per, dim = 2000, 100, 384
+	const per, dim = 100, 384
+	items := 2000
+	if n, err := strconv.Atoi(os.Getenv("CAPSULED_DENSE_CHUNKS")); err == nil && n >= per {
+		items = n / per
+	}
 	src := newFakeSource(items, per, dim, 2000)
 	qs := src.queries(50)
 	ctx := context.Background()
@@ -181,7 +188,7 @@ func BenchmarkDenseScan(b *testing.B) {
 	}
 	runtime.GC()
 	runtime.ReadMemStats(&after)
-	perHundredK := float64(after.HeapAlloc-before.HeapAlloc) / (items * per / 100000) / (1 << 20)
+	perHundredK := float64(after.HeapAlloc-before.HeapAlloc) / (float64(items*per) / 100000) / (1 << 20)
 	exact := New(src, fixedEmbedder{qs[0]}, dim, Config{ApproxMin: -1})
 	shard3 := domain.Wishlist{Mode: domain.ModeSemantic, Metadata: []domain.MetadataFilter{{Key: "shard", Op: domain.OpEq, Value: 3.0}}}
 	recall := recallAt10(b, exact, approx, qs, nil)

@@ -1,0 +1,143 @@
+package bench
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// TestScale runs `capsuled bench scale` on a small capsule end to end: the
+// build through the capsule service, the in-process figures, and a real
+// `capsuled serve` process (built here) timed to its first answer; then
+// again on the same data directory, which reuses the capsule; and, with
+// CAPSULED_TEST_POSTGRES, on PostgreSQL through two server processes.
+func TestScale(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds capsuled and starts server processes")
+	}
+	t.Parallel()
+	bin := filepath.Join(t.TempDir(), "capsuled")
+	if out, err := exec.Command("go", "build", "-o", bin, "capsuled/cmd/capsuled").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	common := []string{"scale", "--chunks", "150", "--queries", "5", "--recall-queries", "3", "--server-bin", bin, "--json",
+		"--scifact", "testdata/hotpot", "--hotpotqa", "testdata/hotpot", "--ingest-workers", "2"}
+	run := func(t *testing.T, extra ...string) map[string]any {
+		t.Helper()
+		code, stdout, stderr := runBench(t, append(common, extra...)...)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+		lines := strings.Split(strings.TrimSpace(stdout), "\n")
+		var res map[string]any
+		if err := json.Unmarshal([]byte(lines[len(lines)-1]), &res); err != nil {
+			t.Fatalf("last line is not JSON: %v\n%s", err, stdout)
+		}
+		return res
+	}
+	check := func(t *testing.T, res map[string]any, servers int) {
+		t.Helper()
+		if res["vectors"] != "synthetic" || res["chunks"].(float64) < 50 {
+			t.Errorf("vectors %v, chunks %v", res["vectors"], res["chunks"])
+		}
+		for _, k := range []string{"index_load_s", "hybrid_p50_ms", "hybrid_p99_ms", "hybrid_filtered_p50_ms", "semantic_p50_ms",
+			"semantic_filtered_p99_ms", "keyword_p50_ms", "keyword_filtered_p99_ms", "http_hybrid_p50_ms", "http_hybrid_filtered_p99_ms",
+			"http_embed_lookup_p50_ms", "bench_rss_mb", "load_avg_start"} {
+			if _, ok := res[k].(float64); !ok {
+				t.Errorf("%s: %v, want a number", k, res[k])
+			}
+		}
+		// A capsule this small is searched exactly: recall is 1.
+		if res["dense_recall_at_10"] != 1.0 || res["dense_recall_at_10_filtered"] != 1.0 {
+			t.Errorf("recall %v, filtered %v; want 1 (exact search)", res["dense_recall_at_10"], res["dense_recall_at_10_filtered"])
+		}
+		for _, k := range []string{"server_cold_start_s", "server_rss_mb", "server_rss_peak_mb"} {
+			l, _ := res[k].([]any)
+			if len(l) != servers {
+				t.Fatalf("%s: %v, want %d values", k, res[k], servers)
+			}
+			for _, x := range l {
+				if f, _ := x.(float64); f <= 0 {
+					t.Errorf("%s: %v", k, res[k])
+				}
+			}
+		}
+	}
+
+	t.Run("sqlite", func(t *testing.T) {
+		data := t.TempDir()
+		res := run(t, "--data-dir", data)
+		check(t, res, 1)
+		if res["reused_capsule"] != false || res["ingest_chunks_per_s"].(float64) <= 0 {
+			t.Errorf("first run: reused %v, ingest %v", res["reused_capsule"], res["ingest_chunks_per_s"])
+		}
+		again := run(t, "--data-dir", data)
+		check(t, again, 1)
+		if again["reused_capsule"] != true || again["chunks"] != res["chunks"] {
+			t.Errorf("second run: reused %v, chunks %v (first %v)", again["reused_capsule"], again["chunks"], res["chunks"])
+		}
+	})
+
+	t.Run("postgres, two replicas", func(t *testing.T) {
+		base := os.Getenv("CAPSULED_TEST_POSTGRES")
+		if base == "" {
+			t.Skip("CAPSULED_TEST_POSTGRES is not set: run `bash .ci/postgres.sh` and source .cache/pg/env.sh")
+		}
+		res := run(t, "--store", scaleSchema(t, base), "--replicas", "2")
+		check(t, res, 2)
+	})
+
+	t.Run("usage errors", func(t *testing.T) {
+		for _, args := range [][]string{
+			{"scale", "--replicas", "2"},       // two replicas need PostgreSQL
+			{"scale", "--vectors", "random"},   // model or synthetic
+			{"scale", "--store", "mysql://x"},  // sqlite or postgres://
+			{"scale", "--chunks", "0"},         // at least one chunk
+			{"scale", "--scifact", "/nowhere"}, // unreadable passages
+		} {
+			if code, _, stderr := runBench(t, args...); code != 1 || stderr == "" {
+				t.Errorf("bench %q: exit %d, stderr %q; want 1 and a message", args, code, stderr)
+			}
+		}
+	})
+}
+
+// scaleSchema makes a fresh schema of the PostgreSQL database at base and
+// returns base with it as the search path; the schema is dropped after.
+func scaleSchema(t *testing.T, base string) string {
+	t.Helper()
+	ctx := context.Background()
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	schema := "scale_" + hex.EncodeToString(b)
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema+",public")
+	u.RawQuery = q.Encode()
+	conn, err := pgx.Connect(ctx, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if _, err := conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
+			t.Error(err)
+		}
+		conn.Close(ctx)
+	})
+	return u.String()
+}
