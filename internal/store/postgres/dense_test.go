@@ -9,9 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"capsuled/internal/capsule"
 	"capsuled/internal/domain"
 	"capsuled/internal/retrieval"
 	"capsuled/internal/store/postgres"
+	"capsuled/internal/storetest"
 )
 
 // randUnit is a random unit vector.
@@ -369,5 +371,15 @@ func TestChunkLookups(t *testing.T) {
 	}
 	if _, _, err := st.ChunkCosines(ctx, "a", q, ids, idxs[:2]); err == nil {
 		t.Error("chunk cosines: no error for lists of unequal lengths")
+	}
+}
+
+func TestStoreSearcher(t *testing.T) {
+	t.Parallel()
+	for _, ft := range []postgres.FullText{postgres.FullTextAuto, postgres.FullTextTSVector} {
+		t.Run("fulltext="+string(ft), func(t *testing.T) {
+			t.Parallel()
+			storetest.StoreSearcher(t, func(t *testing.T) capsule.Store { return openFresh(t, postgres.Options{FullText: ft}).Capsules() })
+		})
 	}
 }
