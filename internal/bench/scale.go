@@ -246,15 +246,16 @@ func runScale(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 				w.Metadata = filter
 				name += "_filtered"
 			}
-			lat, empty, err := timeQueries(ctx, eng, qtexts[:*nq], w)
+			lat, cpu, empty, err := timeQueries(ctx, eng, qtexts[:*nq], w)
 			if err != nil {
 				return err
 			}
 			res[name+"_p50_ms"], res[name+"_p99_ms"] = pct(lat, 50), pct(lat, 99)
+			res[name+"_cpu_ms"] = perQueryMS(cpu, len(lat))
 			if empty > 0 {
 				res[name+"_empty_results"] = empty
 			}
-			fmt.Fprintf(stderr, "%-18s p50 %7.2f ms  p99 %7.2f ms  (load %v)\n", name, pct(lat, 50), pct(lat, 99), loadAvg())
+			fmt.Fprintf(stderr, "%-18s p50 %7.2f ms  p99 %7.2f ms  CPU %6.2f ms/query (load %v)\n", name, pct(lat, 50), pct(lat, 99), res[name+"_cpu_ms"], loadAvg())
 		}
 	}
 	res["load_avg_queries"] = loadAvg()
@@ -503,27 +504,30 @@ func estimateChunks(text string) int {
 const chunkTokensEstimate = 170
 
 // timeQueries runs each query once (after three unmeasured ones) and
-// returns their latencies and how many found nothing.
-func timeQueries(ctx context.Context, eng *retrieval.Engine, qs []string, w domain.Wishlist) ([]time.Duration, int, error) {
+// returns their latencies, the process's CPU time over them (all threads:
+// on a loaded machine it shows the work that wall time hides; on
+// PostgreSQL the database's own is not in it) and how many found nothing.
+func timeQueries(ctx context.Context, eng *retrieval.Engine, qs []string, w domain.Wishlist) ([]time.Duration, time.Duration, int, error) {
 	for _, q := range qs[:min(3, len(qs))] {
 		if _, err := eng.Search(ctx, scaleCapsule, domain.Query{Text: q, Limit: 10, Wishlist: w}); err != nil {
-			return nil, 0, err
+			return nil, 0, 0, err
 		}
 	}
 	var lat []time.Duration
 	empty := 0
+	cpu0 := cpuTime()
 	for _, q := range qs {
 		t0 := time.Now()
 		hits, err := eng.Search(ctx, scaleCapsule, domain.Query{Text: q, Limit: 10, Wishlist: w})
 		if err != nil {
-			return nil, 0, err
+			return nil, 0, 0, err
 		}
 		lat = append(lat, time.Since(t0))
 		if len(hits) == 0 {
 			empty++
 		}
 	}
-	return lat, empty, nil
+	return lat, cpuTime() - cpu0, empty, nil
 }
 
 // chunkRef names one chunk.
@@ -744,6 +748,7 @@ func scaleServers(ctx context.Context, res map[string]any, cfg scaleServerConfig
 			filter, name = cfg.filter, "http_hybrid_filtered"
 		}
 		var lat []time.Duration
+		cpu0 := serversCPU(servers)
 		for i, q := range cfg.queries {
 			s := servers[i%len(servers)]
 			t0 := time.Now()
@@ -757,7 +762,8 @@ func scaleServers(ctx context.Context, res map[string]any, cfg scaleServerConfig
 			lat = append(lat, time.Since(t0))
 		}
 		res[name+"_p50_ms"], res[name+"_p99_ms"] = pct(lat, 50), pct(lat, 99)
-		fmt.Fprintf(stderr, "%-18s p50 %7.2f ms  p99 %7.2f ms over HTTP (load %.1f)\n", name, pct(lat, 50), pct(lat, 99), loadAvg())
+		res[name+"_server_cpu_ms"] = perQueryMS(serversCPU(servers)-cpu0, len(lat))
+		fmt.Fprintf(stderr, "%-18s p50 %7.2f ms  p99 %7.2f ms over HTTP, server CPU %.2f ms/query (load %.1f)\n", name, pct(lat, 50), pct(lat, 99), res[name+"_server_cpu_ms"], loadAvg())
 	}
 	var rss, hwm []float64
 	for _, s := range servers {
@@ -931,6 +937,28 @@ func procMemMB(pid int) (rss, peak float64) {
 		}
 	}
 	return rss, peak
+}
+
+// serversCPU is the server processes' CPU time together (user and
+// system, from /proc/PID/stat, in clock ticks of 10 ms).
+func serversCPU(servers []*scaleServer) time.Duration {
+	var total time.Duration
+	for _, s := range servers {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.cmd.Process.Pid))
+		if err != nil {
+			continue
+		}
+		// Fields after the command name, which ends with ")": state is the
+		// first, utime the 12th, stime the 13th.
+		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+		if len(f) < 13 {
+			continue
+		}
+		u, _ := strconv.ParseInt(f[11], 10, 64)
+		st, _ := strconv.ParseInt(f[12], 10, 64)
+		total += time.Duration(u+st) * 10 * time.Millisecond
+	}
+	return total
 }
 
 // loadAvg is the 1-minute load average.

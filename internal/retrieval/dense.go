@@ -67,7 +67,12 @@ func denseTopK(ci *capIndex, q []float32, dim, k int, pred Predicate, approxMin,
 		go func() {
 			defer wg.Done()
 			if approx {
-				parts[w] = approxScan(list[sp.from:sp.to], q, qcode, dim, k, max(rerank, k), pred)
+				buf, _ := ci.dists.Get().(*[]uint16)
+				if buf == nil {
+					buf = new([]uint16)
+				}
+				parts[w] = approxScan(list[sp.from:sp.to], q, qcode, dim, k, max(rerank, k), pred, buf)
+				ci.dists.Put(buf)
 			} else {
 				parts[w] = exactScan(list[sp.from:sp.to], q, dim, k, pred)
 			}
@@ -105,22 +110,33 @@ func exactScan(list []*entry, q []float32, dim, k int, pred Predicate) []scored 
 }
 
 // approxScan keeps the rerank chunks nearest to q in Hamming distance of
-// their sign codes, then scores those exactly.
-func approxScan(list []*entry, q []float32, qcode []uint64, dim, k, rerank int, pred Predicate) []scored {
+// their sign codes, then scores those exactly. Each chunk's distance is
+// computed once (the filter asked once per item) into *buf, reused by the
+// second pass, which picks the chunks under the cut-off.
+func approxScan(list []*entry, q []float32, qcode []uint64, dim, k, rerank int, pred Predicate, buf *[]uint16) []scored {
 	words := len(qcode)
-	// Histogram of distances, then the chunks under the cut-off.
 	maxD := 64 * words
+	dist := (*buf)[:0]
 	hist := make([]int, maxD+1)
 	n := 0
 	for _, en := range list {
-		if len(en.idxs) == 0 || (pred != nil && !pred(&en.item)) {
+		if len(en.idxs) == 0 {
+			continue
+		}
+		if pred != nil && !pred(&en.item) {
+			for range en.idxs {
+				dist = append(dist, skipDist)
+			}
 			continue
 		}
 		for i := range en.idxs {
-			hist[hamming(qcode, en.codes[i*words:(i+1)*words])]++
+			d := hamming(qcode, en.codes[i*words:(i+1)*words])
+			dist = append(dist, uint16(d))
+			hist[d]++
 			n++
 		}
 	}
+	*buf = dist
 	if n <= rerank {
 		return exactScan(list, q, dim, k, pred)
 	}
@@ -134,13 +150,15 @@ func approxScan(list []*entry, q []float32, qcode []uint64, dim, k, rerank int, 
 	// Chunks at distance < cut all qualify; those at cut fill the rest.
 	atCut := rerank - (seen - hist[cut])
 	t := newTopK(k)
+	c := 0
 	for _, en := range list {
-		if len(en.idxs) == 0 || (pred != nil && !pred(&en.item)) {
+		if len(en.idxs) == 0 {
 			continue
 		}
 		for i := range en.idxs {
-			d := hamming(qcode, en.codes[i*words:(i+1)*words])
-			if d > cut {
+			d := int(dist[c])
+			c++
+			if d > cut { // also skipDist: the filter rejected the item
 				continue
 			}
 			if d == cut {
@@ -155,8 +173,15 @@ func approxScan(list []*entry, q []float32, qcode []uint64, dim, k, rerank int, 
 	return t.Kept()
 }
 
+// skipDist marks a chunk the filter rejected: above any distance.
+const skipDist = math.MaxUint16
+
 // hamming is the number of differing bits.
 func hamming(a, b []uint64) int {
+	if len(a) == 6 && len(b) >= 6 { // 384 dimensions, the default model's
+		return bits.OnesCount64(a[0]^b[0]) + bits.OnesCount64(a[1]^b[1]) + bits.OnesCount64(a[2]^b[2]) +
+			bits.OnesCount64(a[3]^b[3]) + bits.OnesCount64(a[4]^b[4]) + bits.OnesCount64(a[5]^b[5])
+	}
 	b = b[:len(a)]
 	d := 0
 	for i := range a {

@@ -292,6 +292,7 @@ type capIndex struct {
 	codeWords int
 	mean      []float32 // the vectors' mean when coded, which centres codes
 	codedAt   int       // chunks when mean was computed
+	dists     sync.Pool // *[]uint16: the approximate scan's distance buffers
 
 	snapMu sync.Mutex // guards list and spans, built lazily by readers
 	list   []*entry
