@@ -292,8 +292,8 @@ type NewItem struct {
 // the capsule already had an item with the URI, which is then updated (or left
 // as it is when the content is the same).
 func (s *Service) AddItem(ctx context.Context, capsule string, in NewItem) (domain.Item, bool, error) {
-	if _, err := s.st.GetCapsule(ctx, capsule); err != nil {
-		return domain.Item{}, false, notFound(err, "capsule", capsule)
+	if err := s.hasCapsule(ctx, capsule); err != nil {
+		return domain.Item{}, false, err
 	}
 	if in.Metadata == nil {
 		in.Metadata = map[string]any{}
@@ -424,7 +424,7 @@ func (s *Service) itemErr(ctx context.Context, err error, capsule, id string) er
 	if !errors.Is(err, domain.ErrNotFound) {
 		return err
 	}
-	if _, cerr := s.st.GetCapsule(ctx, capsule); errors.Is(cerr, domain.ErrNotFound) {
+	if ok, cerr := s.st.HasCapsule(ctx, capsule); cerr == nil && !ok {
 		return domain.NotFound("capsule", capsule)
 	}
 	return domain.NotFound("item", id)
@@ -541,10 +541,22 @@ func (s *Service) Query(ctx context.Context, capsule string, q domain.Query) ([]
 	if q.Limit < 0 || q.Limit > domain.MaxQueryLimit {
 		return nil, domain.Invalid("limit", "limit must be between 1 and %d", domain.MaxQueryLimit)
 	}
-	if _, err := s.st.GetCapsule(ctx, capsule); err != nil {
-		return nil, notFound(err, "capsule", capsule)
+	if err := s.hasCapsule(ctx, capsule); err != nil {
+		return nil, err
 	}
 	return s.engine.Search(ctx, capsule, q)
+}
+
+// hasCapsule is nil when the capsule exists, its 404 when not.
+func (s *Service) hasCapsule(ctx context.Context, capsule string) error {
+	ok, err := s.st.HasCapsule(ctx, capsule)
+	if err != nil {
+		return fmt.Errorf("capsule %s: %w", capsule, err)
+	}
+	if !ok {
+		return domain.NotFound("capsule", capsule)
+	}
+	return nil
 }
 
 // ---------------------------------------------------------------- helpers

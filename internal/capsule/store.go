@@ -14,6 +14,10 @@ type Store interface {
 
 	CreateCapsule(ctx context.Context, c domain.Capsule) error
 	GetCapsule(ctx context.Context, name string) (domain.Capsule, error)
+	// HasCapsule reports whether the capsule exists, without GetCapsule's
+	// counts (which read every item and chunk row of the capsule's index:
+	// too dear for each query and each added item of a large capsule).
+	HasCapsule(ctx context.Context, name string) (bool, error)
 	ListCapsules(ctx context.Context) ([]domain.Capsule, error)
 	// DeleteCapsule deletes a capsule and everything in it and returns the
 	// content hashes its items held.

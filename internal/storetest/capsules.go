@@ -80,6 +80,12 @@ func CapsuleStore(t *testing.T, newStore func(t *testing.T) capsule.Store) {
 		if _, err := st.GetCapsule(ctx, "nope"); !errors.Is(err, domain.ErrNotFound) {
 			t.Fatalf("get missing: %v", err)
 		}
+		if ok, err := st.HasCapsule(ctx, "docs"); !ok || err != nil {
+			t.Fatalf("has docs: %v %v", ok, err)
+		}
+		if ok, err := st.HasCapsule(ctx, "nope"); ok || err != nil {
+			t.Fatalf("has missing: %v %v", ok, err)
+		}
 		if _, err := st.DeleteCapsule(ctx, "nope"); !errors.Is(err, domain.ErrNotFound) {
 			t.Fatalf("delete missing: %v", err)
 		}
@@ -270,6 +276,9 @@ func CapsuleStore(t *testing.T, newStore func(t *testing.T) capsule.Store) {
 		hashes, err := st.DeleteCapsule(ctx, "docs")
 		if err != nil || len(hashes) != 1 || hashes[0] != "h2" {
 			t.Fatalf("delete capsule: %v %v", hashes, err)
+		}
+		if ok, err := st.HasCapsule(ctx, "docs"); ok || err != nil {
+			t.Fatalf("has a deleted capsule: %v %v", ok, err)
 		}
 		if got := keyword(t, st, "other", "alpha"); len(got) != 1 {
 			t.Fatalf("other capsule touched: %v", got)

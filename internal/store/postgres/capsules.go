@@ -56,6 +56,15 @@ func (s *CapsuleStore) GetCapsule(ctx context.Context, name string) (domain.Caps
 	return scanCapsule(s.db.pool.QueryRow(ctx, capsuleQuery+" WHERE c.name = $1", name))
 }
 
+// HasCapsule reports whether the capsule exists.
+func (s *CapsuleStore) HasCapsule(ctx context.Context, name string) (bool, error) {
+	var ok bool
+	if err := s.db.pool.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM capsules WHERE name = $1)", name).Scan(&ok); err != nil {
+		return false, fmt.Errorf("has capsule: %w", err)
+	}
+	return ok, nil
+}
+
 // ListCapsules lists every capsule by name.
 func (s *CapsuleStore) ListCapsules(ctx context.Context) ([]domain.Capsule, error) {
 	rows, err := s.db.pool.Query(ctx, capsuleQuery+" ORDER BY c.name")
