@@ -21,8 +21,13 @@ var (
 // (migration 0002); vectors of other widths are scanned.
 const hnswDim = 384
 
-// maxEfSearch is pgvector's largest hnsw.ef_search.
-const maxEfSearch = 1000
+// maxEfSearch is pgvector's largest hnsw.ef_search; minEfSearch is the
+// least capsuled asks for (pgvector's default, 40, gave recall@10 0.98
+// against exact search on SciFact's 12,098 chunks).
+const (
+	maxEfSearch = 1000
+	minEfSearch = 100
+)
 
 // smallCapsule is the number of chunks below which a capsule's dense search
 // scores every chunk instead of reading the HNSW index, which covers every
@@ -46,8 +51,8 @@ func itemsWhere(cond string) string {
 // first.
 //
 // For 384-dimensional vectors it reads the HNSW index chunks_hnsw, in a
-// transaction that sets hnsw.ef_search to 2k (at least the server's own
-// setting, at most 1000) and hnsw.iterative_scan to relaxed_order, so that
+// transaction that sets hnsw.ef_search to 2k (at least 100 and the
+// server's own setting, at most 1000) and hnsw.iterative_scan to relaxed_order, so that
 // pgvector keeps walking the graph while the capsule and the filters reject
 // what it finds, up to hnsw.max_scan_tuples (the server's setting). The
 // filters are applied inside that scan. When the index gives fewer than k
@@ -84,7 +89,7 @@ func (s *CapsuleStore) denseHNSW(ctx context.Context, k int, where string, args 
 	b := &pgx.Batch{}
 	b.Queue(`SELECT set_config('hnsw.ef_search',
 			least(greatest(coalesce(current_setting('hnsw.ef_search', true)::int, 40), $1::int), $2::int)::text, true),
-		set_config('hnsw.iterative_scan', 'relaxed_order', true)`, 2*k, maxEfSearch)
+		set_config('hnsw.iterative_scan', 'relaxed_order', true)`, max(2*k, minEfSearch), maxEfSearch)
 	var ms []retrieval.Match
 	// A capsule of fewer than smallCapsule chunks is left to the exact
 	// scan (a one-time filter: the index is not read).
