@@ -18,10 +18,11 @@
 #       knows no tools); with this one llama-server's Gemma 4 handler
 #       (common/parsers/gemma4.cpp) renders the tools, parses the calls and,
 #       for tool_choice "required", constrains the reply by grammar to
-#       <|tool_call>call:NAME{…}<tool_call|> with nothing before it (one call
-#       when the request says parallel_tool_calls false). The arguments are
-#       a Gemma 4 dict, returned as a JSON object; that grammar does not
-#       check them against the tool's schema.
+#       <|tool_call>call:NAME{…}<tool_call|> with nothing before it but an
+#       optional thought block (one call when the request says
+#       parallel_tool_calls false). The arguments are a Gemma 4 dict,
+#       returned as a JSON object; that grammar does not check them against
+#       the tool's schema.
 #   .cache/llama/{chat,embed}.{log,pid,port}   the running servers: chat
 #       completions, and embeddings (a process of their own)
 #   .cache/llama/env.sh   export CAPSULED_TEST_LLAMA=http://127.0.0.1:PORT

@@ -120,8 +120,8 @@ func TestLlamaSvc1Upstream(t *testing.T) {
 // structured tool call, through svc-1's upstream engine and memory chat, at
 // once and streamed. .ci/llama.sh gives llama-server a tool-aware chat
 // template (llama.cpp's copy of Gemma 4's: the GGUF has none, and chatml
-// knows no tools), whose grammar admits one call and nothing before it when
-// parallel_tool_calls is false; the arguments it admits are any object, not
+// knows no tools), whose grammar admits one call and nothing before it but an
+// optional thought block when parallel_tool_calls is false; the arguments it admits are any object, not
 // the tool's schema, so the test checks a JSON object.
 func TestLlamaToolCallRequired(t *testing.T) {
 	url, model := llamaURL(t)
