@@ -45,6 +45,8 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs := cli.NewFlags("bench agent", stderr)
 	dataset := fs.String("dataset", "", "HotpotQA folder in BEIR layout (corpus.jsonl.gz, queries.jsonl.gz, qrels/test.tsv)")
 	locomo := fs.String("locomo", "", "LoCoMo JSON file instead: category-1 questions over each conversation's turns")
+	twoWiki := fs.String("2wiki", "", "2WikiMultihopQA JSON file instead (its dev set's format: context, supporting_facts, type): every question over\n"+
+		"the passages of all questions' contexts; the figures per hop count (gold passages) come with it")
 	asJSON := fs.Bool("json", false, "print one JSON object as the last line")
 	limit := fs.Int("limit", 0, "answer only the first N questions (0: all); HotpotQA then ingests their passages and fills up to 10 per question with others")
 	embedder := fs.String("embedder", "onnx", "onnx (the real model) or off (keyword search only: hybrid is BM25 alone; for smoke tests)")
@@ -60,7 +62,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	cacheFile := fs.String("search-cache", "", "remember every search's result in FILE and answer it from there on the next run (for iterating on the\n"+
 		"policy over one --data-dir; latencies then leave the searches out, so never report them from such a run)")
 	perQuestion := fs.String("per-question", "", "write one JSON line per question to FILE (gold ids, one-shot and agent rankings)")
-	untitled := fs.Bool("untitled", false, "HotpotQA: ingest each passage's text without its title (file_name stays empty), as document chunks\n"+
+	untitled := fs.Bool("untitled", false, "HotpotQA and 2WikiMultihopQA: ingest each passage's text without its title (file_name stays empty), as document chunks\n"+
 		"and notes come; the capsule is then hotpotqa-untitled")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
@@ -73,14 +75,17 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if !explicit["data-dir"] {
 		*dataDir = ""
 	}
-	if (*dataset == "") == (*locomo == "") {
-		return errors.New("give one of --dataset (HotpotQA) or --locomo")
+	if given := btoi(*dataset != "") + btoi(*locomo != "") + btoi(*twoWiki != ""); given != 1 {
+		return errors.New("give one of --dataset (HotpotQA), --locomo or --2wiki")
 	}
 	var sets []benchSet
 	var err error
-	if *dataset != "" {
+	switch {
+	case *dataset != "":
 		sets, err = hotpotSets(*dataset, *limit, *untitled)
-	} else {
+	case *twoWiki != "":
+		sets, err = twoWikiSets(*twoWiki, *limit, *untitled)
+	default:
 		sets, err = locomoSets(*locomo, *limit)
 	}
 	if err != nil {
@@ -255,6 +260,14 @@ type benchSet struct {
 type benchQuestion struct {
 	id, text, kind string
 	rel            map[string]int // relevant document ids
+	hops           int            // gold passages to find, when the set says (0: it does not)
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // hotpotSets reads a HotpotQA folder in BEIR layout; each passage is
@@ -320,6 +333,82 @@ func hotpotSets(dir string, limit int, untitled bool) ([]benchSet, error) {
 	}
 	if len(set.questions) == 0 {
 		return nil, fmt.Errorf("%s: no questions with qrels", dir)
+	}
+	return []benchSet{set}, nil
+}
+
+// twoWikiSets reads a 2WikiMultihopQA file (a JSON array in the format of
+// its dev set: _id, type, question, context as [title, sentences] pairs,
+// supporting_facts as [title, sentence] pairs): one capsule holds the
+// passages of every question's context, one per title (its sentences joined
+// by spaces, after the title and a space unless untitled), and each
+// question's relevant passages are those its supporting facts name; its
+// hop count is their number (2 for comparison, compositional and inference
+// questions, 4 for bridge-comparison ones).
+func twoWikiSets(path string, limit int, untitled bool) ([]benchSet, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var qs []struct {
+		ID       string            `json:"_id"`
+		Type     string            `json:"type"`
+		Question string            `json:"question"`
+		Context  []json.RawMessage `json:"context"`
+		Support  []json.RawMessage `json:"supporting_facts"`
+	}
+	if err := json.Unmarshal(raw, &qs); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	sort.SliceStable(qs, func(i, j int) bool { return qs[i].ID < qs[j].ID })
+	if limit > 0 && limit < len(qs) {
+		qs = qs[:limit]
+	}
+	name := "2wiki"
+	if untitled {
+		name = "2wiki-untitled"
+	}
+	set := benchSet{name: name, capsule: name}
+	ids := map[string]string{} // title → passage id
+	for _, q := range qs {
+		for _, c := range q.Context {
+			var pair []json.RawMessage
+			var title string
+			var sents []string
+			if json.Unmarshal(c, &pair) != nil || len(pair) != 2 || json.Unmarshal(pair[0], &title) != nil || json.Unmarshal(pair[1], &sents) != nil {
+				return nil, fmt.Errorf("%s: question %s: a context entry is not [title, [sentences]]", path, q.ID)
+			}
+			if _, ok := ids[title]; ok || title == "" {
+				continue
+			}
+			id := fmt.Sprintf("2w%05d", len(ids))
+			ids[title] = id
+			text := strings.Join(strings.Fields(strings.Join(sents, " ")), " ")
+			if !untitled {
+				text = title + " " + text
+			}
+			set.docs = append(set.docs, beirDoc{id, text})
+		}
+		rel := map[string]int{}
+		for _, f := range q.Support {
+			var pair []json.RawMessage
+			var title string
+			if json.Unmarshal(f, &pair) != nil || len(pair) != 2 || json.Unmarshal(pair[0], &title) != nil {
+				return nil, fmt.Errorf("%s: question %s: a supporting fact is not [title, sentence]", path, q.ID)
+			}
+			id, ok := ids[title]
+			if !ok {
+				return nil, fmt.Errorf("%s: question %s: supporting fact %q is not in its context", path, q.ID, title)
+			}
+			rel[id] = 1
+		}
+		if len(rel) == 0 {
+			continue
+		}
+		set.questions = append(set.questions, benchQuestion{id: q.ID, text: q.Question, kind: q.Type, rel: rel, hops: len(rel)})
+	}
+	if len(set.questions) == 0 {
+		return nil, fmt.Errorf("%s: no questions with supporting facts", path)
 	}
 	return []benchSet{set}, nil
 }
@@ -541,6 +630,7 @@ type benchStats struct {
 	sum                       map[string]float64 // metric → sum over questions
 	byKind                    map[string]*[2]float64
 	kindN                     map[string]int
+	byHops                    map[int]map[string]float64 // hop count → metric → sum, and "n"
 	oneLat, agentLat          []time.Duration
 	sizes                     []int // the reported lists' lengths
 	listed, listedGold        int   // ids reported, and how many of them are gold
@@ -637,6 +727,21 @@ func (s *benchStats) add(q benchQuestion, a answer) {
 			}
 		}
 	}
+	if q.hops > 0 {
+		if s.byHops == nil {
+			s.byHops = map[int]map[string]float64{}
+		}
+		h := s.byHops[q.hops]
+		if h == nil {
+			h = map[string]float64{}
+			s.byHops[q.hops] = h
+		}
+		h["n"]++
+		for run, list := range map[string][]string{"oneshot": a.oneshot, "agent": a.agent, "agent_unpruned": a.ranked} {
+			h[run+"_recall_at_5"] += recallAt(list, q.rel, 5)
+			h[run+"_both_at_10"] += float64(btoi(recallAt(list, q.rel, 10) == 1))
+		}
+	}
 	if s.byKind[q.kind] == nil {
 		s.byKind[q.kind] = &[2]float64{}
 	}
@@ -671,6 +776,15 @@ func (s *benchStats) summary() map[string]any {
 	res["reported_share"] = round4(float64(s.reported) / n)
 	res["oneshot_latency_p50_ms"], res["oneshot_latency_p95_ms"] = pct(s.oneLat, 50), pct(s.oneLat, 95)
 	res["agent_latency_p50_ms"], res["agent_latency_p95_ms"] = pct(s.agentLat, 50), pct(s.agentLat, 95)
+	// per hop count: "oneshot_both_at_10_hops_4", …, and "questions_hops_4"
+	for hops, h := range s.byHops {
+		res[fmt.Sprintf("questions_hops_%d", hops)] = int(h["n"])
+		for k, v := range h {
+			if k != "n" {
+				res[fmt.Sprintf("%s_hops_%d", k, hops)] = round4(v / h["n"])
+			}
+		}
+	}
 	for kind, v := range s.byKind {
 		if kind == "" {
 			continue
@@ -706,9 +820,16 @@ func printAgentBench(w io.Writer, r map[string]any) {
 		r["turns_per_question"], r["tool_calls_per_question"], r["reported_share"])
 	fmt.Fprintf(w, "  latency per question: one-shot p50 %vms p95 %vms; agent p50 %vms p95 %vms; engine time per turn p50 %vms\n",
 		r["oneshot_latency_p50_ms"], r["oneshot_latency_p95_ms"], r["agent_latency_p50_ms"], r["agent_latency_p95_ms"], r["engine_turn_p50_ms"])
-	for _, kind := range []string{"bridge", "comparison"} {
+	for _, kind := range []string{"bridge", "comparison", "compositional", "inference", "bridge_comparison"} {
 		if v, ok := r["agent_both_at_10_"+kind]; ok {
 			fmt.Fprintf(w, "  %s: both@10 one-shot %v, agent %v\n", kind, r["oneshot_both_at_10_"+kind], v)
+		}
+	}
+	for hops := 1; hops <= 8; hops++ {
+		if n, ok := r[fmt.Sprintf("questions_hops_%d", hops)]; ok {
+			k := func(m string) any { return r[fmt.Sprintf("%s_hops_%d", m, hops)] }
+			fmt.Fprintf(w, "  %d hops (%v questions): both@10 one-shot %v, agent %v (ranking %v); recall@5 one-shot %v, agent %v (ranking %v)\n", hops, n,
+				k("oneshot_both_at_10"), k("agent_both_at_10"), k("agent_unpruned_both_at_10"), k("oneshot_recall_at_5"), k("agent_recall_at_5"), k("agent_unpruned_recall_at_5"))
 		}
 	}
 }

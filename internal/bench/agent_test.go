@@ -29,6 +29,8 @@ func TestBenchAgent(t *testing.T) {
 		{"hotpotqa limit", []string{"--dataset", "testdata/hotpot", "--limit", "2"}, 2},
 		{"hotpotqa untitled", []string{"--dataset", "testdata/hotpot", "--untitled"}, 3},
 		{"locomo category 1 only", []string{"--locomo", "testdata/locomo_tiny.json"}, 2},
+		{"2wiki", []string{"--2wiki", "testdata/2wiki_tiny.json"}, 3},
+		{"2wiki untitled", []string{"--2wiki", "testdata/2wiki_tiny.json", "--untitled"}, 3},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -59,12 +61,25 @@ func TestBenchAgent(t *testing.T) {
 			if want := map[bool]string{true: "hotpotqa-untitled", false: "hotpotqa"}[slices.Contains(tt.args, "--untitled")]; strings.HasPrefix(tt.name, "hotpotqa") && res["dataset"] != want {
 				t.Errorf("dataset = %v, want %s", res["dataset"], want)
 			}
+			if strings.HasPrefix(tt.name, "2wiki") {
+				// figures per hop count: two 2-hop questions, one 4-hop
+				if res["questions_hops_2"] != 2.0 || res["questions_hops_4"] != 1.0 {
+					t.Errorf("questions per hop count: %v and %v, want 2 and 1", res["questions_hops_2"], res["questions_hops_4"])
+				}
+				for _, k := range []string{"oneshot_both_at_10_hops_4", "agent_both_at_10_hops_4", "agent_unpruned_both_at_10_hops_4", "agent_recall_at_5_hops_2"} {
+					if v, ok := res[k].(float64); !ok || v < 0 || v > 1 {
+						t.Errorf("%s = %v, want a share in [0, 1]", k, res[k])
+					}
+				}
+			} else if _, ok := res["questions_hops_2"]; ok {
+				t.Errorf("per-hop figures for a set without hop counts: %v", res)
+			}
 			// Every set here is small enough for the loop to find both
 			// passages in its top 10 (untitled: before the report's cut,
 			// which may leave out a passage the ranking holds).
 			key := "agent_both_at_10"
-			if slices.Contains(tt.args, "--untitled") {
-				key = "agent_unpruned_both_at_10"
+			if slices.Contains(tt.args, "--untitled") || strings.HasPrefix(tt.name, "2wiki") {
+				key = "agent_unpruned_both_at_10" // 2wiki: four gold passages, and the cut may leave out one
 			}
 			if res[key] != 1.0 {
 				t.Errorf("%s = %v, want 1\n%v", key, res[key], res)
@@ -164,4 +179,29 @@ func runBench(t *testing.T, args ...string) (int, string, string) {
 		fmt.Fprintln(&errb, err)
 	}
 	return code, out.String(), errb.String()
+}
+
+// TestTwoWikiSetsErrors: a file that is not the 2WikiMultihopQA format is
+// refused, saying why.
+func TestTwoWikiSetsErrors(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for name, body := range map[string]string{
+		"not JSON":                 `{`,
+		"context entry":            `[{"_id":"a","question":"q?","context":[["t"]],"supporting_facts":[["t",0]]}]`,
+		"supporting fact":          `[{"_id":"a","question":"q?","context":[["t",["s."]]],"supporting_facts":[[1]]}]`,
+		"fact not in context":      `[{"_id":"a","question":"q?","context":[["t",["s."]]],"supporting_facts":[["u",0]]}]`,
+		"no supported question":    `[{"_id":"a","question":"q?","context":[["t",["s."]]],"supporting_facts":[]}]`,
+		"no such file (not found)": "",
+	} {
+		path := filepath.Join(dir, strings.ReplaceAll(name, " ", "_")+".json")
+		if body != "" {
+			if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := twoWikiSets(path, 0, false); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
 }

@@ -182,17 +182,53 @@ func stem(w string) string {
 }
 
 // inSlot says whether the span at [start, end) of text sits next to a word
-// of one of the stems: within the 50 bytes before it or the 25 after.
+// of one of the stems: within the 50 bytes before it or the 25 after. A
+// bridge candidate is ranked by it: a relation word of the sentence before
+// may still speak of it ("He directed films. Among them: Ed Wood").
 func inSlot(text string, start, end int, stems map[string]bool) bool {
+	return slotNear(text, start, end, stems, false)
+}
+
+// inSentenceSlot is inSlot within the span's own sentence ("… fails
+// halfway. Marta Ruiz keeps the spare unit": "fails" says nothing of Marta
+// Ruiz). The report's links are checked by it.
+func inSentenceSlot(text string, start, end int, stems map[string]bool) bool {
+	return slotNear(text, start, end, stems, true)
+}
+
+func slotNear(text string, start, end int, stems map[string]bool, sentence bool) bool {
 	if len(stems) == 0 {
 		return false
 	}
 	a := max(0, start-50)
 	b := min(len(text), end+25)
+	for i := start - 1; sentence && i > a; i-- {
+		if sentenceEnd(text, i) {
+			a = i + 1
+			break
+		}
+	}
+	for i := end; sentence && i < b; i++ {
+		if sentenceEnd(text, i) {
+			b = i
+			break
+		}
+	}
 	for _, w := range strings.FieldsFunc(text[a:start]+" "+text[end:b], func(r rune) bool { return !unicode.IsLetter(r) }) {
 		if len(w) >= 4 && stems[stem(strings.ToLower(w))] {
 			return true
 		}
 	}
 	return false
+}
+
+// sentenceEnd says whether text[i] ends a sentence: a full stop, question
+// or exclamation mark after a lower-case letter, a digit or a closing
+// bracket or quote, and before a space ("J. Smith" and "1.5" go on).
+func sentenceEnd(text string, i int) bool {
+	if i <= 0 || i+1 >= len(text) || text[i+1] != ' ' || !strings.ContainsRune(".!?", rune(text[i])) {
+		return false
+	}
+	c := text[i-1]
+	return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == ')' || c == '"' || c == '\''
 }

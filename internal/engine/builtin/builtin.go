@@ -184,11 +184,12 @@ type state struct {
 	order    []string
 	hopQuery map[string]int // normalised query -> hop of the call
 	// derived once the conversation is read (see state.finish)
-	qt     []string       // the question's terms, each once
-	qidx   map[string]int // term -> index in qt
-	qlow   string         // the question lower-cased
-	chat   bool           // most documents are chat turns
-	ranked []scored       // the fused ranking, once computed (Engine.rank)
+	qt     []string        // the question's terms, each once
+	qidx   map[string]int  // term -> index in qt
+	qlow   string          // the question lower-cased
+	chat   bool            // most documents are chat turns
+	stems  map[string]bool // the question's relation stems (relationStems)
+	ranked []scored        // the fused ranking, once computed (Engine.rank)
 }
 
 func readState(msgs []domain.Message, defs []ToolDef) *state {
@@ -292,6 +293,7 @@ func (st *state) finish() {
 		st.qidx[t] = i
 	}
 	st.qlow = strings.ToLower(st.question)
+	st.stems = relationStems(st.question)
 	turns := 0
 	for _, d := range st.docs {
 		if d.title == "" {

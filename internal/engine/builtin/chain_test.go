@@ -60,6 +60,17 @@ func TestLeadEntityAndRelationSlots(t *testing.T) {
 	if !inSlot(text, i, i+len("Tim Burton"), stems) {
 		t.Error("Tim Burton should fill the director slot")
 	}
+	// the sentence slot is in the candidate's own sentence
+	text = "It was directed by a newcomer. Tim Burton produced it."
+	i = strings.Index(text, "Tim Burton")
+	if inSentenceSlot(text, i, i+len("Tim Burton"), stems) || !inSlot(text, i, i+len("Tim Burton"), stems) {
+		t.Error("a relation word of the sentence before is a slot for bridges, not in the sentence")
+	}
+	text = "It was directed by J. Tim Burton in 1988."
+	i = strings.Index(text, "Tim Burton")
+	if !inSentenceSlot(text, i, i+len("Tim Burton"), stems) {
+		t.Error("an initial ends no sentence")
+	}
 }
 
 // TestBridgesFromUntitledText: documents with neither a title nor a
@@ -372,4 +383,27 @@ func FuzzToolsFrom(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestLinkedNoteNeedsTheQuestionsRelation: a note the top one names is
+// reported beside it when the name fills one of the question's relations
+// ("the person who keeps the spare router": "Marta Ruiz keeps the spare
+// unit"), not when it is merely named nearby and shares nothing with the
+// question.
+func TestLinkedNoteNeedsTheQuestionsRelation(t *testing.T) {
+	t.Parallel()
+	corpus := fakeCorpus{
+		"n-router":  "The Zephyr 9 router in the lab resets itself when a firmware update fails halfway. Marta Ruiz keeps the spare unit.",
+		"n-recover": "To recover a Zephyr 9 after a failed firmware update, hold the reset button for 30 seconds, then load firmware 2.4.1 from the USB stick.",
+		"n-marta":   "Marta Ruiz works in building C, room 214, and is on call on Tuesdays.",
+		"n-plants":  "The office plants need watering on Fridays. The ficus near the window gets too much sun.",
+	}
+	ids, _, why := corpus.run(t, New(Config{}), "How do I bring back a Zephyr 9 router after its firmware update failed?")
+	if slices.Contains(ids, "n-marta") || !slices.Contains(ids, "n-router") || !slices.Contains(ids, "n-recover") {
+		t.Errorf("bring back: reported %v, want the router notes without n-marta\n%s", ids, why)
+	}
+	ids, _, why = corpus.run(t, New(Config{}), "Where can I find the person who keeps the spare Zephyr 9 router?")
+	if !slices.Contains(ids, "n-marta") || !slices.Contains(ids, "n-router") {
+		t.Errorf("keeper: reported %v, want n-router and n-marta\n%s", ids, why)
+	}
 }

@@ -49,7 +49,12 @@
 // least ReportCut (default 0.5) times the best document's are reported, and
 // those linked to the chain (the question or the top document names the
 // document's subject, or the document names the top one's) need ReportLinkCut
-// (0.25) times it; the first MinReport (2) always are, in rank order.
+// (0.25) times it; a document that shares none of the question's terms is
+// linked only when the name sits in the slot of one of the question's
+// relations, in the same sentence ("Marta Ruiz keeps the spare unit" for
+// "who keeps the spare router", not "… fails halfway. Marta Ruiz keeps …"
+// for "how do I bring the router back"). The first MinReport (2) always
+// are, in rank order.
 // Documents seen below the cut are left out, so the report is the answer's
 // evidence rather than everything seen. Chat turns are reported in the
 // question's order, up to ReportLimit, without the cut. A negative ReportCut

@@ -453,6 +453,37 @@ func sortScored(out []scored, st *state) {
 	})
 }
 
+// namesInSlot says whether d names a subject (its subjectKey) in the slot
+// of one of the question's relations ("Marta Ruiz keeps the spare unit"
+// for "who keeps the spare router"): a document linked that way carries
+// the chain on, one merely named beside it does not.
+func (st *state) names(d *doc, key string, inSlot bool) bool {
+	if !mentionsKey(d.low, key) || !inSlot {
+		return mentionsKey(d.low, key)
+	}
+	return st.namesInSlot(d, key)
+}
+
+func (st *state) namesInSlot(d *doc, key string) bool {
+	if !mentionsKey(d.low, key) {
+		return false
+	}
+	if len(d.low) != len(d.text) { // lower-casing moved the offsets
+		return true
+	}
+	for off := 0; ; {
+		i := strings.Index(d.low[off:], key)
+		if i < 0 {
+			return false
+		}
+		i += off
+		if inSentenceSlot(d.text, i, i+len(key), st.stems) {
+			return true
+		}
+		off = i + len(key)
+	}
+}
+
 // subjectKey is a subject as mentions look for it: lower-cased, without a
 // bracketed disambiguation ("Ed Wood (film)" gives "ed wood"), and "" when
 // it is shorter than three characters.
@@ -520,7 +551,7 @@ type bridge struct {
 // "American", counts little). Dates and numbers count less than names.
 func (e *Engine) bridges(st *state, ranked []scored) []bridge {
 	ql := st.qlow
-	stems := relationStems(st.question)
+	stems := st.stems
 	var srcs []string
 	inSrc := map[string]bool{}
 	for _, r := range ranked[:min(3, len(ranked))] {
@@ -667,7 +698,10 @@ func (e *Engine) reportIDs(st *state, ranked []scored) []string {
 	out := make([]string, 0, n)
 	for i, r := range ranked[:n] {
 		d := st.docs[r.id]
-		linked := mentionsKey(st.qlow, d.key) || i > 0 && (mentionsKey(first.low, d.key) || mentionsKey(d.low, first.key))
+		// a document that shares none of the question's terms is on the
+		// chain only when the link sits in the slot of one of its relations
+		inSlot := r.cov == 0
+		linked := mentionsKey(st.qlow, d.key) || i > 0 && (st.names(first, d.key, inSlot) || st.names(d, first.key, inSlot))
 		if i < e.cfg.MinReport || r.base >= e.cfg.ReportCut*top || linked && r.base >= e.cfg.ReportLinkCut*top {
 			out = append(out, r.id)
 		}
