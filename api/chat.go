@@ -30,6 +30,9 @@ func (s *Server) CreateChatCompletion(ctx context.Context, in gen.CreateChatComp
 	if err != nil {
 		return nil, err
 	}
+	if err := s.checkChatTokens(req, s.cfg.MaxRequestTokens); err != nil {
+		return nil, err
+	}
 	if err := s.chat.Check(req); err != nil {
 		return nil, err
 	}

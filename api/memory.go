@@ -42,6 +42,9 @@ func (s *Server) CreateMemoryChatCompletion(ctx context.Context, in gen.CreateMe
 	if err != nil {
 		return nil, err
 	}
+	if err := s.checkChatTokens(req, s.cfg.MaxMemoryRequestTokens); err != nil {
+		return nil, err
+	}
 	ns := domain.GlobalNamespace
 	if in.Params.Namespace != nil {
 		ns = *in.Params.Namespace

@@ -27,6 +27,14 @@ type Config struct {
 	CapsuleHostSuffix string
 	// Version is reported by the health probes.
 	Version string
+	// MaxMessageTokens bounds the tokens of one chat message (svc-1 and the
+	// memory operation), MaxRequestTokens those of all the messages of one
+	// svc-1 request, MaxMemoryRequestTokens of one memory request (413
+	// beyond). Defaults DefaultMaxMessageTokens, DefaultMaxRequestTokens
+	// and DefaultMaxMemoryRequestTokens.
+	MaxMessageTokens       int
+	MaxRequestTokens       int
+	MaxMemoryRequestTokens int
 }
 
 // WithDefaults returns c with zero fields set to their defaults.
@@ -36,6 +44,15 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.MaxUploadBytes <= 0 {
 		c.MaxUploadBytes = 64 << 20
+	}
+	if c.MaxMessageTokens <= 0 {
+		c.MaxMessageTokens = DefaultMaxMessageTokens
+	}
+	if c.MaxRequestTokens <= 0 {
+		c.MaxRequestTokens = DefaultMaxRequestTokens
+	}
+	if c.MaxMemoryRequestTokens <= 0 {
+		c.MaxMemoryRequestTokens = DefaultMaxMemoryRequestTokens
 	}
 	if c.Version == "" {
 		c.Version = "dev"

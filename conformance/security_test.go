@@ -332,3 +332,80 @@ func TestAttackNonCanonicalTokenSignature(t *testing.T) {
 		}
 	}
 }
+
+// Attack 7: a 4 MB memory chat of 1,024 messages took 127 s of CPU. The
+// tokens of one message and of one request are bounded (BERT pre-tokens:
+// "x." is two) before any other work: 413 with the limit in the message,
+// streamed or not, on svc-1 and the memory operation.
+func TestAttackTooManyTokens(t *testing.T) {
+	t.Parallel()
+	tokens := func(n int) string { return strings.Repeat("x.", n/2) } // n tokens in n bytes
+	msgs := func(sizes ...int) []map[string]any {
+		var out []map[string]any
+		for i, n := range sizes {
+			role := []string{"user", "assistant"}[i%2]
+			out = append(out, map[string]any{"role": role, "content": tokens(n)})
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name, path string
+		messages   []map[string]any
+		stream     bool
+		code       string
+		param      string
+	}{
+		{"svc-1: one message over 32,768", "/v1/chat/completions", msgs(32770), false, "message_too_long", "messages[0]"},
+		{"svc-1: a later message over 32,768, streamed", "/v1/chat/completions", msgs(10, 20, 32770), true, "message_too_long", "messages[2]"},
+		{"svc-1: 131,072 in all", "/v1/chat/completions", msgs(32000, 32000, 32000, 32000, 32000), false, "too_many_tokens", "messages"},
+		{"memory: one message over 32,768", "/v1/memory/chat/completions?namespace=tokens", msgs(32770), false, "message_too_long", "messages[0]"},
+		{"memory: 32,768 in all", "/v1/memory/chat/completions?namespace=tokens", msgs(12000, 12000, 12000), true, "too_many_tokens", "messages"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp := expect(t, do(t, req{method: "POST", path: tc.path, cred: srv.admin,
+				body: map[string]any{"model": "svc-1", "messages": tc.messages, "stream": tc.stream}}), http.StatusRequestEntityTooLarge)
+			e := resp.Err(t)
+			if *e.Error.Code != tc.code || e.Error.Type != "request_too_large" || e.Error.Param == nil || *e.Error.Param != tc.param || !strings.Contains(e.Error.Message, "limit") {
+				t.Fatalf("error %+v", e.Error)
+			}
+		})
+	}
+	// Under the bounds: answered.
+	expect(t, do(t, req{method: "POST", path: "/v1/chat/completions", cred: srv.admin,
+		body: map[string]any{"model": "svc-1", "messages": msgs(32000, 32000, 32000, 32000, 2000)}}), http.StatusOK)
+	expect(t, do(t, req{method: "POST", path: "/v1/memory/chat/completions?namespace=tokens", cred: srv.admin,
+		body: map[string]any{"model": "svc-1", "messages": msgs(12000, 12000, 8000)}}), http.StatusOK)
+}
+
+// Attack 7, continued: a 1.9 MB CSV of 200,000 columns was still indexing
+// after 7 minutes (each record is one row block naming every column, about
+// 10,000 chunks to embed). A record of more than 4,096 columns fails the
+// item at once with the reason; a wide but bounded one is indexed.
+func TestAttackWideCSV(t *testing.T) {
+	t.Parallel()
+	createCapsule(t, "widecsv")
+	csv := func(cols int) []byte {
+		var b bytes.Buffer
+		for r := range 3 {
+			for c := range cols {
+				if c > 0 {
+					b.WriteByte(',')
+				}
+				fmt.Fprintf(&b, "%c%d", 'a'+r, c)
+			}
+			b.WriteByte('\n')
+		}
+		return b.Bytes()
+	}
+	resp := expect(t, upload(t, "widecsv", "wide.csv", "text/csv", csv(200000), nil), http.StatusCreated)
+	var it wireItem
+	resp.JSON(t, &it)
+	if it.Status != "failed" || it.Error == nil || !strings.Contains(*it.Error, "200000 columns, more than the limit of 4096") {
+		t.Fatalf("200,000 columns: %+v (error %v)", it, it.Error)
+	}
+	resp = expect(t, upload(t, "widecsv", "ok.csv", "text/csv", csv(300), nil), http.StatusCreated)
+	resp.JSON(t, &it)
+	if it.Status != "ready" || it.ChunkCount == 0 {
+		t.Fatalf("300 columns: %+v", it)
+	}
+}

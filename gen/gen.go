@@ -1394,7 +1394,7 @@ type NamespaceName = string
 
 // QueryRequest defines model for QueryRequest.
 type QueryRequest struct {
-	// Limit Maximum number of results (default 10, at most 100).
+	// Limit Maximum number of results (default 10, at most 100); fewer when fewer chunks have any relevance to the query.
 	Limit *int `json:"limit,omitempty"`
 
 	// Query The search query (1 to 16,384 bytes, not only whitespace). Semantic search embeds what fits the embedding model (the first 256 word pieces by default); keyword search reads the whole text.
@@ -1442,7 +1442,7 @@ type QueryResult struct {
 // QueryResults defines model for QueryResults.
 type QueryResults = []QueryResult
 
-// Recency Prefer newer items: score ← (1−weight)·score + weight·2^(−age/half_life).
+// Recency Prefer newer items among relevant ones: score ← score·((1−weight) + weight·2^(−age/half_life)). Recency scales relevance and never adds to it, so it reorders relevant hits and never lifts an unrelated chunk above a relevant one that is at least 1/(1−weight) times as relevant, and a chunk of no relevance stays out of the results however new it is.
 type Recency struct {
 	// Field Items without an authored time use their time added.
 	Field        *RecencyField `json:"field,omitempty"`
@@ -1697,7 +1697,7 @@ type Wishlist struct {
 	// Mode `hybrid` fuses BM25 and dense retrieval; `semantic` is dense only (422 when semantic search is off); `keyword` is BM25 only.
 	Mode *WishlistMode `json:"mode,omitempty"`
 
-	// Recency Prefer newer items: score ← (1−weight)·score + weight·2^(−age/half_life).
+	// Recency Prefer newer items among relevant ones: score ← score·((1−weight) + weight·2^(−age/half_life)). Recency scales relevance and never adds to it, so it reorders relevant hits and never lifts an unrelated chunk above a relevant one that is at least 1/(1−weight) times as relevant, and a chunk of no relevance stays out of the results however new it is.
 	Recency   *Recency `json:"recency,omitempty"`
 	UriPrefix *string  `json:"uri_prefix,omitempty"`
 }
@@ -3030,9 +3030,12 @@ type ClientInterface interface {
 	// model's relevance scores (a logistic of them when the model returns
 	// logits), and a reranker that fails answers 502, 503 or 504.
 	//
-	// `limit` defaults to 10 and may not exceed 100. `wishlist` filters and
-	// preferences apply inside retrieval, so a filtered query still returns up
-	// to `limit` results when that many match. Unknown wishlist keys, bad dates
+	// `limit` defaults to 10 and may not exceed 100. Only chunks with some
+	// relevance are returned (a positive fused score: a keyword match or a
+	// positive cosine), so a small capsule may return fewer than `limit`
+	// results; the limit is never padded with unrelated chunks. `wishlist`
+	// filters and preferences apply inside retrieval, so a filtered query
+	// still returns up to `limit` results when that many match. Unknown wishlist keys, bad dates
 	// and bad operators give 400 naming the field. A key with `capsules:read`
 	// may query only the capsules in its allow-list (403 otherwise).
 	//
@@ -3051,9 +3054,12 @@ type ClientInterface interface {
 	// model's relevance scores (a logistic of them when the model returns
 	// logits), and a reranker that fails answers 502, 503 or 504.
 	//
-	// `limit` defaults to 10 and may not exceed 100. `wishlist` filters and
-	// preferences apply inside retrieval, so a filtered query still returns up
-	// to `limit` results when that many match. Unknown wishlist keys, bad dates
+	// `limit` defaults to 10 and may not exceed 100. Only chunks with some
+	// relevance are returned (a positive fused score: a keyword match or a
+	// positive cosine), so a small capsule may return fewer than `limit`
+	// results; the limit is never padded with unrelated chunks. `wishlist`
+	// filters and preferences apply inside retrieval, so a filtered query
+	// still returns up to `limit` results when that many match. Unknown wishlist keys, bad dates
 	// and bad operators give 400 naming the field. A key with `capsules:read`
 	// may query only the capsules in its allow-list (403 otherwise).
 	//
@@ -3305,6 +3311,14 @@ type ClientInterface interface {
 	// event, then `data: [DONE]`. Streamed and non-streamed replies to the same
 	// request carry the same content and tool calls.
 	//
+	// **Limits.** Beyond the body size (413 `body_too_large`) and 1,024
+	// messages, a message of more than 32,768 tokens gives 413 with code
+	// `message_too_long` (param `messages[i]`), and messages of more than
+	// 131,072 tokens in all give 413 with code `too_many_tokens` (param
+	// `messages`). These tokens are BERT pre-tokens (words and punctuation
+	// marks, a lower bound of the word-piece count of usage); the server's
+	// `--max-message-tokens` and `--max-request-tokens` change the limits.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/chat/completions (the `CreateChatCompletion` operationId).
@@ -3399,6 +3413,14 @@ type ClientInterface interface {
 	// event, then `data: [DONE]`. Streamed and non-streamed replies to the same
 	// request carry the same content and tool calls.
 	//
+	// **Limits.** Beyond the body size (413 `body_too_large`) and 1,024
+	// messages, a message of more than 32,768 tokens gives 413 with code
+	// `message_too_long` (param `messages[i]`), and messages of more than
+	// 131,072 tokens in all give 413 with code `too_many_tokens` (param
+	// `messages`). These tokens are BERT pre-tokens (words and punctuation
+	// marks, a lower bound of the word-piece count of usage); the server's
+	// `--max-message-tokens` and `--max-request-tokens` change the limits.
+	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /v1/chat/completions (the `CreateChatCompletion` operationId).
@@ -3445,6 +3467,13 @@ type ClientInterface interface {
 	// Authenticates with an access token, or an API key with the `memory` scope;
 	// the namespace must be in the credential's allow-list (403 otherwise).
 	//
+	// **Limits.** Every new turn is embedded when it is persisted, so a
+	// request may hold at most 32,768 tokens in all its messages (413 with
+	// code `too_many_tokens`, param `messages`; `--max-memory-request-tokens`
+	// changes it), and a message at most 32,768 (413 `message_too_long`,
+	// param `messages[i]`), counted as for chat completions. A client need
+	// not resend a long conversation: its earlier turns are in memory.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/memory/chat/completions (the `CreateMemoryChatCompletion` operationId).
@@ -3459,6 +3488,13 @@ type ClientInterface interface {
 	//
 	// Authenticates with an access token, or an API key with the `memory` scope;
 	// the namespace must be in the credential's allow-list (403 otherwise).
+	//
+	// **Limits.** Every new turn is embedded when it is persisted, so a
+	// request may hold at most 32,768 tokens in all its messages (413 with
+	// code `too_many_tokens`, param `messages`; `--max-memory-request-tokens`
+	// changes it), and a message at most 32,768 (413 `message_too_long`,
+	// param `messages[i]`), counted as for chat completions. A client need
+	// not resend a long conversation: its earlier turns are in memory.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3737,9 +3773,12 @@ func (c *Client) AskCapsule(ctx context.Context, capsule CapsulePath, body AskCa
 // model's relevance scores (a logistic of them when the model returns
 // logits), and a reranker that fails answers 502, 503 or 504.
 //
-// `limit` defaults to 10 and may not exceed 100. `wishlist` filters and
-// preferences apply inside retrieval, so a filtered query still returns up
-// to `limit` results when that many match. Unknown wishlist keys, bad dates
+// `limit` defaults to 10 and may not exceed 100. Only chunks with some
+// relevance are returned (a positive fused score: a keyword match or a
+// positive cosine), so a small capsule may return fewer than `limit`
+// results; the limit is never padded with unrelated chunks. `wishlist`
+// filters and preferences apply inside retrieval, so a filtered query
+// still returns up to `limit` results when that many match. Unknown wishlist keys, bad dates
 // and bad operators give 400 naming the field. A key with `capsules:read`
 // may query only the capsules in its allow-list (403 otherwise).
 //
@@ -3768,9 +3807,12 @@ func (c *Client) QueryCapsuleWithBody(ctx context.Context, capsule CapsulePath, 
 // model's relevance scores (a logistic of them when the model returns
 // logits), and a reranker that fails answers 502, 503 or 504.
 //
-// `limit` defaults to 10 and may not exceed 100. `wishlist` filters and
-// preferences apply inside retrieval, so a filtered query still returns up
-// to `limit` results when that many match. Unknown wishlist keys, bad dates
+// `limit` defaults to 10 and may not exceed 100. Only chunks with some
+// relevance are returned (a positive fused score: a keyword match or a
+// positive cosine), so a small capsule may return fewer than `limit`
+// results; the limit is never padded with unrelated chunks. `wishlist`
+// filters and preferences apply inside retrieval, so a filtered query
+// still returns up to `limit` results when that many match. Unknown wishlist keys, bad dates
 // and bad operators give 400 naming the field. A key with `capsules:read`
 // may query only the capsules in its allow-list (403 otherwise).
 //
@@ -4212,6 +4254,14 @@ func (c *Client) GetItemText(ctx context.Context, capsule CapsulePath, item Item
 // event, then `data: [DONE]`. Streamed and non-streamed replies to the same
 // request carry the same content and tool calls.
 //
+// **Limits.** Beyond the body size (413 `body_too_large`) and 1,024
+// messages, a message of more than 32,768 tokens gives 413 with code
+// `message_too_long` (param `messages[i]`), and messages of more than
+// 131,072 tokens in all give 413 with code `too_many_tokens` (param
+// `messages`). These tokens are BERT pre-tokens (words and punctuation
+// marks, a lower bound of the word-piece count of usage); the server's
+// `--max-message-tokens` and `--max-request-tokens` change the limits.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/chat/completions (the `CreateChatCompletion` operationId).
@@ -4315,6 +4365,14 @@ func (c *Client) CreateChatCompletionWithBody(ctx context.Context, contentType s
 // An error after the stream began is sent as one `data: <ErrorResponse>`
 // event, then `data: [DONE]`. Streamed and non-streamed replies to the same
 // request carry the same content and tool calls.
+//
+// **Limits.** Beyond the body size (413 `body_too_large`) and 1,024
+// messages, a message of more than 32,768 tokens gives 413 with code
+// `message_too_long` (param `messages[i]`), and messages of more than
+// 131,072 tokens in all give 413 with code `too_many_tokens` (param
+// `messages`). These tokens are BERT pre-tokens (words and punctuation
+// marks, a lower bound of the word-piece count of usage); the server's
+// `--max-message-tokens` and `--max-request-tokens` change the limits.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -4422,6 +4480,13 @@ func (c *Client) GetKey(ctx context.Context, key string, reqEditors ...RequestEd
 // Authenticates with an access token, or an API key with the `memory` scope;
 // the namespace must be in the credential's allow-list (403 otherwise).
 //
+// **Limits.** Every new turn is embedded when it is persisted, so a
+// request may hold at most 32,768 tokens in all its messages (413 with
+// code `too_many_tokens`, param `messages`; `--max-memory-request-tokens`
+// changes it), and a message at most 32,768 (413 `message_too_long`,
+// param `messages[i]`), counted as for chat completions. A client need
+// not resend a long conversation: its earlier turns are in memory.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/memory/chat/completions (the `CreateMemoryChatCompletion` operationId).
@@ -4446,6 +4511,13 @@ func (c *Client) CreateMemoryChatCompletionWithBody(ctx context.Context, params 
 //
 // Authenticates with an access token, or an API key with the `memory` scope;
 // the namespace must be in the credential's allow-list (403 otherwise).
+//
+// **Limits.** Every new turn is embedded when it is persisted, so a
+// request may hold at most 32,768 tokens in all its messages (413 with
+// code `too_many_tokens`, param `messages`; `--max-memory-request-tokens`
+// changes it), and a message at most 32,768 (413 `message_too_long`,
+// param `messages[i]`), counted as for chat completions. A client need
+// not resend a long conversation: its earlier turns are in memory.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -6527,9 +6599,12 @@ type ClientWithResponsesInterface interface {
 	// model's relevance scores (a logistic of them when the model returns
 	// logits), and a reranker that fails answers 502, 503 or 504.
 	//
-	// `limit` defaults to 10 and may not exceed 100. `wishlist` filters and
-	// preferences apply inside retrieval, so a filtered query still returns up
-	// to `limit` results when that many match. Unknown wishlist keys, bad dates
+	// `limit` defaults to 10 and may not exceed 100. Only chunks with some
+	// relevance are returned (a positive fused score: a keyword match or a
+	// positive cosine), so a small capsule may return fewer than `limit`
+	// results; the limit is never padded with unrelated chunks. `wishlist`
+	// filters and preferences apply inside retrieval, so a filtered query
+	// still returns up to `limit` results when that many match. Unknown wishlist keys, bad dates
 	// and bad operators give 400 naming the field. A key with `capsules:read`
 	// may query only the capsules in its allow-list (403 otherwise).
 	//
@@ -6548,9 +6623,12 @@ type ClientWithResponsesInterface interface {
 	// model's relevance scores (a logistic of them when the model returns
 	// logits), and a reranker that fails answers 502, 503 or 504.
 	//
-	// `limit` defaults to 10 and may not exceed 100. `wishlist` filters and
-	// preferences apply inside retrieval, so a filtered query still returns up
-	// to `limit` results when that many match. Unknown wishlist keys, bad dates
+	// `limit` defaults to 10 and may not exceed 100. Only chunks with some
+	// relevance are returned (a positive fused score: a keyword match or a
+	// positive cosine), so a small capsule may return fewer than `limit`
+	// results; the limit is never padded with unrelated chunks. `wishlist`
+	// filters and preferences apply inside retrieval, so a filtered query
+	// still returns up to `limit` results when that many match. Unknown wishlist keys, bad dates
 	// and bad operators give 400 naming the field. A key with `capsules:read`
 	// may query only the capsules in its allow-list (403 otherwise).
 	//
@@ -6826,6 +6904,14 @@ type ClientWithResponsesInterface interface {
 	// event, then `data: [DONE]`. Streamed and non-streamed replies to the same
 	// request carry the same content and tool calls.
 	//
+	// **Limits.** Beyond the body size (413 `body_too_large`) and 1,024
+	// messages, a message of more than 32,768 tokens gives 413 with code
+	// `message_too_long` (param `messages[i]`), and messages of more than
+	// 131,072 tokens in all give 413 with code `too_many_tokens` (param
+	// `messages`). These tokens are BERT pre-tokens (words and punctuation
+	// marks, a lower bound of the word-piece count of usage); the server's
+	// `--max-message-tokens` and `--max-request-tokens` change the limits.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/chat/completions (the `CreateChatCompletion` operationId).
@@ -6920,6 +7006,14 @@ type ClientWithResponsesInterface interface {
 	// event, then `data: [DONE]`. Streamed and non-streamed replies to the same
 	// request carry the same content and tool calls.
 	//
+	// **Limits.** Beyond the body size (413 `body_too_large`) and 1,024
+	// messages, a message of more than 32,768 tokens gives 413 with code
+	// `message_too_long` (param `messages[i]`), and messages of more than
+	// 131,072 tokens in all give 413 with code `too_many_tokens` (param
+	// `messages`). These tokens are BERT pre-tokens (words and punctuation
+	// marks, a lower bound of the word-piece count of usage); the server's
+	// `--max-message-tokens` and `--max-request-tokens` change the limits.
+	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/chat/completions (the `CreateChatCompletion` operationId).
@@ -6972,6 +7066,13 @@ type ClientWithResponsesInterface interface {
 	// Authenticates with an access token, or an API key with the `memory` scope;
 	// the namespace must be in the credential's allow-list (403 otherwise).
 	//
+	// **Limits.** Every new turn is embedded when it is persisted, so a
+	// request may hold at most 32,768 tokens in all its messages (413 with
+	// code `too_many_tokens`, param `messages`; `--max-memory-request-tokens`
+	// changes it), and a message at most 32,768 (413 `message_too_long`,
+	// param `messages[i]`), counted as for chat completions. A client need
+	// not resend a long conversation: its earlier turns are in memory.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/memory/chat/completions (the `CreateMemoryChatCompletion` operationId).
@@ -6986,6 +7087,13 @@ type ClientWithResponsesInterface interface {
 	//
 	// Authenticates with an access token, or an API key with the `memory` scope;
 	// the namespace must be in the credential's allow-list (403 otherwise).
+	//
+	// **Limits.** Every new turn is embedded when it is persisted, so a
+	// request may hold at most 32,768 tokens in all its messages (413 with
+	// code `too_many_tokens`, param `messages`; `--max-memory-request-tokens`
+	// changes it), and a message at most 32,768 (413 `message_too_long`,
+	// param `messages[i]`), counted as for chat completions. A client need
+	// not resend a long conversation: its earlier turns are in memory.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -11269,9 +11377,12 @@ func (c *ClientWithResponses) AskCapsuleWithResponse(ctx context.Context, capsul
 // model's relevance scores (a logistic of them when the model returns
 // logits), and a reranker that fails answers 502, 503 or 504.
 //
-// `limit` defaults to 10 and may not exceed 100. `wishlist` filters and
-// preferences apply inside retrieval, so a filtered query still returns up
-// to `limit` results when that many match. Unknown wishlist keys, bad dates
+// `limit` defaults to 10 and may not exceed 100. Only chunks with some
+// relevance are returned (a positive fused score: a keyword match or a
+// positive cosine), so a small capsule may return fewer than `limit`
+// results; the limit is never padded with unrelated chunks. `wishlist`
+// filters and preferences apply inside retrieval, so a filtered query
+// still returns up to `limit` results when that many match. Unknown wishlist keys, bad dates
 // and bad operators give 400 naming the field. A key with `capsules:read`
 // may query only the capsules in its allow-list (403 otherwise).
 //
@@ -11296,9 +11407,12 @@ func (c *ClientWithResponses) QueryCapsuleWithBodyWithResponse(ctx context.Conte
 // model's relevance scores (a logistic of them when the model returns
 // logits), and a reranker that fails answers 502, 503 or 504.
 //
-// `limit` defaults to 10 and may not exceed 100. `wishlist` filters and
-// preferences apply inside retrieval, so a filtered query still returns up
-// to `limit` results when that many match. Unknown wishlist keys, bad dates
+// `limit` defaults to 10 and may not exceed 100. Only chunks with some
+// relevance are returned (a positive fused score: a keyword match or a
+// positive cosine), so a small capsule may return fewer than `limit`
+// results; the limit is never padded with unrelated chunks. `wishlist`
+// filters and preferences apply inside retrieval, so a filtered query
+// still returns up to `limit` results when that many match. Unknown wishlist keys, bad dates
 // and bad operators give 400 naming the field. A key with `capsules:read`
 // may query only the capsules in its allow-list (403 otherwise).
 //
@@ -11688,6 +11802,14 @@ func (c *ClientWithResponses) GetItemTextWithResponse(ctx context.Context, capsu
 // event, then `data: [DONE]`. Streamed and non-streamed replies to the same
 // request carry the same content and tool calls.
 //
+// **Limits.** Beyond the body size (413 `body_too_large`) and 1,024
+// messages, a message of more than 32,768 tokens gives 413 with code
+// `message_too_long` (param `messages[i]`), and messages of more than
+// 131,072 tokens in all give 413 with code `too_many_tokens` (param
+// `messages`). These tokens are BERT pre-tokens (words and punctuation
+// marks, a lower bound of the word-piece count of usage); the server's
+// `--max-message-tokens` and `--max-request-tokens` change the limits.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/chat/completions (the `CreateChatCompletion` operationId).
@@ -11788,6 +11910,14 @@ func (c *ClientWithResponses) CreateChatCompletionWithBodyWithResponse(ctx conte
 // event, then `data: [DONE]`. Streamed and non-streamed replies to the same
 // request carry the same content and tool calls.
 //
+// **Limits.** Beyond the body size (413 `body_too_large`) and 1,024
+// messages, a message of more than 32,768 tokens gives 413 with code
+// `message_too_long` (param `messages[i]`), and messages of more than
+// 131,072 tokens in all give 413 with code `too_many_tokens` (param
+// `messages`). These tokens are BERT pre-tokens (words and punctuation
+// marks, a lower bound of the word-piece count of usage); the server's
+// `--max-message-tokens` and `--max-request-tokens` change the limits.
+//
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/chat/completions (the `CreateChatCompletion` operationId).
@@ -11876,6 +12006,13 @@ func (c *ClientWithResponses) GetKeyWithResponse(ctx context.Context, key string
 // Authenticates with an access token, or an API key with the `memory` scope;
 // the namespace must be in the credential's allow-list (403 otherwise).
 //
+// **Limits.** Every new turn is embedded when it is persisted, so a
+// request may hold at most 32,768 tokens in all its messages (413 with
+// code `too_many_tokens`, param `messages`; `--max-memory-request-tokens`
+// changes it), and a message at most 32,768 (413 `message_too_long`,
+// param `messages[i]`), counted as for chat completions. A client need
+// not resend a long conversation: its earlier turns are in memory.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/memory/chat/completions (the `CreateMemoryChatCompletion` operationId).
@@ -11896,6 +12033,13 @@ func (c *ClientWithResponses) CreateMemoryChatCompletionWithBodyWithResponse(ctx
 //
 // Authenticates with an access token, or an API key with the `memory` scope;
 // the namespace must be in the credential's allow-list (403 otherwise).
+//
+// **Limits.** Every new turn is embedded when it is persisted, so a
+// request may hold at most 32,768 tokens in all its messages (413 with
+// code `too_many_tokens`, param `messages`; `--max-memory-request-tokens`
+// changes it), and a message at most 32,768 (413 `message_too_long`,
+// param `messages[i]`), counted as for chat completions. A client need
+// not resend a long conversation: its earlier turns are in memory.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -23540,323 +23684,332 @@ func (sh *strictHandler) CreateAccessToken(w http.ResponseWriter, r *http.Reques
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3dchvHki76KhWYiRCg0wBBitJokTExQcvyWtqWLI0kj+dsQ4MudBeAWmxUwV3VJGGZEb46sS9P7NjP",
-	"sF5h3+9H8ZOcyMyq7upG44eUKNk+urBFAF3V9ZOVmZU/X77vJHqx1Eooazon7ztLnvOFsCLHT0/40hSZ",
-	"eMXtHD6mwiS5XFqpVeek83YuWEIP3DNM8YVgXc6+/u4Ny/hEZL1BJ+pIeHAJzaMOPNE56bgmnaiTi58K",
-	"mYu0c2LzQkQdk8zFgsOL/jkX085J558OqsEd0K/mwI3pO+jt+jrqPLNisXmA0orFPcNkyrqxtIvxb7/+",
-	"I940Mnh267CW3FqRQ8P/gr5+POv/d97/edj/y7v3h9Gj4+t/7kQdu1pCX8bmUs1wgC/EQuerzUNc4O9+",
-	"kAuxfZD09L7DhN72HCYsqFnyROwaKW41PnnCDpnV7PDoMUvmPOcJ0A3TU5YJGIGJWCpn0pqIxYM4YvE4",
-	"jkYq7seMq5TFJ3HEjOW5lWrGLqWdM+4aMp1TS9aNZ5me8Cxm0jA7FywVU15kdqTKQcD7bDU4vRQ5hzH3",
-	"BiPVvoRl01vTYLlWJRWW3/x7IfLV72T5BuxrWq4TXCFaymDpIhxLyvwiByv2E06jdclut0TXsNZmqZUR",
-	"yFq+4ulfuRWXHBcr0coKZeFPvlxmMsEtPPi7gcV7v+crn+a5zl+7l9Ar1zehWBqbC75gQs2kEiwX08KI",
-	"NGK5MMLiOiVaKZFAG1hJI5RlM55P+EwMOtcRjPy1+KkQxn7akef0UjgJC55NdQ5bp3M2yQU/N4yzvMjE",
-	"KYuRhcdEZjifqRRZikN/otU0k8knH7jRRZ4IxrNc8HTFxJU0QNY6h8kobZlUjAM1W8HsnFvGs0xfwuil",
-	"wYF/o/OJTFOhPu3Ik1ykQlnJM5bx5JyW0yR6KXDwtpKA8LFiSdIwXVgjUxBAhmbTz6SxOBlH92/lQujC",
-	"fl7yT2WKG8CVuRQ57IOVC6LzZwqkCM8+3QDPFCuUuFqKxIqUTbnMilycOu5uDJ/Bcue5dHRdHggi7u+0",
-	"/UYXKv104/1enSt9qdhCpyKLPClEqHRE7FysooAmdO4EgB/ss8UyEwuhrPiEQ/4O9vqCy4xPMoHbPZeG",
-	"TQqZIS9JtJrKWUESFAf6mlvxXC7kJx3lywuRM86WIu+fixXLgS9kMAhQiuaCp04/fS1svuqfTa3I10Xu",
-	"G5FolRoQsZdcWjYRU50D1dh8JdVsUBNlTh+SyoqZyGFM11HnrdbPeT4Tn/aITnS6gr0olpnmKfISWA5g",
-	"JG4NrqPO94oXdq5z+fOn3JcX0hipZlElgCJW0CEAAXqhz0kkiaslKFUB/2xs3A8//NA/K+wcfky4Feu7",
-	"F38leC7yuG2XSq31mlbC0/PnZaUaSDYVS6FSoZIVS7gCzjoBkuPJXKSkhaXc8gk3KCRyUWpwsOEKH8ST",
-	"2U10KljsHx4X1SzjXoTEkEpzDp1Miyxj3dhYnfOZGMPHuIey1dI7eNrXKlsFz8B3Y/gu7g0YHiLG4RCx",
-	"ODhRMTN0gj7tofteLXOdALv/pDv6g8iyvqfpSWGZXCy1MRI2Yy5ywbpTJGwOXJsZseBAuswInidzdjmX",
-	"wE5xwfV02nNn1BTLpc6tSF+IVPK3ON1PzUruGfaEXtiHAXiNSytBvL+8MDHLz4VhXaQVnqZAlVyhMHM/",
-	"LYrMyiXP7QEsVB+IE2Z67fcUyeMsgc17q89JWVvm8AIrSesnxmDGHGcPvcBfnZRb0QfFY/1mGpVtpNpM",
-	"boWyMoP1dw8Pqo5K6oqqW4xpv6BVv0NXC75ihRGnTCyWdsUWgitU5fBibsXCtHCk8q08z/kKP/uFWH8S",
-	"fhlbRxRCFYvOyY+dCbK9zru2K3p1Wf3R9VvrJQqXt7ZutalXXevJ30ViYSxnafqNzMQzKxbB3aa+d1OZ",
-	"ifZ1g19OkScBcdR0NPiJbENwadXYimfZCp9+8ezFUwZjgSUtiWEiFce759qKQWflgq1rDLlM3VthGPca",
-	"/S/41XOhZnbeOTl6+LCl94WwHEh6vfMz9t/evPyO0XJFjBtmxZVtdPro4cMHj1q6BbIek7AmUb0f1Re5",
-	"hIfDUQ+PH++iCtyjDRv8VlzZxgbDKacdeRVs9ZRnRkSN3Q+Y1joBwHKwLrdsoY1lj9kL+VWvsTyPHzx+",
-	"/Gj4OOospPLfHe7YhfbhkaFmwa/CLx8dt0z6ky69X6DW1Tfnt1t1Ui3aF92pHXhfXhSmvMN1nY0MhFIy",
-	"F6A74rVV5PBnXiiDe1MynEJmFnmEV2hamE/UQdWTBoK9d04Oh02R81qYIgMuIPJKMAq42lutM5bwLGMz",
-	"eSFAAlX6/IJfyQWM5XA4RPJwn9o4+IJfjW2RK1MbyeM12Vfkil7grYOZ1sv6yx7tehful9SqffX9r6yL",
-	"Rrzj4V8escnKChM58ZqtYAMscd3maYDHdxyFBnmVo9lIXwbX4v0tKYiIR6Ss6wiCriBEEb1B2zkphWCb",
-	"yYf0HtQeTER8YS6y5bTI2FTmxkYMdF3gpSAJxIUEpVmwZF6o85qE3aYEobHVzbxF9oY7uDZ6P8SWCeSF",
-	"IMJFywNc7pF2RermNXYzGcvUnDI8uNXztqI9uAmkNfJzo5honQmuSAvQ2Rh6b1tJf2rcFRDOD1I/UpMn",
-	"3mEb8dqcJ7jre63jmTmHI9Oqv/jTtu19m2g18uQXLLfvsjZ1v99+4BuIHBbkCc+ydTLn+axYeCdWm58q",
-	"y+4ZVj4VMR7KdCBDzog2WkldgLa93vUP85UzAmYZ2qvw/PA0fJG7H+NJ6J0GJGUE6ZmcdBZkkTnScusQ",
-	"yBLfSsjQZozMp0VDlj+XLhJ8hbekoV17wpNzYF/lqHZTlntdoos2beBvcJq7xPwj1AvG9MHdSMXCsC5c",
-	"P3twJyxyJdK9XylTU6PoHbp3gyhx/aKAUBpTaSxk7a2byBHOzBopbtWUuDHSWK5APXUPRuS9gYUbFcPh",
-	"g8TOpTrHPwWbZDo5b6WH1Fnpxpt48OVcZ8SOItx5w6RKsiLduOKqWExowenUbuyZfr5ngB3CXTHTSuzs",
-	"cyqVNPNxLrjRmy5EISvcm3F5nrCBedV41+FO3oVNonITm+Our3u4UrXxtxOM2/oXdAK3Uo4qMmfSInVX",
-	"K/Fy2jn5saaWHg6PHz/8l5ZLx56rBzeCVzy3TrN6Rm2OHj5qruS7gP/U7lFtFx70qJHboG2szZmtt9dZ",
-	"7UZcHplWvfQWRBNSTDXtw6PHOzgIDmzrzr6G83BDjnAhycgEvPKUPLrG+3PjNYbw26//oO8Ogi9jYhOs",
-	"UJkwhsXunDualWqG7nPUU+CY7t6Bagd/X7u1e3uirfcwFzvSskOgdlYybV0EJbngVqQ3MlzV9vp9u/68",
-	"7Z0bJH67XAtfVhtu7T1RbaZblui5bDMB+Yv5XhvnF3vXvmGnW4bynVuG+tHBW9ejByzTlyLvJ9yIZtgE",
-	"KhxKiZzNV8u5UGY9PCmIlPnRhch0/+3E/dl/934YPTq89r/0/u2f23b5yZzbJ3MtE9FmMmvIPH9KjNXL",
-	"TtTJiDluEB0BpahUXLUTSaZny1xPzC57yYaDXK32opJK2yVujdc1N5NGWvXWlJ+t+wwrqBfLTPij0jyc",
-	"sLr7c4xgR1p0Anc01inqeyWvnPc7sEZKZR8dt1qTZdp6ql2A1o4xUlDYa7wUYStQvlv7c+sUEE8y53aQ",
-	"VAvWRjFmZeDUT6WaiXyZy3atYt30tQ8JfI8Pre08XO3cYKtV9jOLyl30L9lNCU+AVX0McijU+V708Afa",
-	"9AHy8TvZep5lTtXcgwjeNTnLbcliNzkEFtT6wb14/vwFXKfm3ParFfLhIQP29ELkK4qC8jdh2NF86kJ1",
-	"eJKIpRXpSJUXMRhKxGhmMpN2he4LZ3A8pb5Mo6dUo2HTxSYyngsmZ0rnIkWXAYwSn6Eou4b5Ik3HM6Gc",
-	"J268zPViWbe21nYtsB9BS7MUieTZGH1BddOosyq3tMtAcqbUZtPVum55dYqyc3RsIKjyXE14Or7U+a47",
-	"+9Z7R4RkP7ZiscxclMC6x2UnZdf6GJ9f8nz24eIS1EypCgHnjGfjQHruXnuRzPV+T06RiFWyGi+F4pld",
-	"1ZoNA3v2UXD97h9tnEB1HyfaHAu9J8GsXSr2Ik/fChSesbH5WKqxLuyysPu9lTSk1tkftkwq0zNpxxPJ",
-	"t2zw+/VmO3c71LKag97QOJjEgl+NK8YUHNPQLrGhm6bzIzjiy1wkJLqoRZ0rfl3+zngmOQYWx60jiWu2",
-	"m/2GcgN59xJHZAId82aqnDeX1G/rw6NjHLT/vM46FlKNl45llFMLTVQ7jwj00MJTh7vslaVcb4Q0mYuk",
-	"fxizqc4xIEaKC56h2DplRggW//XpW3ZwcXiA7Q092BbavubOfrTTraqaR2ejI2z35i95zrNMgLyp+y5q",
-	"vGD3sVjmwgiViI/P20h+jsNTu8fG1yzOjsmNxXQK2lpd8jw42suKshRWkjyvJngjAvQR82OvmW4/LT4c",
-	"6Bt6GjuwRa7qQn73xoStzJibm7Y3YoM+vXvhzblcbtNnNr4SY1vGE2EvhVC36gGu5C2hH/C9cw2RSxRz",
-	"Nh45TXJR5lgw5azge5luW02nAVPcaWUNWGGruRYF7s2VO3zZLtXOhQncShZS27F2QmEHRb/BpwMJYmxe",
-	"JLbIRerUiH26cC1eugZwCRQLZKZFLmoS4uiGEoI4YGn9afB7oIg4YjEvrIZ//b0ojihYlLJvpoXCZJMg",
-	"W4daeCswuu2MLSYRoy7xB13Y7dTmb47QpBN1oMsw4eldG/3tyuhJ0Rrr7tLv3AK0eIleKlENm3XhSuXs",
-	"sia8GJ0yacmjzbSqgkQMSL6REnhvw28xgAXvtYx4O8Xq9ao0jEwKdKphNCy0GalUTKVCBmwiCoZhKIHZ",
-	"gi8p7GCqi5zlOhMYsNoFIQyd1XLIzmgEbskZL/cLh0ADuNTADrQS7ruZvBDseDikMN6RiqW64JlMSWLC",
-	"msQ+PW1fE/gbW0zWz/2ukwpM4HwL0w4jBvRy3Krm1iTxMLqhJIVuP0wLs3mhQI91t+Jbq8+FEeMJ8B5y",
-	"SO93/ygMRTk3+fEO6d8wgnhjR6n/7rZ2vAl4bNNlFFtxZQ/EhVC2T/w0xlDfE8aZoQsj+vwxfPzEeZX/",
-	"brTy7iJsaiKg2JFaCnLMk0STcEBzvoqYUGmZWogxLNKKnGfU2Pf949cvv3v6Lh6pLh0wF13s4oZ7A/aU",
-	"w7fQPfRM8T3E/hTDqArXn4+fGSkXVT/lMjMuLB0DyWdcNc5Mxet2moMbRsVdvK4RXf2uxW4YXk1a+Z/b",
-	"7AG7f/8/eC65spihd3L/Pi7nhftOGpbMtRGKTVYsBmYUD9iZbz1Sl/AjMil4NE7FhciAQYFAIZYIfwGd",
-	"oqjx5vkY1jgGfhMzaUbEf+g2OONSGUthX9DvPVMORqtsdcq4WjFt54J4IzMiE4k1tDtJYaxe+AZuf92n",
-	"e8ZNgNE6Mp4uMLrriifWxfzqS8UueFYIM1Jd5Ny1Du8Zeqe4QruBDyK+EAxmlfI8JX7di5jRjJfzwkRN",
-	"GqZ/G7BjP68p0Vm+8usaoUGPV8uMq+FSKWGcjYWRhjkeznKOS2PnXLnBE1nuR41f+/2rrrU79Bfc432f",
-	"/t7s3/NaQMKuBiCH9n32Ca5M+fQ7PDGVIX7dtSgyy/cy5X+NT7ZFlOznXdt5cbt7b9sGpxmtQbtsKCd+",
-	"k6iRz+etLzdpzfW7Pjf0CThn7+3CpBue9lrYyXC4JZjuJkATa073dxsn861Y3TLKnt7ZolGflTnEIKd9",
-	"1jFqwT5DBYTqBMP6XPp0M1ll79nWLW3BCpbSryUayIdvbzVDbcnAqc+wCZbwcWbZQCXYPU9M9t6f/N/A",
-	"4/V+H24zU0adQsmfCuF+bnOgufgON5DNNOedix+Y3FGzcg332NJEqwuRG3JckXs0JIqj3Skft0kKO5cq",
-	"rWnwHaWtCNIa3McpT9p52755Jmur7Vlo6Ig6bnkBXfimuW5R4iuT0WUt2GDLlG+QbUL0gBl4tyOH+im9",
-	"m4NlbTZ2+aW1fXzwaBheOB8/Oq5lhTxqjz7fsAbpt6IlHO9c7PRcQDs0ZCa52BC3d/bqGTsXqwF7Mwed",
-	"VqtEnFLaB6iPc27wMmSszingdvt+wpjK97VuKupTLpMTgzZbbJVwL4yYC98j04hU53CLW/LcRuFFA16A",
-	"jp/91NYgVHSXDRpfvtezb93o6OF35Sz3CZC9k4DY9UX+yJGxgev0g2JjG8ynzmCVrkWOlDfGjo8N6Ti7",
-	"RhTof6TtdYKbboseuM7f9zGGfOwg3d1GL33DF7UY13a9Zt/Y4LX73jai3nUCHWV2bkR0DZW/IoedOcZ7",
-	"RNTWDSXr2Wc+b6Y55VS08a8FT+ZSiX4ueIowCHRiImYKyhWL0ZI2VtqOp7pQabxXPPNik5nmB7j0X6L5",
-	"KddqFqGdAHFHDHlZ17pCcKVNOW8ER0OBRlazSYbGYMwtwmSjJbdztH3BiPcaeXuyM2Y0ZdygTx+XGE15",
-	"lHdpuS1MZcu2FdCLYEE3vd0yqYrhdOnlNPmItu/drlst7X0b0fxN8Iww5pqRfSI53xq50bz2WS43BNCd",
-	"B1+X9tzGCPV56/DWvqA1DQ+RPkfVvUIeaVMxQS1uj/1ujMP13zaWZ4ulzu2m5E65qHIYt8AdtK6QOZfL",
-	"ZVsc7HOphGFkdpQp6xIsUKnjo7+mxy6BrB2el52LXLRBLrRcZTyKXDn0aiSt8wdxtU4oVRx/S7TXrlB+",
-	"YmdjUNFaEtjEFXvzt7P+0UPv4mU6lzOpeEb5vTfND5Rq5jKFKUFwr3OPSAcbM/5qOAjr5qv2EFV/Y9om",
-	"Y2C1v4XnPuSCZOTPYs9o2upg7RrVG3qyTOpP05tk9O8HBLCbG0M3xTJdixfeB05gOwvAMNkKGhU3i5qG",
-	"xBBuvVvoBj0H+1ZbquYaNCZTboUn5d2JIiWtBGwR7h9ukK0cEdp8hMwSZAotLhkFr187hE+K3OjcH2Z4",
-	"hi3RA7C/IG7LWHGv27Q0b9Zkxk+FKHCp0dwL/eKNIF2hmQJYw8Y1e+sm1uD+jjfutVSuhx1USJcDu2li",
-	"rdfp0Ga5Py7ObRKqNnC2jBs7Lsz2znYe7o3cdoM1ZOcMl7mYyqt27Y0u+vcMYSEE8K8RKI65SPRMSZC/",
-	"7bngDmrtg+Z7W8vm1msQsjHHqtz8yzdFFaXUFrWRrVbbzdpUN1DkR2AoztxzuzS1F2Us7MZ73T5G091h",
-	"7Lc4MXuYVne7w9pPnQ9pabdw/kC4Lxm3ImdTnlhmCrhWiRRBQU6R81awaXOdEc7c7Ya4j25D2/TB2s12",
-	"pdpftuuL8Y3OKcrpxDnq0TcfuOq7LorJLAU/F7l3gnODKA29wZ7nORdtCGmIw5M7aB6tstUJy0UmLrhK",
-	"RMTmcjYXiMM7wfTJgN9UITjV3o0nq/2yiUixuBGx7qQnjAUAWpqIhC8Ew3f7CDDEXYFbieEyvaVVvWRf",
-	"/pbi9LCGIWT9/NbUrho7CxaiNsPGAWquce3obuY63xBGbgseirVisbRm4xXo07Affy3an6mUmSGtGGPi",
-	"yoKgxPQurtgGI82Oi691tiCvmFWd7jaJrVEI9VapzeXCtxEJTa+2ljv39iOItzqtfKCg+7b0vNViXeH4",
-	"xSeMr9sKmDuTpyyGw4sPpUWOdik8zW79RcrgKLh4UGCJl7m0VmAHWoneKYuVtiI+KX9IZS4Sm61CPDMH",
-	"4IGOv4jcgG1qNU3moy3u7/k6Uk/D2eUKrI/WqWwpbJJQRmoE+uUpm6xaU1PIA9Z18b3uqZGqp7v0Tthc",
-	"X7JFkcx9B1YzqRCKiZJeELiW8jcxuKq5IvUNmxTpTNhatH8dR+tcKEYPVRmgfyeYcTcAQtAosfPQaelF",
-	"C0Hn3QNpbK1Us14DSW443JkS1MJx62P8a66LpXHEL5XVzaME65KKtCgBY6vMg1Tk8qI8PhgwB7cKUDXK",
-	"KMR6ylAIdhJQ1QbSeS0SnaftUY4ZQh9PMeITTXoEcSWu4O97hsXUReyQtij82wXSYbeo9n3ScITfuaZ9",
-	"i/It69r4702P3plhuZ9e3fB77q8U/y5U2o8c51GDE1g7nOucm2nluF2/4tdlURbWLSNsKZnCuCyNkZLA",
-	"sW0IkAy8JcUQWuSlqalV4ZGCYMdZt+SywNFGCrF5MYq/h429HO/CXkhjRdojkRGwf3bGKCKc4Bez1Uh5",
-	"gGFpYUoIjM/RilKocyeA0G6vBMvlbF6ikNdj1k9oPAXVlcC2GIQe11OUBj6FGR+kQkR47xCZES4mmhr7",
-	"QPm4Fpga9yK8rxRGVPcUiSCpNGUMHfFicpmtMCKc4tVFG1ZAoK6u3zQDfQp33IX0w0tPfPZQV+kKvN7V",
-	"riC5w3NBi+K3sRexWJ9TvlJMRsrYxeSTSEc0P2DjIsUk1pGqsliR1A4qS8/B+/Lv6wNX3cP4RJhGthI6",
-	"2LZYRXewC8HTmxnrKnawvqjPiLwFzzPprBmGoufpT0/FDcoNLB43gwx3/X0g1mFV4YrD1cN32s5IiIk/",
-	"0Yo4eD3AZj2YpslN1z2t0S4hQm98iXxI54Yiada/3qWtLqQKvz1cOyw/7ZZn9M43Cc84oR9ieaI2/3HU",
-	"mdl9+3uZpwK2AxuJW7SS6gZ3kOYcdoXfZbeZR3areShx8+GrO5z89ZYT4Id9M/oPSdeN4oMPEPbpcQQa",
-	"6vGNEIsasfEtATAVJC1C2CBQv3IJk6WiYFjXaxT3DPNn8pS9XAp19qyhMjBpewOXbBkA7ACHnGg7x0tg",
-	"0PUJZn+23SalDbOPyvJE1bXNiS8abCPEhdSVwQ08SeuwS5S51yaB9KUqdcc9bEYtEEhlD608GV78McwT",
-	"OIEWKbM+1wzettMCVk5ko52omSi8DovnMmjXf9kU1XYTpPSNuRlVMJWPGS8HUukf5Vc7F6LlyfoaoAT+",
-	"WoAel7YmPIlWHLoXXoV2T+yoZbIfQqTXBvxbt475mZrqjWzH3X8aFha5QCsAZvhlKWg/vthZtOdVCXSp",
-	"bWE7TmHcBDz92mmhofbrdcz2FaQBburvubwIbjNdpX1tmZQA/ivlrrd5g9r9ydqKbRNF7I0tv9fvoZv3",
-	"IeNWkG9ZzcQtHSLOlVtbqtoIa/tWm1tzxzb7RbbS4kdggXW6vrX5u57iUDfUBEaa6s/B+AQxRA+P/qXd",
-	"aOPKF9wmRWOfchwvyELJSMsAsvBewMDMGTFftuVwOOzdtB7HT5ur3boCIPiEK5Jx+Ch68Ph4a5kM9qZR",
-	"WUssJiI17BKvW9LpAfglZqeT3tKtjJ5HDx+xS52nbClFIgyoHG6yvVN2Llb4m/FOUe5Q/BxW+npVn8NH",
-	"Dx4f7zQ6XkozzxyhbqPEH/xzLRUT8nY9ICxxsT+wtAsU91aZsqrG9kDDRqlIvigrB2AZp+6UvPViUSbj",
-	"obFeXFn6tje4YdWmskDTx3iPTFuCbZ6pVFzVlgHtNC4eGnpr596ImSzbUWJ/KgSTWNdwKkXpyWn0dfeB",
-	"l43g+fJJ5jvYMLIgUrM9ZOC1jw5gUrEfhxE7fNceJ7AJ0mMdwqMWs7nBs48gERhWnGLZFB3W191fj1iL",
-	"9dz1Oh/em62Yb0aINdCTGwwaBl0lj97+Y3Ghnw0Kev2McWN0IhGOoTQbbiCglhA950xOr2oxCRQs6iIW",
-	"NsWMbg0JJXoIKHAHQ9o/emxHoZ7XIhEqWd3QN/kqF1ORMyUuHYKJOWE4Bfbb//P/su7hb//jf14KOZvb",
-	"3v/53/T9/8Xoi//zv4/+q/vb//iffCYO5jybjjM5pRpNTfxukTXSTJtr1mA3WOCkxApSFUUhMTkbsMwD",
-	"2qr5rttidGm32q6g5dDHKV810iiHIY3qYoIBLOWBffDoYd1nORgO2/A0abnqcECDB1u73s4L2owvYcrg",
-	"mojbUU1iY8aMX1LffndBRTog68+HA63h67UEQYgrG0cs/rvRakztyo90FGLWxQNf+67n8MA8uBnPmOUz",
-	"1q1wWChd01WKiWn14952/K/9kQJfZVyqPTI7wzb/7c3L795QpdKbNXxTTvItn5Gda2PPa9QQrFqbz24r",
-	"KsTeEcA7U+qqAXyQyxM6TOw+kIo3tXB44g+Xa98D0N5m0yEg0lnbp+ZAXGJAcC72HM/uEdTpad3WtOGs",
-	"4hWldt7uIezcgls6eJixh0hFVM3XT6mRXdsys8YaXu+58G6kbTOm4OsGGnx5Lw8iq0+ct6f8fJlLxEHg",
-	"6UK2Vwp4I+zTq6Xc/yJaX8enAdqSnrK4ioOI0ZIcB4n+sVMaGx6bnT6cWmhFSzkqHL4LKU4ywXPjAudv",
-	"meZThyaohObhwwePhsNdt+I2EVfHsdzJuRy4uC4MeZ3HxnJ7S/Dpmvv6Fji9G6bTwNTcOaXxhCfnQu0X",
-	"a+ofHl9yM0bgyr3A+iogzs1+013J46nEwuPj6giMm1Jl1zDKLtRqXNk2btZ2yrMMFmG/VrOcLxbkddq5",
-	"tr7MeGuJY+JZUVgP0WH10eZv1zjW/Vw3CK1/d13nonsiFc8Iqmt3JFDJ68eW5MTOJtXejUtT3/s9YjPX",
-	"j0sNwu1zAwA4DIiPkf0fDqkVOhk69miPeMTQJkExr7k1dfyRz1XZrnx4XY1xEby3unk0sui2C/+NKXc1",
-	"jJR10sm0qaV/h5VlXcvbT8B3sPck1hsEE9lYuzV0B7YUl/dwu7buq6aKvOt39i2VYNfruIdFX/daoz1P",
-	"3a7ao20L1I6tsickROyXKW6WpT/eK6XB66DbfJp1bL8beHVrW7Jv4uX1xiW6CWBjk6b3d+9Sp5vW4SMz",
-	"8yaPJiyeW0Dx3IilN7rbNFdEx2k5TNXJ1Do7cXjmfXTpLDOeiLnOUpGTc8bYYuLNHNMiq6FzO6tG0H0c",
-	"sRjBRoQVuYlZ1wGokFnA2bVHqqQriiaN6UIdtwVNbuYxMYw6Jk+UL7gBoz3dOqLwfQ41BpHHq1mtc6bN",
-	"KJWPD/9ytIXZtCRDaZ3dM7jgrBuOmvHa2pe4OWmxWKziyAOv925RQqSa/g09Ey17VxXIbndM3Jll5FPE",
-	"fnyPru2b4THuugN/SErErXNdbxW9vr4cmxhlS0GklmIzTdD3Noh5Wyv1sQOFpt5j1DKQRpete2x+P4he",
-	"iOX2MdT5HwI39g1MQGTW4BmbygzYAzLHJTpnhEqEqSrwwc+ML5cZRu8rI1NRVUIajNRbuRCUIfT6myfs",
-	"wYMHfxmw7139/HOxMlVhBcUXcDcFVnIuVvvkiKEbZYyx6/vnb1AjSh+4QSvnwbnx23y7m76w9PCZLT52",
-	"DGKvXOu1mPQazT3cWm4mUChLo4lzStb9gTvSzXbHKJ9LlZobgcKULvTqytdSF4xfjTESwIyXIh97FJWG",
-	"0HJBMRjQv+BqRcEDxtf5oIoG5El2UTU3jZ3ZzZb3i3uuovab0b6db9yB1FSOoYwMqODizsUqYjzLYF4U",
-	"RLsoDOExDNgZ2b9HShomJDqiODMY4My6Zq5zO4ejDvpHLH6KezVTEa6Uj+M/GSl4ImIxVcSRqFApqUC3",
-	"g43BTJMZestmFh/JLP0fE1bQe2hGCpYB2IMqFiKXoLiuopJXuLucAYUHToqJnPfMfT9SmbiiRvA2CvOP",
-	"WdcpE70Be3rFQRbAaN+POhlXs1HnhI06Qo06ERt1VoLn8M37UWdmBfx1NDwawi+ZdZ8eXsPHNOdT656k",
-	"98AH5J7X105BbRjCHxy1FWWWarwhSuPrXC/LgC54BvjhRGT6Eom2bv6+oZeWStjV9aX5apLLdY93TN/H",
-	"bFoYYdhXL44eulqpygTM/ZTFxkV2YQoV/Uy5WsdHRxRgYRqxXxKO27R3ymIXuIVN8RXQMvScl6PzfXSi",
-	"jmvUeo/Kq4iD7a5LeoxiOcYVpE/IMIfH+yTTEpxwkUu7QlWYDvhZkghjMEEZE5kFz0Xu/ctVDh/Hxxgq",
-	"JKybGDv+7dd/9DrrqraRMyXSiHwiQBG1lgtgPy5PmCsPYVyFoLigegTsYd1XL99QJhfpQXhnwIVBDRxH",
-	"WgmjubVLWKazpXQoUZvm4t/aTcz5hmmUQ4uYCxpFmnJYQGyyQntiupCqRLbkZj7RPE8j/Pjk+TNgRjB4",
-	"0Bv2GPk12hGmeksiJRawMSKb9ucaE/eMyC9kIuj+NxNIupU6w54BD5wC/7XzXIiRqjIeInYpc4HVirmV",
-	"k0xUe1ClypelhU9GaqQOB+z+/de1PPr799lvv/4vFuNGvZ9wI8ZFnl0fwG8HlVpr4sjZzFwFyhPG1Ugx",
-	"tj5o9xyVhhGkp9HIqtpc3ZiOZxxhHxj0MPZfsTgXPKV/lzq347nIltMiA+0g7gV5GpQwwvJCGV+RBrvz",
-	"NWIcC3COoIgVysqMSesG0db9YKSOYJHo5tWyQi6MGdeoSlBsrta/lfHy//rdm/gER4UJK8EzfoV4mYhC",
-	"ZyrIkEUlmHI8yVoB3dSwMRA1c6QewJhd+QUKl62P2tEfDRt/j08Y8Tu/SvoCRDO9gp6+Z5yWB6TzT//E",
-	"ztI0F8YIA59JHV9yO3cCA5MWM25Bu3Zxd4R5wHKtLYvf0yccQkwGB0GicqRiOD8nBweHR/8yGA6Gg8OT",
-	"x8PHw7g3YG/D8tiUNERjYAu+ZFpZDfvJDZtqrOSAZP5LUFHbNWC/sIoR+q9G6pd+v4//QaO4Iv+Y/VIf",
-	"8cHFYczcUwEJrD1XPhSu+Hpv3rd+4J+DJYHF7MMQUrJyxe+J31yfHFTPDcqegYGMTTGdyitoDR+pdVQW",
-	"wvI7gCDyPC9DBXlZ/ANaMeqECsjWatexGGnFEdZXq79pY+MeTJEIorBzPPz4cEUVVXtxlYglWdznCNjL",
-	"lrmeuAQxyvJdAN9ITMyUEKkZqfgMbzDyZ+zhhH2FrNYVIEtygUGzPHNlyEDBrL5kgZKp2P37TgLcvz9S",
-	"3diJivjD5MFIxV4ilMrq/fuhhLx/n8HLrHvZDnk5UvHCoVuQyLTzXBezuTu5leiMT9cEc1TLisPOWrFU",
-	"fAm16ltkMUQh+FJpafmZVCMVX/X9pb+PP8enLMaViZlcEEOnQlj464B9C9fqBV+xhOf5imqqYBEWM1JV",
-	"oRna9LAYC1cuNBsLtgSlWICU+mwhjcFZLngGaqhAFo43+ajcN2QjmFMT0MEJu3//eHgI+953QCEBkfjQ",
-	"ynL6zqbsz4TOAxasC4smBgmTYcHc6B0P4B0jdeZJB7Z2wRWfCcJJ89YF40PGvWwiijlBaYTkaKKRwjWL",
-	"XE5BRZ3G9YBwyoSEiIB3nB6i74NVpxx8U0yMsKZMqbpUrLtpxbESGo6XV9TpH6ZxwaiSOU5L1H/HznoD",
-	"dqZWMMUZoRpIUy0Q6N4IuI5vFCkcW8UKlQuy0iJTXkgnzxBnwS8iEdq5wJJyI0WPYeYKxXcbvRAVhYVb",
-	"Z1jCFVOOH9AiM84uZUp31pFSWEQbVrj8HibnDd5lQkgfmWe1w14gInB9IA2pFuHcNXUo6iQdPczFRKcr",
-	"FtcQ72N3VcTW7r7nS8rhjRF0TPoLzef0JxYF7cBF0AV2IqhECOqO/ICG1K0ju8PNFdrHjG+GyydXRez0",
-	"SbRAj1Qdl770qaAaUOHruwqVPx6+GzhTIbFKhKYiAe0W5xfK3PiFJFYokL1QPh4OQXp6bBo3kjHOC+Rq",
-	"yRtwJBFsZK7VDPuNgEQdx2BwyyNbBDyEf8DhxpQmrrCaH9ZWLBG7S2Y5yfHi44ZzCMPhNckXjIZYFkx2",
-	"wmtMx7V+AK2XIscHw5bEh4EPVSWsXJtjaFOWK6ia+Jm5/GV3CCJU2iK6+QR8LPdapuv1L9BrotU0k0mw",
-	"ns4YpYsclCcHzk7mB9fyEOfgN8JqPc54PhPQGKkbC1xnmqekUmIaIZxX3/whNC+UKZaE3j5eiFRyND3W",
-	"hwG93TPMmbf7b4FSXG1QoOf6JlkOfJJecXREr1jmGpgsBkPBNthV9YJLkWV9RzmTwiLwlDF4jQIexLpi",
-	"MBusWRNKsFFnVvAvxMXMuRVjnGr1mqXI+8BQ4TdahlMWww1s1T+bWpHHzHBk7aCwabxEuR16SITvtMay",
-	"Q84mxezU3bQN4c44KJvgpDKZ+l4OPfWA6BYLAdpI1R0WWvUVCEjxkYZNCpmVHdBiOqyXYCCqAoARaiaV",
-	"oKJBIKVzYYRlWE9TWTbj+QTG6fp74KclEzEO6h+0d42SORVLoVKhElAxFIx5Ipw8KoeJp8TKhdCFbe8q",
-	"lakrLGsw20NRBsUvFQP3QEblksb/2Xfet/6z1Hls/7MfUmTfBWSeMKWNktNp7KWDawhkLOnOdFZuDx4U",
-	"spLyC5A+cdhn3KBtEupdNEReSiNG6v7948OH9+9vOkexqyLFKcHRVdKlMwIKZ5FZueS5PYAD0E+55YQw",
-	"VOZxHrMX8ivWpXNs2CP8fMrKEYBoPyTRDlMJuEAvQsNvlRH64DAa/stREAptWPfo0VF0eHzsnN7w00hR",
-	"yQiP/7b2JqxDO15wtRpTL/AmVChhPcn+C59HqgSJcyN4dMxSIZbB+qFiMoQ+obFUMxw/POSunEABWEcE",
-	"rcXCYz+VAlwatuS5Eekpc7Vj8bKD6gD7qdC2WsmHh0eu5oMjixdPXlEqOGxACa6U6gR92T14CuPKQb66",
-	"6xvPjCZcXzrkiMdAfPHKsle5tjrRGbyyfstcJMt4pLpE/njA//b27asIha/IhDGnuPb916+eeGZiKPqg",
-	"vFHAcEfKLEUip07aUdatByoqBx5V5icsnsQCE88m+w4Q9tgrb/TDQiwmVIY4FwnPMnfopjqfCRuPlFek",
-	"vIwyLHYdhLfkg/dA8KAcPbNONFi/qGS7g4vYSKFejVV8gwucCaZC20AqNz5XadmncGWo7qPKiFDnpzWQ",
-	"ZFfH1tBywL5zQe6YHJjz6VQmZMs2SS4neKEJCy2DLKKLeZzqxMCWDhaps/5nMhGuZBI5fjtnS+CJ/aPB",
-	"kNIYbSYC62MnqCfTGQ4O6Sm9FIovZeek82AwHDzAGj12jpblFjvFATcYULzUpg1BoVC00p4shEeCY5nW",
-	"S69b1aE8PXILkW40UlV1aWm8WnPSXr/fO3CxCj+tuaOQkUJWCwdzpvGmgFAy3RoYJwmuHu03KhVaZy50",
-	"B8QLfh6pxHm3OKHH1SyOYYZpZddk/1r7njLY8XLtfR2gtUV1yyf718BLQb8j1E05Oko+Xop8pJCh49FA",
-	"rSIu3TiFypCS8e1Zhu5u42+Ap+7s0fCoF1iGEj0XhtM7DV2SsHoTnpzjjQhWx3MKegq2daSESk1ldaqC",
-	"K9uNrCjUEQAuXvCrMeLGxSPlQHtdC5H6K40ip1dv4HkjbQJJRRopNSBzZUSM172QbnAR7SYuJN7kxYVM",
-	"scQ9LikR1wTEvPeCOSDAKVlpSXzCX9ypgohHW+TAKdMi92SIRI62zVLmYnkw7jgDLH6Em4HDGqlHwyGJ",
-	"BxfAJtOrmA1daFiicxGzYW/AXpczTJ3dGMO2lMaXoJUlJDeeC5aJqYULDtwPc56IGC+mQEVCgZIJ10GC",
-	"9KM4OI8kf88wd2lzaYYw2pjMbxic6yxvhHbbo9kEpn2UwQi1gEvuVwk3L6bzFgf2J6c64pxQISLt7BQX",
-	"GqVfANgE4wERQC5ZomzQ9l2/oTYZhyedDize7YEJAL3C82UxS27JPtobuDu9Q6NtKrgYOvJweBShGguc",
-	"GvROXFYHDhBiUg3YWWVMiWvpVTGay7ghqEnCSyyNGM5KFFwEu3BxLNUXh3ZYvudZCpzfnD8pS/+EYXYb",
-	"sjirR3zZ5lfczjvX7yjiRxj7lU5XjUgkDLshLeDA54BUiYzb68Sf+zC263pUEdYrhi8chij0dDQcftw3",
-	"U9L49Vpww9s17lGKfpkzzySi0nyDJwlT+Y5piG1vLqdy8BVPy1lDk8PdTb5X3Nm/CfnuePhgd6NvdD6R",
-	"aSoUtTje3eI7bb/RBUW6HB/u8Yq3Wj8HBZ8aPNxnIuXN5AVcTOBig42PjvZpHNzdqdVfdrd6za14TqZB",
-	"aPNwny16pqzIFc+oweFeK/esuklTs6O9SOGv3IpLih96uM+ufh/UBsQ2e+yre8dbugdTxECxWPB8RdoZ",
-	"McB7JlDBSDHDe0ZlAg81Mgyv5TODSaO+/M67qNN0E1Sapsshhbe3qZAl4k+7EknlRoQJRdo9QgNeuUNK",
-	"tnFSGBbcJvNSZJsI5fhIoYD1YA7wAqFS9CagRhG7cLO4/AyCt5sCR1xIJY2VCfDZN9Ccwgm3AJlEjIKK",
-	"8I7Fk1wbg0oQXPrOAhnkvW+5yLk6Z1j3gXXjfp++6Bd5FvdYLnSekstf+MkgVnLCVYr3AoQkAhlB7UoQ",
-	"o1PHuEw1auuUspHCJ3AdPTSLe6zLWaZnOGWnoC+aupxb65GCB61xV28/EdAkCMpWogIAAtyEcpI9HB6T",
-	"AuCUVRcSZBDRidQdEIiEkJYIkbLD4XDAYg+KFIdxoSMVBIZiKOhqLRAUHRrctRKpU8CNlVk5GVYsR8rq",
-	"NQXaTR30Ea5WRF5VCKkfEbpkIrTy4o7QzRQ+lgFrrZGmaEHfphmMFKwEjbe8TX6YbvDvgRP3d6kd1EDM",
-	"PrF+UMOiaVERXrSxF1LfvygCf1pF4A8i0f/WEsLTDN8JA0tYEJbS+zC5TvEcP8MEZoLK6deYzl+FdTWa",
-	"7/Dwuje0HNuzTF6Aph6ETHZOfnwXLt5zeSGUMGbAjoZD59px1QXQGIhyu4RiN+Fy+fxnXAkXwbJtJV64",
-	"R3YuhRVX9mDpAVGqRWiGhq6zKXqDj115leuFsHNRGEqVpjDe7esRtHFTYl0/eVA4cl1Yikkj722E8KAq",
-	"WbG5NFbPcr4wUVWruLdxwZzFcbDii2zbqiEu9Ktnb5YiuRkR+Y73A9lZvxK6F7MHg2FpyRx0GhjGzmzq",
-	"Qj691bSlpPn1tlf47ln3/z578by3fYfehhb3iIXrGPmIBadtehNyZad0dUDbNmSHQl76IyqXFDf12LA4",
-	"sJn7S4TCehvOj+DsXRmfiMybgWOMJ2NzwTHHM94V5NYDvQnajBTqZwg1jjqjCjDwAnsRNfTIWLQwLhBu",
-	"pHwYkFYi8rak4TH1k+hUlIrZuPS9x7u0KwqR63zRkr5oSV+0pM+tJeF5pztOoz5/GSob6kMUbOyZlwzi",
-	"v1iNa/2NvAvAs8gFQlzGtyh9S3G/7zrDWP8+PYbYCkWedU46+4f3YtnPXMKKhOWy68k1qU6wuH1LB/UH",
-	"vTI3yHTCM3gMw61LVLpm0o61yzBLhj7CPwbEx/W7myuk89YN+ACF9Mtuf7LdBn0BTXFbVf/XgqcSlOvP",
-	"o/3D61eDgOPc8fu+05TJsTp1BYZlRsJQJOeGGb5il/PVdt2uXDF/HfEh/FbnwhvVTsmg5q09A/YcnaDo",
-	"acOXbVTxLg4PwiL7rfsGnT2p6qvf2b65dzyXplU99kOIQHcEJXLwKdWBTyM5byoGr+sX13rYgbOUV8Gm",
-	"C75iRogP4af+JlCnkCcYRV2ZEu9Cza2940bq7uHHptBNlzclLitQ8d+5drsHOT9xUcCfQ7v9/Z+2Jz5z",
-	"IICRv+mpIgjVJiOuFIGqmM/6maPqP+GZqxH9cUtaty/68ye7eP0BiIWWPvCkkscvy9Bt4+KTHAwE4h7I",
-	"TJgPoKhoowa2kWCGn4pL/lE45J+QDP8qbJMGPf0h2VF0GxZVMh+kJXyAK3EjMzwosVo2aqmEzLL2/mZp",
-	"8czHC/jEBox8RtQaeIDMnh41qUNW7U60J/XDGN5Qk+vrqPnyV3wmmJE/b3wbVV8KXxaUYRrWYWB2okW3",
-	"WWxjJa5szJIiN7qsMLPMxYXUhWFLV9C9bWgEORQObRdE4Ls75DKwzpuuCi+VwJlQRDUiEn1hNp/lOrJm",
-	"5YmwqIo3AkdhXF3pInKOpM/FgaIN/o6zFNNvK3b5UyEKyrmd6mD4p1URIOAtaPPCECCsxo1xxi7PURoK",
-	"vF7FrOtiyYEfe0XAYotevUR2GStEiZkjFVNW04CdUVqPD9O1mnEWF7mMXYiyy9qj/OAazJRbvpGi0nkm",
-	"iG7uHg2HPSaVsYKnMEDMmMX0IZYWdHgFPHXo4sMNX4iR8oNALxPBmyjd18sB+8H5V3BkEeNV8a17hhW5",
-	"ZNKMVGzm/OjhoxOKL55TnS1cGurXBxtTuBFoS/doNeFP1wrxyIB1eUyAkRqpb0CxYt2WVCdXhx7Tb7Cb",
-	"uJZB5yrLUYw2LBVGWnOVRkw7kLpsRb9Xpce6mPrlizzxCea9IVhAyPd0YoXtU0hx3BuwN/5OdMLQ5Ysr",
-	"FLEXPD9PMcn9b29fPI/Yq6+/iUbq65dP/jNiT978x8HbN/8RYeLOASZVZZg4hW5ZytpMdCpcBhWBtlG0",
-	"1kQqnq+qHUtFkvFcpOg4xBcD5QVkZyiE2S26vlQME0qikWODEUY+RbVyufAil8JgWNfPhE1zrSxbcAqW",
-	"g2mN1Bxj4V99/U3lA5VqqiMGM2UYtleh7/VgGBmLPfpYTIFgca3aUXxahVgZyj0svYIuJfVSKtbFTJry",
-	"FA8WaW8wUt+7XDcX8W01S6U5PyUbds3U67qipNayDCLlyPVGyrkSDx8gHf6AIV6XXNp/tXnhUvswMcOH",
-	"oSHJVCwRTi0V/xcp6/pMiZHCPsY+wdFXw4jqtb9gL6WloD9p2gPF0xQk6i7l6QcurQPMCZkccRadM+JS",
-	"mzQIGGu7brOh/sC6CvM3fckyrWa0eDGD/5dJfdve21yj9nE8ClWsRzs1rLsKi0/Tt+IK1dnK0hV1WrgW",
-	"gXUmOnVo7HAqg2G8pQHfP7hPwnnftwObrL/9k7qVkRLboncU5ZyD+KEie0TlkiTHJYdTSBlycESw4p+T",
-	"elRVMeEZldz5mFbBjaNFg2BZDNDBy3zxe//ZLYNnaVqpiS7QqgsymYCBjNNYAi3EyY7eXdgQ6drsMl93",
-	"GxSdEPhiTfwDWBNVwASre8OdmA3byeLuOf7bsnrpFzL7LNbCJo191qt5tPNxoKP9DImOIx7koqzx8alG",
-	"tsmN+pqG0n7Wjj7ZWYvIsPGFtX+GM/fvsPLV1apmV3LGlBAj0+XLc59bP+dqJu5ejTjw1au2iYu3VL7y",
-	"TkUGvmMLKaPhATPRsf7+n4yeb+zE/wMcAL9z9wxVvaljULDupS/V5RArEGLA2Ux6fySx1IAG3hxm/1IJ",
-	"RGQo69u0IytT5CLxASVKdAMEPzlh0o7UJtTlsvpZC3ByAzR5pErUZL5cUuosAijE0F9cYo8tRU7WrG4F",
-	"AO5CwUcqDktDebwmhxKBHK6yLwWQISO1AZh5pO7fR+ijwf37uAaYHkktJUJrO2zqU1ZVvW4J7B+pGBuF",
-	"cf2+KUI7SaUIXBLWZCLm/ELqIj/BW375kZm5XJqRKlRKBeTLkZiBg7a9ODzA70zswEqkddN4C5vlpxFg",
-	"5VzyVRvQDWEymQbSTQmGJPNqWJGrmAsP4Gxg0+4bW0wQBPe9h5M8YaOyAhEhSlafEIISDer4GNZ9QqzJ",
-	"nsMadWzdAY26elCnaHlEk6ar5+X2GsUY4qvhl604Ppgq/ZaSr+ArzAbmC9GGJ9UOF+4Mwi2kg24VD7Dk",
-	"OqtAUSOH+8M4WtJhkfpsloslkIcwXVe2M2ILfjV2OcK9E5DLiWWXOk+J4OPeiUMYsnOhCDLIUC61y4Ch",
-	"mbmKW2bAvhIrjUIrKrerwtDFjG06pp5BVmXBDOsaWFCe0WxcgguubksdtJGqlR3TeVl1rBzzgi8JIwip",
-	"K9foO2mAH0YjRZN29n3/NdqEnZ+oTE2ibfBJzx6LR6amx6xGvJOFj+50pR7qPoSpdMtXVflylB7OZaSc",
-	"E4N1Oe6ZL2oWu11DvxNCrPsfUp1Q2n9ZTdSVPkO2qXPbO4UmOkN0HVzSZcZX6HQyHNiMcpn33GhF6Hpp",
-	"ALZzNlLlPujCYk03V+IOJotbZS91RYZAffRLmS7edVzKg54iG4UjHPfIrRYgXSnNHJvFwsVxVMPiyYFJ",
-	"Aknzwuq4d8pipZWI3THFXdDTaURwniA2sRAdptVblgluCGozQYhgTr6wtJqRe5aS/92XlePP0WZteMSV",
-	"MX9L+cF4Fj0kgCetsz6KlGrnu0HNTYOZbr5Mi1QsLp+Lew7+HZfgl6CDXyqkbAytV9a0os2W8F2/MGCV",
-	"6F0AJuir0I4obAO+cr4BBHf/7df/5XDfa3Bet+2E+Bm1lmnVlIDkSwoOMCximZoT9iNWFUrfxWU/69Bb",
-	"vlcsJvOjH9Jvv/7j3XXMEMwhbcHPgmZ1luqGYfCEJXqx4H0j4GhiUQuq+vyL388SWwEY3ESgeKYDhO5y",
-	"M+dLceKQIH2N3zyoATRHX7oHnZYpufhYN6bJuzVoW5jffv0HFXakLFj0DCIYvMMldsIE/jVKLpfCukZ4",
-	"UCuvrLOLgGw/87DXOh+pCn7YVvN0gVVAp0rj4J3Yf42JGPfvI/CulaoQ46lUPBs7dQq03JlAvYX4OE/T",
-	"8Uwod+kakwiJR6pLRTBCGA2bF6JXnaUTZoTd1AE8j444ZMZ+LM55qnjGSjQwr+gNHFQbQdGTnz8Vy1wk",
-	"hKSfSQ7cDFQrfjVeK4cXn8LIsLpQCWiXyimCeFgPCxrygVgkcx2feHi3bBXAkoGKhkV0RJD1mQGvcoMN",
-	"nr1EYUxoHk5llRgV0TZDY/XSvdO3R2C7Cv7TwcoweNJTeZe8tY6gXS+9AYt91fxSVLjqTTHLxUJfCEO4",
-	"X+vYar/9+g/67mAdcG1AAjDLRDYu1WtT9oycxZRAhbC9JawhPDlgsYpL17NixJZBYzXCIe55TknO9Ekh",
-	"M9uXymOmEVhlgJKDSCvip4JnZaY8STL/XXAXgRPjBWOpCz/FfulYVEo4etvL7GE/iuAutNSZTFZ4TLF2",
-	"w0iVaG2YW/0srIzjcn+7F8+fv4hYlvEFHyTLZcRe4t8Re/PX51zNeuSM14rqlVWZxAN2xkq9o4wGQKx7",
-	"WhUHSzzXChSokpIdYh2lE4dYvWVncRSiw1Tv8Ihj1P8pEV+5DDXAZcPiTM+WuZ6YmHWRD6DUXY6Dr4mI",
-	"2LCH6iCVryx/jrAHaccTyfGTr3Qv0rEu7LKwDp2VrvVjQhOIRw6Ij4S556OFEeOJ4ItSDJZDgqvw2IrF",
-	"MuNWoF5KhOiYxJgb+oskFd5jwgfoa+qNLsF+x0viXHKsDSNccZpqw7CmhiM4LCaK5FYr4+neuM67UI1C",
-	"lh4U2qjv/4mLMaHh+GgZaC5/BmYOVOV/Pa00zsZ+Up0RKqCGxfRAy15KkQhT2gSyrP9CKvn8Rf/5o/7F",
-	"EStUwo1IR+oHnaev4NngvQiBKBYTQQFjDgGqV8W0oGjTU7dgvuqAwmgnXxIYOUkUBmWxZVaYCh8VGYuv",
-	"JIyBWmVhXrrTXeiET4qM5ysfQkLlUFpHx6au5HPc75czAWLBqhJxv6+VuuqnMo/ZAYufnL168/3zp1+P",
-	"X3733X+Ov372Giiw/PLFy6+fPqdvR8rx2ZRbTofBXc4PmmtKOAOOZYTFQuiCrxVGBsGpRin/1dPXb0Eg",
-	"0WhNGULXpSAorOEEunFByAkLnp+DDssyfQma8EQXKvXbC036uONEcKS7IES80f7qgQgG/WLJMj1zJP0G",
-	"KUuqGZA1hRwRsZ2wKuqoRDeXhk7rgbgQqgxIOyFREcMCnbh6O0/m3D4pD8STeVFJI2yL9p9UZJYTrZF0",
-	"DMLpRgquUqf1S0kO4oHDSqUChDh2gKBiTv2g8PRStpOAhQsalabgrCDge3ysS9pY7ERZ3HNC363AmKL2",
-	"zMCL44I0LWlwaWjcTpHqRe727hbhx69ffvf0XewuXV5p04WhTsbGcmtid3pcTL2bOz4wwMowVIODDPiU",
-	"0YlSaiJmXJGoU5Y5bNba6tfKhLh1HylceA9b1xgn0YErbaS0cnsr0lIO+9JcGLzp4ehLmwPBfJQxnSoN",
-	"Nq4tmMzl6tWo5K7SAmsv+UzxSo2ZYonG5kG6bW+0d5ucHCE+L+l2FGniwU1ctYSpjylGkeOOQEnsX0KS",
-	"/gAhSX8Q6LGmt6JZ/xFV+ZqfZs7tJh8N/ORdkuditT3551t44A4P+bditSnf5K2r5hXUH8OqFSRa0i+J",
-	"6i2ZIa7inWFd8lY5iFKR5AKRRMM0kZBeYIE20AtW4tqVpf6tWN1phvq3YvW5stMpwBQmuJlGXcoCwlej",
-	"1ogL/nuXAF9iTDdkn5eVIwfsWbmbINd9amOp3fuy1vufo4DxHrw/F6tG9GgTWuVCn5O7B6ksw4tJBTdH",
-	"yvDGktGEQtcMhwJe6s/r3XH1zQjwxMthdb+EQn1yEn/tSjAGFbvFdCoSLCWs6c6rxJX19sUBe5aKxVJb",
-	"h8p4E4GxKY7p8xHfF6L7bDGvcOH2XPWmise23Cm3rfcMkynrYvHT3379R9wrs5aWHGFxXdLSeamoVOpD",
-	"mMLjfNmdk85/QVc/nvX/O+//POz/5d37w+jR8fU/d1oSsh1P31CffAv4Pl9UVQQJZt/JFTL6Mm7WKplH",
-	"7vqJQT+lLsyeWVbBrmLxG7whCEOVKGVl1azKVDpweuujBBBi1lhWGJF7+2TEpKISb+jAlsrZNMiaG4VV",
-	"050NqlYz3aXClu9EE1pQyto7K7iqSbHIFXtuFnBm9frNpzTsakZY1GYiygzcEqXp3k1h3EkVoMr0ayaX",
-	"m0W1feeHh7ied4br/sVm88Vm8/8Lm82fsm5MBVT4vnOGnPAtMMLOyY/vrqP3nbOlBLUGPtWADM+a8oHi",
-	"g6qi5iVvdgWJpWI8YMeBJKYHNshi9+N1XdJV5b8DG1L9aDrMRLynVHwaBznXWdqIfXKDxExslotE56lI",
-	"R8qFK2MUFJdZkYteiVcYhQXKa9KgidRHxT4KI8ifOcv0hGfBoKRxKNox/dQKQA3zIanwXTX5O2So5Vu2",
-	"WcmqKX+BcayroLc8ViXooyPIgKYCaJV1SKcPOkMH78u/txoFKFHRlH5k6CZiFyKxOndaJB0cf1jWNL8I",
-	"q2NirErOleEulhADtz0UanUu6JwqbedSzdrOBA2ocSo+yaFw6bJt5+IHXwsy/ZJS+8c4dCWcX0V6eNiQ",
-	"zpH4yCl/4wMXtYumvch9jdixwMinp/Rnaqp3sv8vNP57p/GXSjTJm2J9biVJbn0TrWdNbZVEB+IKVP2N",
-	"Ct7TQAqtmxi64mopcxcjYQrQRgVIJm+4gOtZllY1BClBJH7hbvkuKpmyRVi3BvB01VcpHKa4N2DfCJG6",
-	"sL6RwqrxThmkEvdBLZVcIMY3pgdV0cXVgCmakKuRol+gszaZ9xRX5YM4gZ9AnRuUeIzb2MKLkgCcLQrj",
-	"uDeB9rnNoVX8vfOIP92RJ0qpiTVuWIUm9vs89U513Hyx+4YnlgUXs7IoJRx2DL+izB2LtsduGLJJQVgT",
-	"no4ULEPErIRrF9YHyl2cbdqj8EWnyc5FLiorIIZCSFTvqsuhmqHTq+7jPg2fNyKbYgwYcABQk2c8TzNh",
-	"zPaL3jd+Ke5QztfetO2q5/flyzH+xMf4tSfFdWMEVTD/AKvKJznRJApvjsjRfNkmIM/XaHPSTXnj4qKJ",
-	"CZJb45SSicu8IASn9IvTq3wMgWlGscZt9QRxvgmOUecMLrMuADoum8W0L5nLpHCpszSgJbfzoDK+5flM",
-	"WIxFpsRUyr2NZRqXYGcIklbFANQMR+ZcLpfQt9FO5yjVEYzyRGgqeynp6TnPF8B3eqeMK3oJss/qDb7s",
-	"fvkSzJEA5UQxzqa5MHMmMVNiguiISgR5EC7HQTr3jLvK4CoT6xuwt5iSci7EsrRlBF6bVHgQUqlVG3N8",
-	"ttik/ezj1/hgxYfOIpybBb8ieGpEbh4O2xSiT4iwh8uyuQJ+aZMgEvn9GyW+RAh9kMwgeqg8sBiU8wGa",
-	"31583r9to+ZWYgX/5PLvysb3Km9xE1HaF+7mCAE+UiUU68Nh5IFC2dFw2HMgqQ4Q3dXJrOOiY3zJkkL2",
-	"KdgfRjKvVTPrfvXi6CGF1RHMr3LZK1QKvsoWi0YqFcoIZwA1EaP67ZMVaI9ymeuEZ5hsG3m4XbMgSNgE",
-	"66lOtCpMLxqpSTBdzLcpr+cxFm+PT5nSMG6pZgP21F1sy81FSITgijvlCYE2lAnrrFDA9Rk35/C7zttu",
-	"oB7TlvtfMmnsVgVVip3o/FTl3+H1tKO5/rQJg/7YQ+L7Lw7XIyCi9619nkuV7g3xT6z9W2iyscNQSo1l",
-	"umnIh0ePbzniLYUCHoYgtkcfVCbgJvUB6OjcqEDAhrn5nBxnkrkxZPC2Piu6v1m37+78TrXtMuXP7pfL",
-	"1Ofwr+ncM3sb7MXnvkttut68IbNhdWlByNnK7gm8jsVKWxGXOOU9V2MgsXHEuCHWrk5AjFS3yAg+1jVu",
-	"9sw2ihy4qgW7IpXuNAbf696fJQzfWzzbD7Kz6NBufFGq/9RK9Q+5RC+hO3qpzEVisxXr1k5V726V64P3",
-	"9Nwe2M/ByfyC/vxnc1V7jnMHHmkfsEVV99etTt3LOaHXoPnLMtliP+pt8V/fvTl7q9r1JRD/D+GsvjWB",
-	"f5AWthv7kyis0tm4TebrB+oJQveSDYKMp65eDYVJ9QkUwQTnDdEo6pf4kXKAMxPBRIqhht3j4V98LHpw",
-	"94l7J4ynKeiv4rKKuESIijbV7Xssq3Gnqlv4is8UE76dGfjSIn9SpvClJPCn5Vl04kvJXKGTRcyXswKB",
-	"iSmUfQLGkQvxiZTFAzS9rD7YB3dz9li0aBt/ReCwK47as1YYJhqTcciMuY1Zl+PinDJVZBlLMsFzYpU0",
-	"jZ4vC2azskQW6+KaKn3ZI+NmaCUlZQbz0o3IBOJPK52PVCYNclVnH40bliqPZizLYM4S5lXkUqcyYeZS",
-	"iGUbi33j1Z2ntPR3w2XfCEv9/y5ZrFv80pwNwom28Eu+yxfuGXLPNwLNcnjUQx7qqeWWXBKhv3akiHg4",
-	"wm6FbZLMuQPlKgHBQlUtiOojGEWDEFArYu5B4gcioWLiH/Wx0ZtC47zLcwpv2GqRpgHe/oz9QUiyor9o",
-	"nUDfNUsXlFvvsSpz+sdEcNclBEoEs8sXvBYeTtDnm/KLVUWiBCe3OVP3hUSMWWbkTIm0jrhQwuslPMuk",
-	"mlWZ9QQci0mpc37hQE3rKayUi0QdhZVRKaU5CBkss1cjpnie60uRjpTVQbiLicl4QBedLrowfUIsNq/k",
-	"Jo7uePjAgUpiFmzkhLVx4XsNue79vQ8eDQOP7+NHx+jzJeen1UvDLnWOkBVUatMaTODFWD4Efhiws2Dx",
-	"jAfzXEjMQ4avNhu5Q0K5S0s3viEQ5Xdp2A7ntIEp4LJ8sWr/wcBkgGU089pLnM+mBNsTEmER6HmbGCpw",
-	"T+SRm9ASXJGW1LPSXGs7YPH7CTdiXOTZNaZDx+/pZ/zm4OIwPmWxu8dseAifcJ1v6me9BFIMUy/yrHPS",
-	"CZ/sRB0Ej59kdOSqn2p+5c7c2uXJwcHh0b8MhoPh4PDk8fDxEBboXbmg64GKoYLBugGEGtpLveMdcdLW",
-	"3PikalNTUE3WMgSDLkpr2Jpdyi1D5Iu0UxF3r+q4tWHobA+H5KvvrPdYAn8hJmzIYYP2SFktU0LxGrG5",
-	"4BliMcCsbC6TsK0Tpdfvrv+/AAAA//8=",
+	"7L3vchu3li/6KijOVJn0bVKULHt7SzU1pTjOjk/s2GM7k7kn9LDBbpDEqAkwDbQkxlHV/nTrfLx16jzD",
+	"foXz/TxKnuTWWgvoRjebfyRbdpLrD4lFsoHGn4X1D2v91vtOohdLrYSypnPyvrPkOV8IK3L89IQvTZGJ",
+	"V9zO4WMqTJLLpZVadU46b+eCJfTAPcMUXwjW5ezr79+wjE9E1ht0oo6EB5fQPOrAE52TjmvSiTq5+LmQ",
+	"uUg7JzYvRNQxyVwsOLzon3Mx7Zx0/umgGtwB/WoO3Ji+h96ur6POMysWmwcorVjcM0ymrBtLuxj/9vd/",
+	"xJtGBs9uHdaSWytyaPif0NdPZ/3/zvu/DPt/fff+MHp0fP3PnahjV0voy9hcqhkO8IVY6Hy1eYgL/N0P",
+	"ciG2D5Ke3neY0Nuew4QFNUueiF0jxa3GJ0/YIbOaHR49Zsmc5zwBumF6yjIBIzARS+VMWhOxeBBHLB7H",
+	"0UjF/ZhxlbL4JI6YsTy3Us3YpbRzxl1DpnNqybrxLNMTnsVMGmbngqViyovMjlQ5CHifrQanlyLnMObe",
+	"YKTal7BsemsaLNeqpMLym38rRL76nSzfgH1Ny3WCK0RLGSxdhGNJmV/kYMV+xmm0Ltntluga1tostTIC",
+	"WctXPP0bt+KS42IlWlmhLPzJl8tMJriFB/9lYPHe7/nKp3mu89fuJfTK9U0olsbmgi+YUDOpBMvFtDAi",
+	"jVgujLC4TolWSiTQBlbSCGXZjOcTPhODznUEI38tfi6EsZ925Dm9FE7CgmdTncPW6ZxNcsHPDeMsLzJx",
+	"ymJk4TGRGc5nKkWW4tCfaDXNZPLJB250kSeC8SwXPF0xcSUNkLXOYTJKWyYV40DNVjA755bxLNOXMHpp",
+	"cODf6Hwi01SoTzvyJBepUFbyjGU8OaflNIleChy8rSQgfKxYkjRMF9bIFASQodn0M2ksTsbR/Vu5ELqw",
+	"n5f8U5niBnBlLkUO+2Dlguj8mQIpwrNPN8AzxQolrpYisSJlUy6zIhenjrsbw2ew3HkuHV2XB4KI+3tt",
+	"v9GFSj/deH9Q50pfKrbQqcgiTwoRKh0ROxerKKAJnTsB4Af7bLHMxEIoKz7hkL+Hvb7gMuOTTOB2z6Vh",
+	"k0JmyEsSraZyVpAExYG+5lY8lwv5SUf58kLkjLOlyPvnYsVy4AsZDAKUorngqdNPXwubr/pnUyvydZH7",
+	"RiRapQZE7CWXlk3EVOdANTZfSTUb1ESZ04eksmImchjTddR5q/Vzns/Epz2iE52uYC+KZaZ5irwElgMY",
+	"iVuD66jzg+KFnetc/vIp9+WFNEaqWVQJoIgVdAhAgF7ocxJJ4moJSlXAPxsb9+OPP/bPCjuHHxNuxfru",
+	"xV8Jnos8btulUmu9ppXw9Px5WakGkk3FUqhUqGTFEq6As06A5HgyFylpYSm3fMINColclBocbLjCB/Fk",
+	"dhOdChb7h8dFNcu4FyExpNKcQyfTIstYNzZW53wmxvAx7qFstfQOnva1ylbBM/DdGL6LewOGh4hxOEQs",
+	"Dk5UzAydoE976H5Qy1wnwO4/6Y7+KLKs72l6UlgmF0ttjITNmItcsO4UCZsD12ZGLDiQLjOC58mcXc4l",
+	"sFNccD2d9twZNcVyqXMr0hcilfwtTvdTs5J7hj2hF/ZhAF7j0koQ7y8NJmb5uTCsi7TC0xSokisUZu6n",
+	"RZFZueS5PYCF6gNxwkyv/Z4ieZwlsHlv9Tkpa8scXmAlaf3EGMyY4+yhF/irk3Ir+qB4rFumUdlGqs3k",
+	"VigrM1h/9/Cg6qikrqiyYky7gVb9Dl0t+IoVRpwysVjaFVsIrlCVQ8PcioVp4UjlW3me8xV+9gux/iT8",
+	"MraOKIQqFp2TnzoTZHudd20memWs/uT6rfUShctbW7fa1Kuu9eS/RGJhLGdp+o3MxDMrFoFtU9+7qcxE",
+	"+7rBL6fIk4A4ajoa/ES+ITBaNbbiWbbCp188e/GUwVhgSUtimEjF0fZcWzHorFywdY0hl6l7KwzjXqP/",
+	"Bb96LtTMzjsnRw8ftvS+EJYDSa93fsb+25uX3zNarohxw6y4so1OHz18+OBRS7dA1mMS1iSq96P6Ipfw",
+	"cDjq4fHjXVSBe7Rhg9+KK9vYYDjltCOvgq2e8syIqLH7AdNaJwBYDtblli20sewxeyG/6jWW5/GDx48f",
+	"DR9HnYVU/rvDHbvQPjxy1Cz4Vfjlo+OWSX/SpfcL1Lr65vx2q06qRfuiO7UD7eVFYUobrut8ZCCUkrkA",
+	"3RHNVpHDn3mhDO5NyXAKmVnkEV6haWE+UQdVTxoI9t45ORw2Rc5rYYoMuIDIK8EowLS3Wmcs4VnGZvJC",
+	"gASq9PkFv5ILGMvhcIjk4T61cfAFvxrbIlemNpLHa7KvyBW9wHsHM62X9Zc92vUu3C+pVfvq+19ZF514",
+	"x8O/PmKTlRUmcuI1W8EGWOK6zdMAj+84Cg3yKkezkb4MrsX7W1IQEY9IWdcRBJkgRBG9Qds5KYVgm8uH",
+	"9B7UHkxEfGEusuW0yNhU5sZGDHRd4KUgCcSFBKVZsGReqPOahN2mBKGz1c28RfaGO7g2ej/ElgnkhSDC",
+	"Rc8DGPdIuyJ18xq7mYxlak4ZHtzqeVvRHlgCaY383CgmWmeCK9ICdDaG3ttW0p8aZwLC+UHqR2ryxDts",
+	"I16b8wR3fa91PDPncGRa9Rd/2ra9bxOtRp78guX2Xdam7vfbD3wDkcOCPOFZtk7mPJ8VC3+J1XZPlWX3",
+	"DCufihgPZTqQIWdEG62kLkDbXu/6x/nKOQGzDP1VeH54Gr7I2cd4EnqnAUkZQXomJ50FWWSOtNw6BPLE",
+	"txIytBkj82nRkOUv5RUJvsJ70tCvPeHJObCvclS7Kcu9LtFFmzbwLZzmLjH/CPWCMX1wFqlYGNYF87MH",
+	"NmGRK5Hu/UqZmhpF79C9G0SJ6xcFhNKYSmMha2/dRI5wZtZIcaumxI2RxnIF6ql7MKLbG1i4UTEcPkjs",
+	"XKpz/FOwSaaT81Z6SJ2XbryJB1/OdUbsKMKdN0yqJCvSjSuuisWEFpxO7cae6ed7Btgh2IqZVmJnn1Op",
+	"pJmPc8GN3mQQhaxwb8blecIG5lXjXYc7eRc2icpNbI67vu7hStXG304wbutf0AncSjmqyJxLi9RdrcTL",
+	"aefkp5paejg8fvzwLy1Gx56rBxbBK55bp1k9ozZHDx81V/JdwH9qdlSbwYM3anRt0DbW5szW2+usZhGX",
+	"R6ZVL70F0YQUU0378OjxDg6CA9u6s6/hPNyQI1xIcjIBrzylG13j73PjNYbw29//Qd8dBF/GxCZYoTJh",
+	"DIvdOXc0K9UMr89RT4FjunsHqh38fe3W7u2JttphLnakZYdA7axk2roISnLBrUhv5Liq7fX7dv152zs3",
+	"SPx2uRa+rDbc2nui2ky3LNFz2eYC8ob5XhvnF3vXvmGnW4byvVuG+tFBq+vRA5bpS5H3E25EM2wCFQ6l",
+	"RM7mq+VcKLMenhREyvzkQmS6/3ri/uy/ez+MHh1e+196//rPbbv8ZM7tk7mWiWhzmTVknj8lxuplJ+pk",
+	"xBw3iI6AUlQqrtqJJNOzZa4nZpe/ZMNBrlZ7UUml7RK3xuuam0kjrXprys/WfYYV1ItlJvxRaR5OWN39",
+	"OUawIy06gTsa6xT1g5JX7vY78EZKZR8dt3qTZdp6ql2A1o4xUlDYazSKsBUo3639uXUKiCeZcztIqgVr",
+	"oxizMnDqp1LNRL7MZbtWse762ocEfsCH1nYeTDs32GqV/cyichf9S3ZTwhNgVR+DHAp1vhc9/IE2fYB8",
+	"/E62nmeZUzX3IIJ3Tc5yW7LYTQ6BB7V+cC+eP38B5tSc2361Qj48ZMCeXoh8RVFQ3hKGHc2nLlSHJ4lY",
+	"WpGOVGmIwVAiRjOTmbQrvL5wDsdT6ss0eko1OjZdbCLjuWBypnQuUrwygFHiMxRl13BfpOl4JpS7iRsv",
+	"c71Y1r2ttV0L/EfQ0ixFInk2xrugumvUeZVb2mUgOVNqs8m0rntenaLsLjo2EFR5riY8HV/qfJfNvtXu",
+	"iJDsx1YslpmLEli/cdlJ2bU+xueXPJ99uLgENVOqQsA549k4kJ67114kc73fk1MkYpWsxkuheGZXtWbD",
+	"wJ99FJjf/aONE6jscaLNsdB7EsyaUbEXefpWoPCMjc3HUo11YZeF3e+tpCG1zv6wZVKZnkk7nki+ZYPf",
+	"rzfbuduhltUc9IbGwSQW/GpcMabgmIZ+iQ3dNC8/giO+zEVCoota1Lni1+XvjGeSY2Bx3DqSuOa72W8o",
+	"N5B3L3FEJtAxb6bKeXdJ3VofHh3joP3nddaxkGq8dCyjnFrootp5RKCHFp463OWvLOV6I6TJXCT9w5hN",
+	"dY4BMVJc8AzF1ikzQrD4b0/fsoOLwwNsb+jBttD2tevsRzuvVVXz6Gy8CNu9+Uue8ywTIG/qdxc1XrD7",
+	"WCxzYYRKxMfnbSQ/x+Gp3WPjax5nx+TGYjoFba0ueR4c7eVFWQorSZ5XE7wRAfqI+bHXTLefFh8O9A09",
+	"jR3YIld1Ib97Y8JWZszNTdsbsUGf3r3w5lwut+kzG1+JsS3jibCXQqhb9QAmeUvoB3zvroboShRzNh45",
+	"TXJR5lgw5bzge7luW12nAVPc6WUNWGGruxYF7s2VO3zZLtXOhQncShZS27F2QmEHRb/BpwMJYmxeJLbI",
+	"RerUiH26cC1eugZgBIoFMtMiFzUJcXRDCUEcsPT+NPg9UEQcsZgXVsO/3i6KIwoWpeybaaEw2STI1qEW",
+	"3guM13bGFpOIUZf4gy7sdmrzliM06UQd6DJMeHrXRn+7MnpS9MY6W/qdW4CWW6KXSlTDZl0wqZxf1oSG",
+	"0SmTlm60mVZVkIgByTdSAu02/BYDWNCuZcTbKVavV6VhZFLgpRpGw0KbkUrFVCpkwCaiYBiGEpgt+JLC",
+	"Dqa6yFmuM4EBq10QwtBZLYfsjEbglpzxcr9wCDSASw3sQCvhvpvJC8GOh0MK4x2pWKoLnsmUJCasSezT",
+	"0/Z1gb+xxWT93O86qcAEzrcw7TBiQC/HrWpuTRIPoxtKUuj2w7QwmxcK9FhnFd9afS6MGE+A99CF9H72",
+	"R2EoyrnJj3dI/4YTxDs7Sv13t7fjTcBjm1dGsRVX9kBcCGX7xE9jDPU9YZwZMhjxzh/Dx0/crfJ/Ga38",
+	"dRE2NRFQ7EgtBV3Mk0STcEBzvoqYUGmZWogxLNKKnGfU2Pf909cvv3/6Lh6pLh0wF13s4oZ7A/aUw7fQ",
+	"PfRM8T3E/hTDqArXn4+fGSkXVT/lMjMuLB0DyWdcNc5Mxet2uoMbTsVdvK4RXf2uxW8Ymiat/M9t9oDd",
+	"v//vPJdcWczQO7l/H5fzwn0nDUvm2gjFJisWAzOKB+zMtx6pS/gRmRQ8GqfiQmTAoECgEEuEv4BOUdR4",
+	"93wMaxwDv4mZNCPiP2QNzrhUxlLYF/R7z5SD0SpbnTKuVkzbuSDeyIzIRGIN7U5SGKsXvoHbX/fpnnET",
+	"YLSOjKcLjO664ol1Mb/6UrELnhXCjFQXOXetw3uG3imu0G/gg4gvBINZpTxPiV/3ImY04+W8MFGThunf",
+	"BuzYz2tKdJav/LpG6NDj1TLjarhUShhnY2GkYY6Hs5zj0tg5V27wRJb7UePXfv8qs3aH/oJ7vO/TP5j9",
+	"e14LSNjVAOTQvs8+wZUpn36HJ6ZyxK9fLYrM8r1c+V/jk20RJfvdru003O7+tm3DpRmtQbtsKCd+k6iR",
+	"z3dbX27S2tXv+tzwTsBd9t4uTLpx014LOxkOtwTT3QRoYu3S/d3GyXwnVreMsqd3tmjUZ2UOMchpn3WM",
+	"WrDPUAGhOsGwPpc+3UxW2Xu2dU9bsIKl9GuJBvLh21vdUFsycOozbIIlfJxZNlAJds8Tk733J/838Hi9",
+	"34fb3JRRp1Dy50K4n9su0Fx8hxvIZprzl4sfmNxR83IN99jSRKsLkRu6uKLr0ZAojnanfNwmKexcqrSm",
+	"wXeUtiJIa3Afpzxp52375pmsrbZnoeFF1HHLC8jgm+a6RYmvXEaXtWCDLVO+QbYJ0QNm4N2OHOqn9G4O",
+	"lrXZ2OWX1vbxwaNhaHA+fnRcywp51B59vmEN0u9ESzjeudh5cwHt0JGZ5GJD3N7Zq2fsXKwG7M0cdFqt",
+	"EnFKaR+gPs65QWPIWJ1TwO32/YQxle9r3VTUp1wmJwZttvgqwS6MmAvfI9eIVOdgxS15bqPQ0IAX4MXP",
+	"fmprECq6yweNL9/r2bdudPTwu3KW+wTI3klA7Poif+TI2ODq9INiYxvMp85gla5FjpQWY8fHhnScXyMK",
+	"9D/S9jqBpduiB67z932cIR87SHe300vf8EUtzrVdr9k3NnjN3ttG1LtOoKPMzo2IrqHyV+SwM8d4j4ja",
+	"uqNkPfvM5800p5yKNv614MlcKtHPBU8RBoFOTMRMQbliMXrSxkrb8VQXKo33imdebHLT/AhG/yW6n3Kt",
+	"ZhH6CRB3xNAt61pXCK60KeeN4Ggo0MhqNsnQGYy5RZhstOR2jr4vGPFeI29PdsaMpowbvNPHJUZXHuVd",
+	"Wm4LU/mybQX0IljQTW+3TKpiOF16OU0+ou17t8uqpb1vI5pvBc8IY64Z2SeS862RG02zz3K5IYDuPPi6",
+	"9Oc2RqjPW4e39gWtaXiI9Dmq7hXySJuKCWpxe+x3Yxyu/7axPFssdW43JXfKRZXDuAXuoHWFzLlcLtvi",
+	"YJ9LJQwjt6NMWZdggUodH+9reuwSyNrhedm5yEUb5EKLKeNR5MqhVyNpnT+Iq3VCqeL4W6K9doXyEzsb",
+	"g4rWksAmrtibb8/6Rw/9FS/TuZxJxTPK771pfqBUM5cpTAmCe517RDrYmPFXw0FYd1+1h6h6i2mbjIHV",
+	"/g6e+xADychfxJ7RtNXB2jWqN/RkmdSfpjfJ6N8PCGA3N4ZuimW6Fi+8D5zAdhaAYbIVNCpuFjUNiSHc",
+	"erfQDXoO9q22VM01aEym3ApPyrsTRUpaCdgi2B9ukK0cEdp8hMwSZAotVzIKXr92CJ8UudG5P8zwDFvi",
+	"DcD+grgtY8W9btPSvFmTGT8XosClRncv9IsWQbpCNwWwho1r9tZNrMH9HW/ca6lcDzuokIwDu2lireZ0",
+	"6LPcHxfnNglVGzhbxo0dF2Z7ZzsP90Zuu8EbsnOGy1xM5VW79kaG/j1DWAgB/GsEimMuEj1TEuRvey64",
+	"g1r7oPne1rO51QxCNuZYlZt/+aaoopTaojay1Wq7WZvqBor8CAzFuXtul6b2ooyF3WjX7eM03R3GfosT",
+	"s4drdfd1WPup8yEt7R7OHwn3JeNW5GzKE8tMAWaVSBEU5BQ5bwWbNtcZ4czdboj76Da0TR+s3WxXqr2x",
+	"XV+Mb3ROUU4n7qIe7+aDq/qui2IyS8HPRe4vwblBlIbeYM/znIs2hDTE4ckdNI9W2eqE5SITF1wlImJz",
+	"OZsLxOGdYPpkwG+qEJxq78aT1X7ZRKRY3IhYd9ITxgIALU1EwheC4bt9BBjiroBVYrhMb+lVL9mXt1Kc",
+	"HtZwhKyf35raVWNnwULUZtg4QM01rh3dzVznG8LIbcFDsVYsltZsNIE+DfvxZtH+TKXMDGnFGBNXFgQl",
+	"pndxxTY4aXYYvtb5grxiVnW62yW2RiHUW6U2lwvfRiQ0vdpa7tzbjyDe6rTygYLuu/LmrRbrCscvPmF8",
+	"3VfA3Jk8ZTEcXnwoLXL0S+FpdusvUgZHwcWDAku8zKW1AjvQSvROWay0FfFJ+UMqc5HYbBXimTkAD7z4",
+	"i+gasE2tpsl8tMX9PZsj9TScXVeB9dE6lS2FTRLKSI1Avzxlk1VragrdgHVdfK97aqTq6S69EzbXl2xR",
+	"JHPfgdVMKoRioqQXBK6l/E0MrmquSH3DJkU6E7YW7V/H0ToXitFDVQbofxHMuBsAIWiU2Hl4aelFC0Hn",
+	"3QNpbK1Us14DSW443JkS1MJx62P8W66LpXHEL5XVzaME65KKtCgBY6vMg1Tk8qI8PhgwB1YFqBplFGI9",
+	"ZSgEOwmoagPpvBaJztP2KMcMoY+nGPGJLj2CuBJX8Pc9w2LqInZIWxT+7QLpsFtU+z5pOMLvXNO+RfmW",
+	"dW3896ZH78yw3E+vbtx77q8U/y5U2o8c51GDE1g7nOucm2nluF2/4tdlURbWLSNsKZnCuCyNkZLAsW0I",
+	"kAy8JcUQWuSlqalV4ZGCYMdZt+SywNFGCrF5MYq/h429HO/CXkhjRdojkRGwf3bGKCKc4Bez1Uh5gGFp",
+	"YUoIjM/Ri1KocyeA0G+vBMvlbF6ikNdj1k9oPAXVlcC2GIQe11OUBj6FGR+kQkRod4jMCBcTTY19oHxc",
+	"C0yNexHaK4URlZ0iESSVpoyhI15MLrMVRoRTvLpowwoI1NV1SzPQp3DHXUg/vPTEZw91la7A613tCpI7",
+	"PBe0KH4bexGL9TnlK8XkpIxdTD6JdETzAzYuUkxiHakqixVJ7aDy9By8L/++PnDVPYxPhGlkK+EF2xav",
+	"6A52IXh6M2ddxQ7WF/UZkbfgeSadN8NQ9Dz96am4QbmBx+NmkOGuvw/EOqwqXHEwPXyn7YyEmPgTrYiD",
+	"1wNs1oNpmtx0/aY12iVE6I0vkQ/p3FAkzfrXu7TVhVTht4drh+Xn3fKM3vkm4Rkn9EMsT9R2fxx1Znbf",
+	"/l7mqYDtwEbiFq2kuoEN0pzDrvC77DbzyG41DyVuPnx1h5O/3nIC/LBvRv8h6bpRfPABwj49jkBDPb4R",
+	"YlEjNr4lAKaCpEUIGwTqVy5hslQUDOt6jeKeYf5MnrKXS6HOnjVUBiZtb+CSLQOAHeCQE23naAQGXZ9g",
+	"9mebNSltmH1UlieqzDYnvmiwjRAXUlcGN7hJWoddosy9NgmkL1WpO+7hM2qBQCp7aOXJ8OKP4Z7ACbRI",
+	"mfW5ZvC2nR6wciIb/UTNROF1WDyXQbv+y6aotpsgpW/MzaiCqXzMeDmQSv8ov9q5EC1P1tcAJfDXAvS4",
+	"tDXhSbTi0L3wKrR7Ykctk/0QIr024N+6dczP1FRvZDvO/ml4WOQCvQCY4ZeloP34YmfRnqYS6FLbwnac",
+	"wrgJePq100JD7dfrmO0rSAPc1N9zeRFYM12lfW2ZlAD+K+Wut3mD2u+TtRXbJorYG1t+r9uhm/ch41bQ",
+	"3bKaiVteiLir3NpS1UZY27fa3Jo7tvleZCstfgQWWKfrW7u/6ykOdUdN4KSp/hyMTxBD9PDoL+1OG1e+",
+	"4DYpGvuU43hBHkpGWgaQhb8FDNycEfNlWw6Hw94pm4pLkZMhTH+icWvYnF8ITAwu7w49bjyWir1pIY+f",
+	"N5fJdZVD8AlXXePwUfTg8fHW+hrsTaMkl1hMRGrYJdpp0ikQ+CWmtZPC0628pUcPH7FLnadsKUUiDOgq",
+	"bpV6p+xcrPA3429TuYP/cyDr6+WADh89eHy801t5Kc08cxS+jYR/9M+1lFrI2xWIsDbG/ojULsLcu3PK",
+	"chzbIxQbNSb5oiw5gPWfulO65heLMosPvfziytK3vcENyz2VlZ0+xntk2hKl80yl4qq2DOjgcYHU0Fs7",
+	"20ewZdkOL/tzIZjEgohTKcoroEZfdx+x2Yi6L59kvoMNIwtCPNtjDV6XrEEq9tMwYofv2gMMNmGBrGN/",
+	"1II9N4QEILoExiOnWG9Fh4V591dA1oJEd73OxwVnK+abEdQN9OQGg4zUlQDp7T8WFzPaoKDXzxg3RicS",
+	"cRxKf+MGAmqJ7XO30OlVLZiBokxdqMOmYNOtsaREDwEF7mBI+4ed7ajw81okQiWrG15qvsrFVORMoXyj",
+	"miR8odXMyzasjmhOGE6L/fb//L/01//5393u4W//439eCjmb2x77vxj99X/+99F/dn/7H/+Tz8TBnGfT",
+	"cSanooeVNXF0zCQ8Q5e4Px5gYiO8EVAJYg9Ji4AW0rJcgB6bm2owc6whXTbJ5BQ/Y73QDEmB+BOfaJDR",
+	"tVmQnxJscMsywUHMH9QmAVtpGK9e55ExnDd9ypQORm4sX2Fxa88jvEox15c4OiUuqQ7m+rUeJsbUDbAm",
+	"ITV4MG5NibykqmOGJ8x51GUeHLhaJEBbxDORcJtBX27dOOWrRlLqMDy4uphgOFDJxR48eli/AR4Mh23o",
+	"pLTmdXClwYOtXW9nkG2urDABc03u76jNsTH/yC+pb7+7PCVxjfXnw4HW0ApbQkrElY0jFv+X0WpM7cqP",
+	"xB9i1kUuWPuu59DVPFQcz5jlM9atUG0o+dXV3Ylp9ePedjS1/XEXX2Vcqj3yZMM2/+3Ny+/fUN3XmzV8",
+	"U07yLZ+R13Bjz2vUEKxa2w3oVoyNveOpdyYoVgP4oAtk6DCx+wBU3tRf5Ik/XK59D0B7m02HgEhnbZ+a",
+	"A3FpFsG52HM8u0dQp6d1z92Gs4p2W+283UMQvwW3dPAw/xFxn6g2sp9SI1e5ZWaNNbzec+HdSNtmTKHs",
+	"DWz90ssRxKmfuLuz8vNlLhFVgqcL2V534Y2wT6+Wcn+zvr6OTwPsKj1lcRVVEqNYjgPYhNhp0o37r503",
+	"YrVAlZbiXjh8F6CdZILnxqUh3DJpqg70UAnNw4cPHg2Hu1wFbSKujgq6k3M5qHZdGLrDHxvL7S2hvGvB",
+	"ALdAPd4wnQZC6c4pjSc8ORdqv8hd//D4kpsxwoDuBX1YwZpuvoXelYqfSizjPq6OwLgpVXYNo+xCrcaV",
+	"w+dmbac8y2AR9ms1y/liQXd4O9fWF21vLRhNPCsKq0s65EPa/O0ax/qt4Q0SFd5d17nonrjPMwI+2x1X",
+	"VfL6sSU5sbNJtXfj0nH6fo9I1/XjUgPE+9xwCg5R42NgKYRDagWiho49diYeMTTCKII4t6aO5vK56gSW",
+	"D6+rMS4e+laWRyMncbvw35jAWEOcWSedTJtaMn1Yp9e1vP0EfAd7T2K9QTCRjZVww8vVllL9HrzY1m/+",
+	"qb7xus2+pa7uelX8sITuXmu056nbVcm1bYHakWr2BNiI/TLFzSL/x3sliHgddNsNcR0p8QZ35LUt2TeN",
+	"9XrjEt0E/rJJ0/tfllOnm9bhIzPzJo8mZKNbABvdiKU3uts0V8QaajlM1cnUOjtx6PB9vOdaZjwRc52l",
+	"IqcbK2OLiXdzTIushnXuvBpB93HEYoRuEVbkJmZdB0dDbgHnyBupkq4oNjcmgzpuC0HdzGNiGHVM13O+",
+	"fAmM9nTriML3OQwexHGvZrXOmTZjfj4+/OvRFmbTklqmdXbP4IKzbjhqxmtrX6IQpcVisYojD2Pfu0VB",
+	"lmr6N7yuadm7qtx4+23NnXlGPkUkzQ8YKHAzdMtdNvCHJJjcOnP4VrkA68uxiVG2lJdqKd3ThNBvA+y3",
+	"tcIpOzB96j1GLQNpdNm6x+b3g4+GyHgfQ53/Mbjbv4ELiNwaPGNTmQF7QOa4xBsroRJhqnqG8DPjy2WG",
+	"uRDKyFRUdaUGI/WWrnZywV5/84Q9ePDgrwP2A11FsnOxMlWZCsUXYJsCKzkXq30y7vAaZYyZAPtnw1Aj",
+	"Ssa4QSt3g3Pjt/l2N31hee1ptgQeYEpAFW9Qi/Cv0dzDrcV7AoWydJq4m9r6JemO5L3dEd/nUqXmRhA7",
+	"ZVxBZfK1VFnjV2MKERovRT72mDQNoeVCjDA9YsHVykcVuaopVB9ChReKNw0o2s2W94sir3IgmrHTnW/c",
+	"gdRU3KIMl6jA987FKmI8y2BeFJK8KAyhWwzYGfm/R0oaJiReRHG8GuY565q5zu0cjjroH7H4Oe7VXEW4",
+	"Uj4r4mSk4ImIxVRfSKJCpaQC3Q42BvN2ZnhbNrP4SGbp/5j+g7eHZqRgGYA9qGIhcgmK6yoqeYWz5fBu",
+	"GC+JI3d75r4fqUxcUSN4GyVNxKzrlInegD294iALYLTvR52Mq9moc8JGHaFGnYiNOivBc/jm/agzswL+",
+	"OhoeDeGXzLpPD6/hY5rzqXVP0nvgA3LP62unoDYc4Q+O2kpcSzXeELryda6X5V02PAP8cCIyfYlEW3d/",
+	"3/CWlgoC1vWl+WqSy/Ub75i+j9m0MMKwr14cPXSVZ5UJmPspi40Ld8OENPqZMt+Oj44o6sQ0AuIkHLdp",
+	"75TFLpoNm+IroGV4c16OzvfRiTquUasdlVdhGNuvLukxCnAZVwBJIcMcHu+TmkzgzEUu7QpVYTrgZ0ki",
+	"jMF0b0wLFzwXub9frjIiOT7GUCFh3cTY8W9//0evs65qGzlTIo3oTgQootZyAezHZV1z5QGhq7gcl6KA",
+	"8Ees++rlG8qLIz0IbQZcGNTAcaSVMJpbu4RlOltKh7m1aS7+rd3EnG+YRjm0iLkQXKQph6zEJiv0J6YL",
+	"qUqcUG7mE83zNMKPT54/A2YEgwe9YY+RX6MfYaq3pKViOSAjsml/rjEN0oj8QiaC7L+ZQNKt1Bn2DHjg",
+	"FPivnedCjFSVPxKxS5kLrP3MrZxkotqDCnigLNR8MlIjdThg9++/rqES3L/Pfvv7/2IxbtT7CTdiXOTZ",
+	"9QH8dlCptSaOnM/M1fM8YVyNFGPrg3bPUaEdQXoajayqdNaN6XjGEfaBQQ9j/xWLc8FT+nepczuei2w5",
+	"LTLQDuJekPVC6TcsL5Tx9X2wO19xx7EAdxEUsUJZmTFp3SDauh+M1BEsElleLSvkgsJxjap0z+Zq/WuZ",
+	"ffAv37+JT3BUmP4TPONXiJdpPXSmgnxjVIIpY5a8FdBNDWkEMUhH6gGM2RWzoBji+qgd/dGw8ff4hBG/",
+	"86ukMTCLXkFP3zNOywPS+ad/YmdpmgtjhIHPpI4vuZ07gYEpoBm3oF27YERCkGC51pbF7+kTDiEmh4Mg",
+	"UTlSMZyfk4ODw6O/DIaD4eDw5PHw8TDuDdjbsNg4pWDRGNiCL5lWGEQGwnqqsS4GkvmvQX1y14D9yipG",
+	"6L8aqV/7/T7+B43iivxj9mt9xAcXhzFzTwUksPZc+VC44uu9+bv1A/8cLAksZh+GkJKXK35P/Ob65KB6",
+	"blD2DAxkbIrpVF5Ba/hIraOyrJjfAYTk53kZP8nLUirQilEnVI63VgmQxUgrjrC+Wn2rjY17MEUiiMLO",
+	"8fDjwxVVVO3FVSKW5HGfI/wxW+Z64tLtKGd6AXwjMTFTQqRmpOIztGDkL9jDCfsKWa0r55bkAiOJeeaK",
+	"uoGCWX3JAiVTsfv3nQS4f3+kurETFfGHyYORir1EKJXV+/dDCXn/PoOXWfeyHfJypOKFwwohkWnnuS5m",
+	"c3dyK9EZn64J5qiWY4idtSLT+IJ01bfIYohC8KXS0vIzqUYqvup7o7+PP8enLMaViZlcEEOnsmL464B9",
+	"B2b1gq9YwvN8RRVqsKSNGamqbI+L5gxK23Dl4tWx/E1Q2AZIqc8W0hic5YJnoIYKZOFoyUflviEbwQyl",
+	"gA5O2P37x8ND2Pe+g10JiMSHVpbTdz5lfyZ0HrBgXVh0MUiYDAvmRu94AO8YqTNPOrC1C674TBDqnPcu",
+	"GB9H72UTUcwJSiMkRxONFK5Z5BItKuo0rgcEpyZcSYQP5PQQfR+sOiEamGJihDVlgtqlYt1NK45huDhe",
+	"XlGnf5jGBaNK5jgtUf8dO+sN2JlawRRnhBEhTbVAoHsjfD2+UaRwbCmSl7y0yJQX0skzRK3wi0iEdi6w",
+	"QN9I0WOYB0RB70YvREVh4dYZlnDFlOMHtMiMs0uZks06UgpLksMKl9/D5LzDu8yS6SPzrHbYC0QsAxBI",
+	"Q6rsOHdNHSY9SUcPGjLR6YrFtfoBsTMVsbWz93yBPrQYQcekv9B9Tn9iidUOGIIusBMhOkKIfOQHNKRu",
+	"HScfLFdoHzO+ufgAXVXETp9ED/RI1VH+yzsVVAOqagWu3udPh+8GzlVIrBKBvkhAu8X5ldJZfiWJFQpk",
+	"L5SPh0OQnh7px41kjPMCuVryBhxJBBuZazXDfiOKFyffH1h55IuAh/APH9Gdc4W1EbFSZYl/XjLLSY6G",
+	"jxvOIQyH1yRfMBpiWTDZCa8xHdf6AbReihwfDFsSHwY+VBUEc22OoU1Z/KFq4mfmssHdIYhQaYvI8gn4",
+	"WO61TNfrX6HXRKtpJpNgPZ0zShc5KE8O6p7cD67lIc7Bb4TVepzxfCagMVI3lgvPNE9JpcSkTDivvvlD",
+	"aF4oUywJC3+8EKnk6HqsDwN6u2eYc2/33wKluEqrFOMfbpLlwCfpFUdH9IplroHJYjAUbINdVS+4FFnW",
+	"d5QzKSzCeBmDZhTwINYVg9lgzZtQQrc6t4J/IS5mzq0Y41Sr1yxF3geGCr/RMpyyGCywVf9sakUeM8OR",
+	"tYPCptGIcjv0kAjfaY1lh5xNitmps7QNofg4YKDgpDKZ+l4OPfWA6BYLAdpI1R2WrfX1HEjxkYZNCpmV",
+	"HdBiOuScYCCqgtMRaiaVoBJMIKVzYYRlWJ1UWTbj+QTG6fp74KclEzEOqkm0d42SORVLoVLMKkm4gjFP",
+	"hJNH5TDxlFi5ELqw7V2lMnVleg2mwCjKoPi1YuAeFqpc0vg/+u72rf8sdTe2/9EPKbLvAjJPmNJGyek0",
+	"9tLBNQQylmQznZXbgweFvKSYYcrisM+4Qdsk1LvoiLyURozU/fvHhw/v3990jmJXk4tT1qerS0xnBBTO",
+	"IrNyyXN7AAegn3LLCa+pzIo9Zi/kV6xL59iwR/j5lJUjANF+SKIdphJwgV6Ejt8qv/bBYTT8y1EQCm1Y",
+	"9+jRUXR4fOwuveGnkaICHB5Nb+1NWNV3vOBqNaZe4E2UHgSaDPp/4fNIlZB7bgSPjlkqxDJYP1RMhtAn",
+	"NJZqhuOHh5zJCRSAVVnQWyw8klYpwKVhS54bkZ4yV4kXjR1UB9jPhbbVSj48PHIVNBxZvHjyihLrYQNK",
+	"qKpUJ3iX3YOnMK4c5Ksz33hmNKEk0yFHdAvii1eWvcq11YnO4JV1K3ORLOOR6hL54wH/9u3bVxEKX5EJ",
+	"Y05x7fuvXz3xzMRQ9EFpUcBwR8osRSKnTtpRKrKHfSoHHlXuJyxFxQIXzyb/DhD22Ctv9MNCLCZU1DkX",
+	"Cc8yd+imOp8JG4+UV6S8jDIsdh2EVvLBeyB4UI6eWScarF9U8t2BITZSqFdj5ldgwJlgKrQNpHLjc5WW",
+	"fQomQ2WPKiNCnZ/WQJJfHVtDywH73gW5Y8ZkzqdTmZAv2yS5nKBBE5atBllEhnmc6sTAlg4WqfP+ZzIR",
+	"rgAVXfx2zpbAE/tHgyHldtpMBN7HTlCdpzMcHNJTeikUX8rOSefBYDh4gBWP7Bw9yy1+igNuMKB4qU0b",
+	"HkWhaKU9WQiPq8cyrZdV+lzogvQ4OES60UhVtbql8WoNQfFR3KlD0wsvcKe6yN2aOwoZKWS1cDBnGi0F",
+	"BObp1qBNSXD1aL9RqdA6c6E7IF7w80gl7naLExZfzeMYpt1Wfk32L7XvKa0fjWt/1wFaW1T3fLJ/CW4p",
+	"6HcEDipHR9mJS5GPFDJ0PBqoVcTlNU6hMqRkfHuW4XW38RbgqTt7NDzqBZahxCKG4fROazmOM40eVLSI",
+	"YHU8p6CnYFtHSqjUVF6nKriy3cmKQh3h9OIFvxojCl88Ug4C2bUQqTdpFF169QaeN9ImkFSkkVIDcldG",
+	"xHjdC8mCi2g3cSHRkhcXEvQJt6REXBMQ8/4WrEwEpVRSFJ/wF3eqIKL7FjlwyrTIPRkikaNvs5S5WGyN",
+	"O84Aix/hZuCwRurRcEjiwQWwyfQqZkMXGpboXMRsiDm1foap8xtj2JbS+BL0soTkxnPBMjG1YOCAfZjz",
+	"RMRomAIVCQVKJpiDBJBIcXAel/+eYc5oc2mGMNqY3G8YnOs8b4Qd3KPZBK59lMGIP4FL7lcJNy+m8xYH",
+	"/ienOuKcUCEi7ewUFxqlXwB/BeMBEUBXskTZoO27fkNtMg5POh1YtO2BCQC9wvNlaVBuyT/aGzib3mH7",
+	"NhVcDB15ODyKUI0FTg16Jy6rQ0wIEb4G7KxypsS19KoY3WXcEHAnoU+WTgznJQoMwS4YjqX64rAjy/c8",
+	"S4Hzm/MnZSGlMMxuQxZn9Ygvgv2K23nn+h1F/Ahjv9LpqhGJhGE3pAUc+ByQKpFxe9X9cx/Gdl2PKsLq",
+	"z/CFQ2SFno6Gw4/7Zsqkv14Lbni7xj1K0S9z5plEVLpv8CRhKt8xDbHtzeVUDr7iaTlraHK4u8kPijv/",
+	"N+EIHg8f7G70jc4nMk2FohbHu1t8r+03uqBIl+PDPV7xVuvnoOBTg4f7TKS0TF6AYQKGDTY+OtqncWC7",
+	"U6u/7m71mlvxnFyD0ObhPlv0TFmRK55Rg8O9Vu5ZZUlTs6O9SOFv3IpLih96uM+u/hBUWsQ2e+yre8db",
+	"soMpYqBYLHi+Iu2MGOA9E6hgpJihnVG5wEONDMNr+cxg0qgvZvQu6jSvCSpN0+WQwtvbVMgSBqldiaTi",
+	"LcKEIu0eYSuvPHAF+sZJYVhwm8xLkW0ilOMjhQLWo1nAC4RK8TYBNYrYhZvF5WcQvN0UOOJCKmmsTIDP",
+	"voHmFE64Bd0lYhRUhDYWT3JtDCpBYPSdBTLI377lIufqnGEVDdaN+336ol/kWdyrsDC8UjJS6FdhCVcp",
+	"2gWI0wQygtqVyE6njnGZatTWKWUjhU/cCwE53GNdzjI9wyk7BX3R1OXcWo8UPGhNz8Nl0PtBkyBgYIkK",
+	"AAhwE8pJ9nB4TAqAU1ZdSBCCgBySugMCkfDmEiFSdjgcDthL0Jlc0BwundELBIwuIUVyUWoYMI+lNhJv",
+	"oGnBcIIndKeBSFZIK6h+jlT5bKINGAF4B8KZWYDW7A8CjIpe4IDB7Jwrr3PDSFBHdqowejmlcYglS4eF",
+	"A+NugJaYAYs9CFYMpNoa84pRrqu1GFc3TmokUrItRspYmZUbxYolLG3TNnC7CqoWVytajSo61o8Ib5si",
+	"dGAjsZHRDR/LWLzWIFq8HNim9IwULCfZQqWh/GFqz78F99O/S8Wnhnb3iVWfGvZQi/bzoo1zkmXyRcf5",
+	"0+o4fxBl5duW6KRmZFIYM8OCiJveh6ksFKryC0xgJvAM1pnO34R1xbzv8PC6N7Qc27NMXoAREkSDdk5+",
+	"ehcu3nN5IZQwZsCOhkN3a+XKUKCfE1WSErPfhMvlU7txJVxwzraVeOEe2bkUVlzZg6XHeqkWoRn1us6m",
+	"6A0+LOdVrhfCzkVhKAucIpS3r0fQxk2Jdf3kQZfKdWEp3I4upiPEkVXJis2lsXqW84WJqqLWvY0L5pyp",
+	"gxVfZNtWDQHEXz17sxTJzYjId7wfftC6tetezB4MhqWTdtBpgF07j7CLZvUO4Zba99fbXuG7Z93/++zF",
+	"8972HXobXiZELFzHyAdjOEXae8crF6wrGNu2ITtsjfKqpbpt46Ye9hYH1wFeLVRYmMVdkThXXsYnIvMe",
+	"7hhD5dhccExfjXfF7/VAb4I2I4X6GWLSozqsAszDwBVGDT3oFy2Mi/EbKR/hpJWIvJtseEz9JDoVpWI2",
+	"LsMK4l3aFUX/db5oSV+0pC9a0ufWkvC8k41TJ9ZvyyjgUB+iOGrPvGQQ2sZqXOtbujgBnkUmLXEZ36K8",
+	"Nov7fdcZpjH06TGEjSjyrHPS2T9yGevD5hJWJKyrXs8bSnViEJxpvYP6g16ZG2Q64Rk8hpHkJeBeMx/J",
+	"2mWYAEQf4R8D4uP63c0V0nnrBnyAQvpltz/ZboO+gF7Grar/a8FTCcr159H+4fWrQcBx7vh932tKUlmd",
+	"ukrUMiNhKJJzwwxfscv5artuV66YN0d8doLVufD+wlPyFXpvz4A9x/tdvETEl21U8S4OSyfzxn2Dzp5U",
+	"hfjvbN/cO55L06oe+yFEoDuCEjn4lOrAp5GcNxWD13XDtR5R4S4BqjjaBV8xI8SH8FNvCdQp5AkGiFeu",
+	"xLtQc2vvuJG6e/ixKXST8abEZQUi/zvXbvcg5ycuwPlzaLe//9P2xCdFBGUDbnqqCB22yYgrRaCq+rR+",
+	"5qhMVHjmakR/3JKx7qtD/ckMrz8AsdDSB5fEdJmZZXht40Kv3GUdQjrITJgPoKhoowa2kWCGn4pL/lE4",
+	"5J+QDP8mbJMGPf0h2VHgHlbfMh+kJXzAVeJGZnhQwtBs1FIJdGbt/c0a9JkPhfA5GxjUjYA88AC5PT0g",
+	"VIe82p1oT+qHMbyhJtfXUfPlr/hMMCN/2fg2KtMVviyo1zWsI9zsBMJu89jGSlzZmCVFbnRZUWiZiwup",
+	"C8OWrvJ/29AITSkc2i70w3d3yGVgnTeZCi+VwJlQsDiCLX1hNp/FHFnz8kRYRMc7gaMwZLC8InIXSZ+L",
+	"A0Ub7jvOUswsrtjlz4UoKJ14qoPhn1ZFn4C3oM8Lo5uwbDuGULsUTmkopnwVs64Lkwd+7BUBiy169Vrq",
+	"ZRgU5ZyOVEwJWwN2RhlLPgLZasZZXOQydtHXLiGRUp9rCFpu+UaKaiyaIHC7ezQc9phUxgqewgAxGRgz",
+	"o1ha0OEV8NShC303fCFGyg8Cb5kIuUXpvl4O2I/ufgVHFjFeFVu7Z1iRSybNSMVmzo8ePjqh0Ok51VXD",
+	"paF+fRw1RVKBtnSPVhP+dK0Qag1Yl4c7GKmR+gYUK9ZtyeLqUSA7ZhZhN3EtOdBVEqTwc1gqDCLnKo2Y",
+	"dvh72Yp+r0rNdTGrzRf14hNM6UMchJDv6cQK26do6bg3YG+8TXTC8MoXVyhiL3h+nmL+/rdvXzyP2Kuv",
+	"v4lG6uuXT/4jYk/e/PvB2zf/HmFO0gHmi2WYE4bXspSQmuhUuOQwwqOjQLSJVDxfVTuWiiTjuUjx4hBf",
+	"DJQXkJ2h6Gy36PpSMcyViUaODUYY+RTV6irDi1wcmWFdPxM2zbWybMEpDhCmNVJzDPN/9fU31R2oVFMd",
+	"MZgpw4jECliwB8PIWOyB1WIKoY9rhZzi0yrEylBaZXkr6LJtL6ViXUwSKk/xYJH2BiP1g0vjc8HsVrNU",
+	"mvNT8mHXXL2uK4pkK+tlUvpfb6TcVeLhA6TDHzHE65JL+y82L1zWIuac+Cg0JJmKJcKpnUolzVykrOuT",
+	"QEYK+xj73E1f6COq13qDvZSW4hmlaY+BT1OQqLuUpx+5tA4LKGRyxFl0zohLbdIgYKztus2G0grrKsy3",
+	"+pJlWs1o8WIG/y/zFbe9t7lG7eN4FKpYj3ZqWHcV8Z+mb8UVqrOVpyvqtHAtwiFNdOqA5uFUBsN4SwO+",
+	"f3CfhPO+bwc2WX/7J71WRkpsi95RlE4P4oeKKhKVS5IclxxOISX/wRHBCo9O6lEVzYRnVE3oY3oFN47W",
+	"lbZzxR8dcs6Xe+8/u2fwLE0rNdEFWnVBJhPmkXEaS6CFONnRuwsfIpnNLql3t0PRCYEv3sQ/gDdRBUyw",
+	"shvuxG3YThZ3z/HfltVqv5DZZ/EWNmnss5rm0c7HgY72cyQ6jniQi7J8yaca2aZr1Nc0lPazdvTJzlpE",
+	"jo0vrP0znLl/g5WvTKuaX8k5U0L4TwcFwD1swJyrmbh7NeLAF+baJi7eUmXOOxUZ+I4tpIyOB0yyF1d/",
+	"vojTG1/i/wEOgN+5e4YK+tThNVj30lchc2AciJ7gfCa9P5JYaqAebw6zf6kEgk2UpXvaQaMpcpH4ACVR",
+	"InAD4rqcMGlHahOgdFnYrQUTuoEHPVIlIDRfLikrGLEhYugvLmHVliInb1a3wjZ3oeAjFYdVrzwUlQPA",
+	"QA5X+ZcCNJSR2oA5PVL37yOq0+D+fVwDTI+klhJRwx3s9imrCnq3BPaPVIyNwrh+3xRRq6RShJsJazIR",
+	"c34hdZGfoJVffmRmLpdmpAqVutr2fiRm4FB7Lw4P8DsTOxwWad003sJm+WkEMECXfNWG4UNwU6YB4lPi",
+	"PMm8GlbkigHDAzgb2LT7xhYTxPd975EyT9ioLK5EYJnVJ0TXRIc6PoYlrRBGs+dgVB1bdxiqrtTVKXoe",
+	"0aXpSpW5vUYxhtBx+GUrRBFmgb+l5Cv4ChOd+UK0QWW1I6E7h3AL6eC1iseOcp1VeK+RgzRiHD3psEh9",
+	"NsvFEshDmK6rSBqxBb8auxzh3gnI5cSyKl867p048CQ7F4rQkAylibsMGJqZKyZmBuwrsdIotKJyuyp4",
+	"YExGp2PqGWRV8cywroEF5RnNxiW44Oq2lHgbqVpFNZ2XBdXKMS/4kuCPkLpyjXcnDVzHaKRo0j5P3H2N",
+	"PmF3T1SmJtE2+KRnDzMkU9NjViOUy8JHd7oqFvU7hKl0y1cVMHOUHs5lpNwlButy3DNfry12u4b3Toge",
+	"739IdUKIBmWhVFfVDdmmzm3vFJroDIGDcEmXGV/hpZPhwGaUAxXgRisCDkwDHKGzkSr3QRcWy9W56n0w",
+	"Wdwqe6krMgTqo1/KdPGu41IezxXZKBzhuEfXagGIl9LMsVmsyRxHNZihHJgkkDQvrI57pyxWWonYHVPc",
+	"BT2dRoRUCmITa+xhWr1lmeCGUEQTRD/mdBeWVjNyzxKugfuyuvhztFkbHnFlzN9SfjCeRQ8Ju0rrrI8i",
+	"pdr5blBO1GCmm69AIxWLy+finkO2xyX4Nejg1woEHEPrlTWtQLolMtmvDFgloQZ0TsoCuyMK24Cv3N0A",
+	"4tb/9vf/5SDta0hlt+2E+Bm1lmnVlDDySwoO4DlimZoT9hMWTErfxWU/66hivlesk/OTH9Jvf//Hu+uY",
+	"IU5F2gINBs3qLNUNw+AJS/RiwftGwNHEeh1U0PpXv58ltgIwuIlA8UwHCK/LzZwvEYECt9mVL86D8kZz",
+	"vEv3eNoypSs+1o1p8m4N2hbmt7//g2pWUhYs3gwizr2DXHbCBP41Si6XwrpGeFCrW1nnFwHZfuYRvXU+",
+	"UhWysq3m6QKrgE6VxsE7sf8aEzHu30dMYStVIcZTqXg2duoUaLkzgXoL8XGepuOZUM7oGpMIiUeqS/U9",
+	"QoQQmxeiV52lE2aE3dQBPI8XcciM/Vjc5aniGSuBzryiN3AodISyT/f8qVjmIqEiAZnkwM1AteJX47VK",
+	"f/EpjAwLJ5VYfamcIoiH9YinIR+IRTLX8YlHrstWAeIaqGhYH0gEWZ8Z8Co32ODZSxTGhObhVFaJURFt",
+	"MzRWL907fXvE7KuQTR1iDoMnPZV36bbWEbTrpTdgsVRJVqRiXIoKV5gqZrlY6AthCNJsHTbut7//g747",
+	"WMeSG5AAzDKRjUv12pQ9I2cxJQYjbG+J2AhPDlis4vLqWTFiy6CxGuHABD2npMv0SSEz25fKw8ERDmcA",
+	"AIRIK+LngmdlpjxJMv9dYIvAifGCsdSFn2K/dCwqJRxv28vsYT+KwBZa6kwmKzymWJZipEogOsytfhYW",
+	"/XG5v92L589fRCzL+IIPkuUyYi/x74i9+dtzrmY9uozXikqxVZnEA3bGSr2jjAZAGH9aFYe4PNcKFKiS",
+	"kh0YH6UThzDEZWdxFKLDVO/wYGrU/ykRX7kMNSxpw+JMz5a5npiYdZEPoNRdjoOviYjYsIfqIFXmLH+O",
+	"sAdpxxPJ8ZMv4i/SsS7ssrAOeJbM+jGhCcQjhzFIwtzz0cKI8UTwRSkGyyGBKTy2YrHMuBWolxIhOiYx",
+	"5ob+IkmFdkz4AH1NvZER7He8JM4lx7I3wtXdqTYMy4U4gsM6qUhutQql7o3rvAvVKGTpQQ2R+v6fuBgT",
+	"Go6PloHm8hdg5kBV/tfTSuNs7CeVUKHacFgnELTspRSJMKVPIMv6L6SSz1/0nz/qXxyxQiXciHSkftR5",
+	"+gqeDd6L6I5iMREUMObArXpVTAuKNj11C+YLKiiMdvLVjpGTRGFQFltmhamgX5Gx+CLJGKhV1hwmm+5C",
+	"J3xSZDxf+RASqvTSOjo2ddWs436/nAkQCxbMiPt9rdRVP5V5zA5Y/OTs1Zsfnj/9evzy++//Y/z1s9dA",
+	"geWXL15+/fQ5fTtSjs+m3HI6DM44P2iuKeEMOJYR1kEhA18rjAyCU41S/qunr9+CQKLRmjKErktBUIhX",
+	"BbpxQcgJC56fgw7LMn0JmvBEFyr12wtN+rjjRHCkuyD6vdHe9EAEg36xZJmeOZJ+g5Ql1QzImkKOiNhO",
+	"WBV1VAK3S0On9UBcCFUGpJ2QqIhhgU5cKaEnc26flAfiybyopBG2Rf9PKjLLidZIOgbhdCMFptRp3SjJ",
+	"QTxwWKlUgBDHDhAvzakfFJ5eynYSsGCgUdUNzgrC9MfHuqSNxU6UxT0n9N0KjClqzwy8OC5I05IGl4bG",
+	"7RSpXuSsd7cIP3398vun72JndHmlTReGOhkby62J3elxMfVu7vjAAIveUHkRcuBTRidKqYmYcUWiTlnm",
+	"YGdrq1+rgOLWfaRw4T0iX2OcRAeuapPSyu2tSEs57KuOccKII6T90udAMB9lTKdKg41zpIYuY5TWzoFR",
+	"Ar4b+Ytg3ePDB2wN7x67OoyGR8cj5aGRYR+9TqanbEEqFlfswVH0l0ePHcw4K8Pp6g48akjv0GqGlcFy",
+	"vggKq8h33uVYwraHrxkpj7pfnlvmoaDrrwtQ9b1EoJdV4zAVJr7rDWRGkzO0cwQwIkKWwLZyBPgeactH",
+	"4bqoxJGK+/0Fv+q7EfVrQo1+cttd/kS3SBUsn2mLF3TpmDVGcFeZn7WXfKaQtMZMscBok1fetjc6npvu",
+	"sUJ0aVLfKZjI49e4Wh/TEuwROYDj3p6ffYk6+wNEnf1B0OWaF1LN6qVordWu4ubcbrqGg5/8rfO5WG3P",
+	"7/oOHrjDQ/6dWG1KKXrratEF1fOw5gppD+kXLIKW5B9Xr9GwLl1IOoBdkeQCcXDDTKCQXmCBNtAL1pHb",
+	"BUTwnVjdKQjBd2L1uQAIKIYYJriZRl1WCoKvo2GAC/57lwBfwog3AAyUdU8H7Fm5myDXffZqacD5ouz7",
+	"n6OA8R68PxerRoBwEz3nQp/TjR5SWYa2Z4UoSPbOxoLnBDTYjHgDXurP691x9c31C4iXw+p+iXb75CT+",
+	"2hUQDerNi+lUJAgtrsmtocSV9S7kAXuWisVSWwe8eROBsSlU7fMR3xei+2xhzVqJkqveVPHYlh7ntvWe",
+	"YTJlXSzd+9vf/xH3ysS0JUfkY5eXdl4qKpX6EGZpuXCFzknnP6Grn876/533fxn2//ru/WH06Pj6nzst",
+	"OfeOp2+orr+ldARfVDUwqUiEkyvk12fcrNXhj5z5iXFdpS7MnllWIeti6Sa0EIShOqqyclxXRVZdYQLr",
+	"A0EQRdhYVhiRe1dNxKSiAoUYoyCVc1uRwz4Ka/47N2Ot4r/Ldi7fia6roBC7v4/iqibFIleqvFl+nNWr",
+	"j5/SsKsZYUmmiSiTrEsgrns7kPrr/jQqr6nEJRld0jjnuE8rproJbtoipRIHlRNvwVf1qpJ1P5pzbwGn",
+	"Lf1hXe/n8ldUTUdXxBpetfiUlX4mWJKmT2mkyKlkmLRlAQzv5WsMjFyFa568aKTaXXn+CoZTSFmTRLHK",
+	"PQU2KiHSEV7I5cIIHAOmkoZEcoJLIXieSVfkq6xgQlPb7Ax7gb+vucRuFlj6vScfhNa9s9IKX3xqX3xq",
+	"/7/wqf0pq1JVWKHvO2coqd4Cn+2c/PTuOnrfOVtKUDvhUw1L9KzJHClELxfcXz942enKnYNwCMRloCnR",
+	"Axt0JffjdV0TKfsJfXz1o+lgS0nglXIUBwkirBF+6AaJYAgsF4nOU+DvLmMAAxG5zIpc9ErI0IhuNCiM",
+	"uyatm2CZVG+nMIJCCmaZnvAsGJQ0Dsg+pp9aMeBhPiQVvq8mf4cMtXzLNi9mNeUvSKp1E+GWx6rEXXUE",
+	"GdBUgG60jqr2QWfo4H3591anDeUKmzKUA7qJ2IVIrM6dlk8Hxx+WNc08wtq7GC6Wc2W4C+fF3AmPRlyd",
+	"CzqnStu5VLO2M0EDapyKT3IoXMZ627n40VeaTb9ktf8xDl2JqFmRHh42pHMkPoqLufGBi9pF017kvkbs",
+	"WOPn01P6MzXVO9n/Fxr/vdP4SyWa5E3hdreSJLe2ROuJi1sl0YG4AlV/o4L3NJBC6y6grrhaytyFKZkC",
+	"tFEBksk7lsA8y9KqQinlaMUvnBfGJQZQwhbr1jDWrvoqhcMU9wbsGyFSF1k7Uhii5JRBuYDBB+WMcoEw",
+	"+5ihVwX4VwOmICSuRop+gc7aZN5TXJUP4gR+AnVuUEKibmMLL0oCcL5CTKXYhJvpNodW8ffOI/50R54o",
+	"pSbWuGEVoN/v89Q71XGzYfcNTywLDLOy5C0cdoyApOQ5i77hbhg1TXGQE56OFCxDxKwEswtLdOUu1D3t",
+	"UQSx02TnIheVl5a8pqjeVcahmuGlZD0G4TR83ohsimGYwAFATZ7xPM2EMdsNvW/8UtyhnK+9aZup5/fl",
+	"yzH+xMf4tSfFdWcEXn18iFflk5xoEoU3B8VpvmwTlu5r9DnpprxxqQnEBOna6ZTy+cvUPMSH9YvTq+6A",
+	"AteMYg1r9QTvOAgRVecMjFmXgxCXzWLal8wlM7nsdRrQkts5vYA4BM9nwmI6AOWGU/p7LNO4xBtEnMIq",
+	"RqPmODLncrmEvo12OkepjmCgNaLD2UtJT895vgC+0ztlXNFLkH1Wb+Au4aZ8CaYpgXKiGGfTXJg5k5is",
+	"NEGAUiWCVCSXZiTd9ZkzZXCVifUN2Fu8BTkXYln6MoJbtVR4HGCpVRtzfLbYpP3sc6/xwYoPnUU4Nwt+",
+	"RQjxCJ4+HLYpRJ8Q5BKXhYonbvVJEIn8/p0SXyK4PkhmED1UN+QYNPUBmt9efN6/baPmVsJ1/+xSYMvG",
+	"96rb/Caou6+dzxGFf6RKNOSHw6i87j0aDnsOp9jVJHClauulCTD+Z0lZM5RvAyOZ1woKdr96cfSQwh4J",
+	"aVv5O/Kc1RI2o5FKhTLCOUBNxFB9xDLGIpHLXCc8w3z3yCNemwWhMidY0niiVWF60UhNguliyltpnscm",
+	"0bmIT5nSMG6pZgP21Bm25eYiKklg4k55QrgpJWYEKxRwfcbNOfyu8zYL1MNKc/9LJo3dqqBKsbNAxhta",
+	"VILMagdU/nlTGYhjX5XCf3G4HqESvW/t81yqdO8qG8Tav4MmGzsMpdRYppuGfHj0+JYj3lKr42GII330",
+	"QZU6blKig47OjWp0bJibT4tzLpkbo3Zv67Oi+5t1++7ObaptxpQ/u1+Mqc9xv6Zzz+xtsBef25baZN68",
+	"IbdhZbQg6nPl9wRex2KlrYjLUgE9V+YjsXHEuCHWrk5AjFRWZAQf6xo3e2YbdUZc4ZBdkUp3miPhde/P",
+	"kibhPZ7tB9l5dFw41xel+s+sVP+YS7wldEcvlblIbLZi3dqp6t2tcn3wnp7bA349OJlfANj/bFfVnuPc",
+	"wY20D9jCu+gWr1P3ck4AUuj+sky2+I96W+6v796dvVXt+pIo8Ye4rL41gX+QFrYbfpcorNLZuE3m6wfq",
+	"iQtRh/NEzlNXMorCpPqES2KC84aAMHUjfqQc5tNEMJFiqGH3ePhXnysQ2D5x74TxNAX9VVxWEZeIEtOm",
+	"uv2AlW3uVHULX/GZYsK3MwNf3edPyhS+VOX+tDyLTnwpmSuAwIj5inIgMDHFtU/YVHIhPpGyeICul9UH",
+	"38HdnD0WLdrG3xC774qj9qwVhonG5BwyY25j1uW4OKdMFVnGkkzwnFglTaPnK/PZrKxSx7q4pkpf9si5",
+	"GXpJSZlB3AAjMoEQ8ErnI5VhmhPrOv9o3PBUeXQfWQZzlkjLIpc6lQkzl0Is21jsG6/uPKWlvxsu+0ZY",
+	"6v93yWLd4pfubBBOtIVf8l2+cM+Qe74R6JbDox7yUE8tt+SSiL63I0XEI4J2K+yZZM4dLl6JyReqakFU",
+	"HyGZGkRhWxFzDxI/MGESEzOpj423KTTOuzyn8IatHmka4O3P2B+EJCv6i9YJ9F2zeki59R4uNqd/TAS2",
+	"LoHAIp5kvuC18HCqPrAp/1tVJEpJrZszqV9IhHlmRs6USOuIGCXCZcKzTKpZhXxA2M2YNDznFw5XuJ5i",
+	"TLlI1FFYnJhSzoOQwTK7OGKK57m+FOlIWR2Eu5iYnAdk6HTxCtMnLGPzSm7i6I6HDxyuK2YpR05YGxe+",
+	"15Dr/r73waNhcOP7+NEx3vnS5afVS8MudY6QIi6T2WCCNcbyITDHgJ0Fi2c8nu5CYp44fLXZyR0Syl16",
+	"uvENgSi/S8d2OKcNTAGX5YtX+w8G9gMso4k7UELtNiXYnpAVi0DP28RQgXsij9yEZuHqJKWeleZa2wGL",
+	"30+4EeMiz64xHTp+Tz/jNwcXh/Epi50ds+EhfMJ1vqmf9SpkMUy9yLPOSSd8shN1sH7DJKMjV/1Uu1fu",
+	"zK1dnhwcHB79ZTAcDAeHJ4+Hj4ewQO/KBV0PVAwVDNYNIO7QX+ov3hHHbu0an1RtakqQo40MwaCL0hu2",
+	"5pdyyxC56DuMfYtKVcetDcPL9nBIvgDWeo8lMBsCMYQcNmiPlNUyJRSvEZsLniFWBszK5jIJ2zpRev3u",
+	"+v8LAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

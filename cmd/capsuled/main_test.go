@@ -271,3 +271,19 @@ func TestConfirmRefusesWithoutATerminal(t *testing.T) {
 		t.Fatalf("confirm from a pipe: %v, want a refusal that names --yes", err)
 	}
 }
+
+// Issue 15: help text never shows a key taken from the environment (it did
+// for bench load's --key, from CAPSULED_API_KEY, and for serve's
+// --upstream-key and --rerank-key).
+func TestHelpHidesKeysFromTheEnvironment(t *testing.T) {
+	const secret = "csk_from_the_environment_0123456789"
+	t.Setenv("CAPSULED_API_KEY", secret)
+	t.Setenv("CAPSULED_UPSTREAM_KEY", secret)
+	t.Setenv("CAPSULED_RERANK_KEY", secret)
+	for _, args := range [][]string{{"bench", "load", "-h"}, {"serve", "-h"}} {
+		_, out, stderr := runCLI(t, args...)
+		if strings.Contains(out+stderr, secret) || !strings.Contains(stderr, "key") {
+			t.Errorf("%v: the help shows the key or no key flag:\n%s", args, stderr)
+		}
+	}
+}

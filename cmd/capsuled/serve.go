@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 
+	"capsuled/api"
 	"capsuled/internal/app"
 )
 
@@ -22,6 +23,9 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	fs.StringVar(&cfg.SecretsFile, "secrets-file", "", "file of signing keys (\"access-token-signing-key <base64>\", \"dashboard-session-key <base64>\" lines; the first of a name signs, all verify) instead of keys kept in the database; CAPSULED_SECRETS may hold the same lines")
 	fs.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", 4<<20, "largest JSON request body")
 	fs.Int64Var(&cfg.MaxUploadBytes, "max-upload-bytes", 64<<20, "largest file upload")
+	fs.IntVar(&cfg.MaxMessageTokens, "max-message-tokens", api.DefaultMaxMessageTokens, "most tokens (pre-tokens: words and punctuation marks) in one chat message (svc-1 and memory; 413 beyond)")
+	fs.IntVar(&cfg.MaxRequestTokens, "max-request-tokens", api.DefaultMaxRequestTokens, "most tokens (pre-tokens) in all the messages of one svc-1 chat request (413 beyond)")
+	fs.IntVar(&cfg.MaxMemoryRequestTokens, "max-memory-request-tokens", api.DefaultMaxMemoryRequestTokens, "most tokens (pre-tokens) in all the messages of one memory chat request, whose new turns are embedded (413 beyond)")
 	fs.IntVar(&cfg.RateLimitRPM, "rate-limit-rpm", 6000, "requests per minute per API key (0: unlimited)")
 	fs.IntVar(&cfg.RateLimitTPM, "rate-limit-tpm", 0, "model tokens per minute per API key (0: unlimited)")
 	cfg.Capsules.RegisterFlags(fs)

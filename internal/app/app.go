@@ -91,10 +91,13 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 	}
 	limiter := ratelimit.New(ratelimit.Limits{RequestsPerMinute: cfg.RateLimitRPM, TokensPerMinute: cfg.RateLimitTPM}, cfg.Now)
 	srv, err := api.NewServer(api.Config{
-		MaxBodyBytes:      cfg.MaxBodyBytes,
-		MaxUploadBytes:    cfg.MaxUploadBytes,
-		CapsuleHostSuffix: cfg.CapsuleHostSuffix,
-		Version:           cfg.Version,
+		MaxBodyBytes:           cfg.MaxBodyBytes,
+		MaxUploadBytes:         cfg.MaxUploadBytes,
+		MaxMessageTokens:       cfg.MaxMessageTokens,
+		MaxRequestTokens:       cfg.MaxRequestTokens,
+		MaxMemoryRequestTokens: cfg.MaxMemoryRequestTokens,
+		CapsuleHostSuffix:      cfg.CapsuleHostSuffix,
+		Version:                cfg.Version,
 	}, spec, api.Deps{
 		Auth:     a.auth,
 		Checks:   map[string]api.Check{"store": db.Ping},

@@ -92,6 +92,11 @@ type CapsulesConfig struct {
 	// (PostgreSQL) store: river's RescueStuckJobsAfter (and its job
 	// time-out). Default postgres.DefaultClaimLease.
 	IngestLease time.Duration
+	// JobTimeout bounds one item's ingestion, MaxChunksPerItem the chunks
+	// one item may yield: an item over either fails with the reason.
+	// Defaults capsule.DefaultJobTimeout and capsule.DefaultMaxChunksPerItem.
+	JobTimeout       time.Duration
+	MaxChunksPerItem int
 }
 
 // RegisterFlags adds the capsule settings to a serve command's flags.
@@ -111,9 +116,11 @@ func (c *CapsulesConfig) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Fusion, "fusion", "convex", "hybrid fusion: convex or rrf")
 	fs.StringVar(&c.RerankURL, "rerank-url", os.Getenv("CAPSULED_RERANK_URL"), "rerank server (Cohere/Jina /rerank protocol) for an optional stage after fusion, e.g. http://127.0.0.1:8001/v1; empty: off (env CAPSULED_RERANK_URL)")
 	fs.StringVar(&c.RerankModel, "rerank-model", os.Getenv("CAPSULED_RERANK_MODEL"), "model name on the rerank server (env CAPSULED_RERANK_MODEL)")
-	fs.StringVar(&c.RerankKey, "rerank-key", os.Getenv("CAPSULED_RERANK_KEY"), "bearer key of the rerank server, if any (env CAPSULED_RERANK_KEY)")
+	fs.StringVar(&c.RerankKey, "rerank-key", "", "bearer key of the rerank server, if any (env CAPSULED_RERANK_KEY; never shown by -h)")
 	fs.IntVar(&c.RerankDepth, "rerank-depth", 50, "how many fused candidates the reranker scores")
 	fs.Float64Var(&c.Alpha, "fusion-alpha", 0, "dense weight of the convex fusion (0: default 0.5)")
+	fs.DurationVar(&c.JobTimeout, "ingest-timeout", capsule.DefaultJobTimeout, "longest one item's ingestion may take; an item over it fails with the reason")
+	fs.IntVar(&c.MaxChunksPerItem, "max-chunks-per-item", capsule.DefaultMaxChunksPerItem, "most chunks one item may yield; an item over it fails with the reason")
 	fs.DurationVar(&c.IngestLease, "ingest-lease", 0, "PostgreSQL store: how long an ingestion job may run before it is presumed dead and run again by another replica (river RescueStuckJobsAfter; 0: 5m)")
 }
 
@@ -144,14 +151,16 @@ func (a *App) newCapsules(ctx context.Context) (api.Capsules, error) {
 		a.log.Info("rerank stage on", "url", cfg.RerankURL, "model", cfg.RerankModel, "depth", cfg.RerankDepth)
 	}
 	svc, err := capsule.New(capsule.Config{
-		Store:     a.db.Capsules(),
-		Embedder:  ec,
-		Tokens:    tokens,
-		DataDir:   a.cfg.DataDir,
-		Workers:   cfg.Workers,
-		Retrieval: retrieval.Config{Fusion: retrieval.Fusion(cfg.Fusion), Alpha: cfg.Alpha, Reranker: reranker, RerankDepth: cfg.RerankDepth},
-		Now:       a.cfg.Now,
-		Log:       a.log,
+		Store:            a.db.Capsules(),
+		Embedder:         ec,
+		Tokens:           tokens,
+		DataDir:          a.cfg.DataDir,
+		Workers:          cfg.Workers,
+		JobTimeout:       cfg.JobTimeout,
+		MaxChunksPerItem: cfg.MaxChunksPerItem,
+		Retrieval:        retrieval.Config{Fusion: retrieval.Fusion(cfg.Fusion), Alpha: cfg.Alpha, Reranker: reranker, RerankDepth: cfg.RerankDepth},
+		Now:              a.cfg.Now,
+		Log:              a.log,
 	})
 	if err != nil {
 		return nil, err

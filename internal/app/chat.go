@@ -49,7 +49,9 @@ func (c *ChatConfig) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Engine, "engine", envOr("CAPSULED_ENGINE", "builtin"), "svc-1 engine: builtin or upstream (env CAPSULED_ENGINE)")
 	fs.StringVar(&c.UpstreamURL, "upstream-url", os.Getenv("CAPSULED_UPSTREAM_URL"), "OpenAI-compatible base URL of the upstream engine, e.g. http://127.0.0.1:8000/v1 (env CAPSULED_UPSTREAM_URL)")
 	fs.StringVar(&c.UpstreamModel, "upstream-model", os.Getenv("CAPSULED_UPSTREAM_MODEL"), "model name on the upstream engine (env CAPSULED_UPSTREAM_MODEL)")
-	fs.StringVar(&c.UpstreamKey, "upstream-key", os.Getenv("CAPSULED_UPSTREAM_KEY"), "bearer key of the upstream engine, if any (env CAPSULED_UPSTREAM_KEY)")
+	// A key's flag has no default: cli.Parse fills it from the environment
+	// after parsing, so that -h never prints the key.
+	fs.StringVar(&c.UpstreamKey, "upstream-key", "", "bearer key of the upstream engine, if any (env CAPSULED_UPSTREAM_KEY)")
 	d := 60 * time.Second
 	if v, err := time.ParseDuration(os.Getenv("CAPSULED_UPSTREAM_TIMEOUT")); err == nil {
 		d = v

@@ -38,6 +38,12 @@ type Config struct {
 	MaxBodyBytes int64
 	// MaxUploadBytes limits file uploads. Default 64 MiB.
 	MaxUploadBytes int64
+	// MaxMessageTokens, MaxRequestTokens and MaxMemoryRequestTokens bound
+	// the tokens of one chat message, of one svc-1 request and of one
+	// memory chat request (api.Config; 0: its defaults).
+	MaxMessageTokens       int
+	MaxRequestTokens       int
+	MaxMemoryRequestTokens int
 	// ShutdownTimeout bounds the graceful shutdown. Default 15s.
 	ShutdownTimeout time.Duration
 	// ReadHeaderTimeout, ReadTimeout, WriteTimeout and IdleTimeout protect

@@ -256,3 +256,61 @@ func FuzzParseSecrets(f *testing.F) {
 		}
 	})
 }
+
+// TestAttackIngestionBounds (issue 15, attack 7) through the HTTP server:
+// an item that yields more chunks than --max-chunks-per-item, or whose
+// ingestion runs over --ingest-timeout, fails with the reason instead of
+// holding an ingestion worker; an ordinary item beside it is indexed.
+func TestAttackIngestionBounds(t *testing.T) {
+	t.Parallel()
+	var long strings.Builder
+	for i := range 3000 {
+		long.WriteString("Paragraph " + strings.Repeat("word ", 60) + string(rune('a'+i%26)) + ".\n\n")
+	}
+	add := func(t *testing.T, base, admin, capsule, text string) (status, reason string) {
+		t.Helper()
+		for _, r := range []struct{ path, body string }{
+			{"capsules", `{"name":"` + capsule + `"}`},
+			{"capsules/" + capsule + "/items?wait=true&wait_timeout_seconds=60", func() string { b, _ := json.Marshal(map[string]string{"content": text}); return string(b) }()},
+		} {
+			req, _ := http.NewRequest("POST", base+r.path, strings.NewReader(r.body))
+			req.Header.Set("Authorization", "Bearer "+admin)
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var it struct {
+				Status string
+				Error  *string
+			}
+			err = json.NewDecoder(resp.Body).Decode(&it)
+			resp.Body.Close()
+			if err != nil || resp.StatusCode != http.StatusCreated {
+				t.Fatalf("POST %s: %d %v", r.path, resp.StatusCode, err)
+			}
+			status = it.Status
+			if it.Error != nil {
+				reason = *it.Error
+			}
+		}
+		return status, reason
+	}
+	t.Run("chunks per item", func(t *testing.T) {
+		t.Parallel()
+		base, admin := serveWithAdmin(t, app.Config{Capsules: app.CapsulesConfig{Embedder: "fake", MaxChunksPerItem: 50}})
+		if status, reason := add(t, base, admin, "many", long.String()); status != "failed" || !strings.Contains(reason, "more than the limit of 50 per item") {
+			t.Fatalf("an item of many chunks: %s %q", status, reason)
+		}
+		if status, reason := add(t, base, admin, "few", "A short note about tides."); status != "ready" {
+			t.Fatalf("an ordinary item: %s %q", status, reason)
+		}
+	})
+	t.Run("job time limit", func(t *testing.T) {
+		t.Parallel()
+		base, admin := serveWithAdmin(t, app.Config{Capsules: app.CapsulesConfig{Embedder: "fake", JobTimeout: time.Millisecond}})
+		if status, reason := add(t, base, admin, "slow", long.String()); status != "failed" || !strings.Contains(reason, "took longer than the limit of 1ms") {
+			t.Fatalf("a slow item: %s %q", status, reason)
+		}
+	})
+}

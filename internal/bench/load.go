@@ -32,7 +32,8 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs := cli.NewFlags("bench load", stderr)
 	var cfg loadtest.Config
 	fs.StringVar(&cfg.URL, "url", "http://127.0.0.1:8080", "server root (loopback addresses only)")
-	fs.StringVar(&cfg.Params.Key, "key", os.Getenv("CAPSULED_API_KEY"), "API key (env CAPSULED_API_KEY)")
+	// The key's default is read after parsing, so -h never prints it.
+	fs.StringVar(&cfg.Params.Key, "key", "", "API key (default: env CAPSULED_API_KEY)")
 	fs.StringVar(&cfg.Params.Capsule, "capsule", "load", "capsule of the query operation")
 	fs.StringVar(&cfg.Params.Namespace, "namespace", "load", "namespace of the memory operation")
 	fs.Float64Var(&cfg.Rate, "rate", 100, "arrival rate, requests per second (open loop)")
@@ -47,6 +48,9 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fake := fs.String("fake-upstream", "", "serve a fake OpenAI-compatible upstream on this loopback address for --duration instead of sending load")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
+	}
+	if cfg.Params.Key == "" {
+		cfg.Params.Key = os.Getenv("CAPSULED_API_KEY")
 	}
 	if *fake != "" {
 		return serveFakeUpstream(ctx, *fake, cfg.Duration, stdout)

@@ -41,7 +41,8 @@
 //     tabs and line breaks. Entry count and decompressed size are bounded.
 //   - text/csv, text/tab-separated-values: the first record is the header;
 //     every other record becomes a row block "header: value; …" (empty values
-//     left out). The delimiter of text/csv is sniffed among , ; tab |.
+//     left out). The delimiter of text/csv is sniffed among , ; tab |. A
+//     record of more than MaxColumns (4,096) columns fails the document.
 //   - application/json, application/x-ndjson: flattened "path: value" lines
 //     (path like a.b[2].c), one row block per top-level element (array item,
 //     object member, or line of JSON lines).
