@@ -53,7 +53,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	onnxDir := fs.String("onnx-dir", "", "folder of the ONNX model (env CAPSULED_ONNX_DIR)")
 	modelFile := fs.String("model-file", "", "model file in the folder (default model.onnx)")
 	ortLib := fs.String("ort-lib", "", "libonnxruntime.so (env CAPSULED_ORT_LIB)")
-	maxTurns := fs.Int("max-turns", 8, "turn limit of the loop")
+	maxTurns := fs.Int("max-turns", 8, "turn limit of the loop (0: no loop, the one-shot query only; its figures alone)")
 	workers := fs.Int("ingest-workers", capsule.DefaultWorkers, "ingestion jobs worked at once (one item each; their embedder calls are batched together)")
 	dataDir := fs.String("data-dir", "", "keep the bench's database in DIR and reuse it: a second run over the same set finds its items ready\n"+
 		"and skips ingestion (command line only; CAPSULED_DATA_DIR, the server's, is never used; one folder per set and --limit).\n"+
@@ -241,6 +241,9 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			}
 			res[half] = sub
 		}
+	}
+	if *maxTurns <= 0 {
+		oneShotOnly(res)
 	}
 	printAgentBench(stdout, res)
 	if *asJSON {
@@ -670,6 +673,11 @@ func (s *benchStats) ask(ctx context.Context, c *gen.ClientWithResponses, b agen
 	for _, h := range hits {
 		a.oneshot = append(a.oneshot, uri[h.ID])
 	}
+	if maxTurns <= 0 { // --max-turns 0: the one-shot query only
+		a.res = &agent.Result{}
+		s.add(q, a)
+		return a, nil
+	}
 	// The loop over HTTP.
 	t0 = time.Now()
 	res, err := agent.Run(ctx, m, b, q.text, agent.Config{MaxTurns: maxTurns})
@@ -796,6 +804,22 @@ func (s *benchStats) summary() map[string]any {
 	return res
 }
 
+// oneShotOnly drops the loop's figures from a run without the loop
+// (--max-turns 0), and from its halves.
+func oneShotOnly(res map[string]any) {
+	for k, v := range res {
+		if sub, ok := v.(map[string]any); ok {
+			oneShotOnly(sub)
+		}
+		for _, p := range []string{"agent", "report_", "unpruned_", "turns_", "tool_calls_", "reported_", "engine_turn"} {
+			if strings.HasPrefix(k, p) {
+				delete(res, k)
+			}
+		}
+	}
+	res["oneshot_only"] = true
+}
+
 // intPct is the p-th percentile of xs (nearest rank).
 func intPct(xs []int, p int) int {
 	if len(xs) == 0 {
@@ -811,8 +835,15 @@ func printAgentBench(w io.Writer, r map[string]any) {
 		r["dataset"], r["questions"], r["docs"], r["chunks"], r["model"], r["cpus"], r["ingest_s"])
 	fmt.Fprintf(w, "  %-14s %8s %8s %8s %8s %8s %8s\n", "", "both@10", "both@5", "both@2", "rec@2", "rec@5", "rec@10")
 	for _, run := range []string{"oneshot", "agent", "agent_unpruned"} {
+		if _, ok := r[run+"_both_at_10"]; !ok {
+			continue
+		}
 		fmt.Fprintf(w, "  %-14s %8v %8v %8v %8v %8v %8v\n", run, r[run+"_both_at_10"], r[run+"_both_at_5"], r[run+"_both_at_2"],
 			r[run+"_recall_at_2"], r[run+"_recall_at_5"], r[run+"_recall_at_10"])
+	}
+	if r["oneshot_only"] == true {
+		fmt.Fprintf(w, "  one-shot only (--max-turns 0): latency per question p50 %vms p95 %vms\n", r["oneshot_latency_p50_ms"], r["oneshot_latency_p95_ms"])
+		return
 	}
 	fmt.Fprintf(w, "  report: size p50 %v p90 %v; precision %v; recall of the list %v (unpruned %v, ratio %v)\n",
 		r["report_size_p50"], r["report_size_p90"], r["report_precision"], r["report_recall"], r["unpruned_recall"], r["report_recall_ratio"])

@@ -52,7 +52,7 @@ func runRetrieval(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fusion := fs.String("fusion", "", "hybrid fusion: convex or rrf (default: the engine's)")
 	alpha := fs.Float64("alpha", 0, "dense weight of the convex fusion (0: default)")
 	ftsTokenizer := fs.String("fts-tokenizer", "", "SQLite only, to measure tokenizers: rebuild the empty full-text index with this FTS5 tokenize= value (e.g. \"unicode61 remove_diacritics 2\") before ingesting")
-	kwNorm := fs.String("keyword-norm", "", "BM25 score normalisation: query or saturate (default: the engine's)")
+	kwNorm := fs.String("keyword-norm", "", "BM25 score normalisation: coverage, query or saturate (default: the engine's)")
 	bareSample := fs.Int("bare-sample", 1000, "chunks embedded by the bare embedder to measure its speed")
 	storeURL := fs.String("store", "", "postgres://… to run on PostgreSQL (an empty database or schema) instead of a temporary SQLite")
 	fullText := fs.String("fulltext", "", "PostgreSQL keyword ranking: bm25 (pg_textsearch) or tsvector (default: bm25 when present)")
@@ -408,8 +408,10 @@ func sweepConfigs() []retrieval.Config {
 	for _, k := range []float64{20, 60} {
 		out = append(out, retrieval.Config{Fusion: retrieval.FusionRRF, RRFK: k})
 	}
-	for _, a := range []float64{0.3, 0.4, 0.5, 0.6, 0.7, 0.8} {
-		out = append(out, retrieval.Config{Fusion: retrieval.FusionConvex, Alpha: a, KeywordNorm: retrieval.KeywordNormQuery})
+	for _, norm := range []retrieval.KeywordNorm{retrieval.KeywordNormQuery, retrieval.KeywordNormCoverage} {
+		for _, a := range []float64{0.3, 0.4, 0.5, 0.6, 0.7, 0.8} {
+			out = append(out, retrieval.Config{Fusion: retrieval.FusionConvex, Alpha: a, KeywordNorm: norm})
+		}
 	}
 	for _, s := range []float64{5, 10, 20} {
 		for _, a := range []float64{0.3, 0.4, 0.5, 0.6, 0.7, 0.8} {

@@ -4,9 +4,11 @@ package rank
 // (cosine) rankings in three places, with their own constants:
 //
 //   - Capsule retrieval (retrieval.Engine.fuse): ConvexScore with Alpha 0.5
-//     and the query-relative KeywordScore, every candidate in [0, 1] and
-//     comparable across queries (it is what MinScore filters on); or, with
-//     FusionRRF, RRF with k 60 scaled by its maximum to [0, 1].
+//     of the cosine and the query-relative KeywordScore weighted by the
+//     query's coverage (CoveredKeyword), every candidate in [0, 1] and comparable
+//     across queries (it is what MinScore filters on), scaled by
+//     RecencyScore when the query asks; or, with FusionRRF, RRF with k 60
+//     scaled by its maximum to [0, 1].
 //   - Memory selection (memory.Service.Select): the same ConvexScore (its
 //     default FusionCore) with alpha DenseWeight/(1+DenseWeight), 0.5 by
 //     default, multiplied by (1+DenseWeight)·RRF(1, 60, 1): memory adds
@@ -22,6 +24,10 @@ package rank
 //
 // The first two share the functions below on purpose; the third is the
 // agent's own policy and is tuned on its own benchmark (bench agent).
+// Memory selection does not weight its keyword score by the query's
+// coverage (CoveredKeyword): a namespace's turns are short and its other
+// bonuses already rank them, and the weight has not been measured on
+// LoCoMo.
 
 // QueryMaxBM25 is the most a query can score by BM25 given each of its
 // terms' best single-term score (bounds, one per term; 0 for a term that
@@ -48,6 +54,45 @@ func KeywordScore(bm25, kwMax float64) float64 {
 		return 0
 	}
 	return min(bm25/kwMax, 1)
+}
+
+// QueryCoverage is the share of a query's terms that match something in
+// the capsule, given each term's best single-term score (bounds, as for
+// QueryMaxBM25): 1 when every term occurs somewhere, 0 when none does.
+func QueryCoverage(bounds []float64) float64 {
+	found := 0
+	for _, best := range bounds {
+		if best > 0 {
+			found++
+		}
+	}
+	if len(bounds) == 0 {
+		return 0
+	}
+	return float64(found) / float64(len(bounds))
+}
+
+// CoveredKeyword is the keyword side of the hybrid score
+// (retrieval.KeywordNormCoverage): a query-relative KeywordScore kw weighted
+// by the share of the query's terms the capsule holds at all (cover,
+// QueryCoverage). Keyword matching can only speak for the words the capsule
+// uses: in a small capsule that holds one of the query's three words, a
+// chunk whose only match is that word (kw 1/3: the words found nowhere
+// weigh as much as the found one) adds 1/9, so an incidental word cannot
+// outrank a clearly better dense match, while in a capsule that holds every
+// query word (the usual case in a large one) kw counts in full.
+func CoveredKeyword(kw, cover float64) float64 {
+	return min(max(kw, 0), 1) * min(max(cover, 0), 1)
+}
+
+// RecencyScore scales a relevance score in [0, 1] by its recency:
+// score·((1−weight) + weight·decay), decay = 2^(−age/half-life) in [0, 1].
+// It multiplies rather than adds, so recency reorders relevant hits and
+// never lifts an irrelevant one: relevance 0 stays 0, and with weight w a
+// hit keeps at least 1−w of its relevance however old it is.
+func RecencyScore(score, weight, decay float64) float64 {
+	weight = min(max(weight, 0), 1)
+	return min(max(score, 0), 1) * ((1 - weight) + weight*min(max(decay, 0), 1))
 }
 
 // ConvexScore is the hybrid score alpha·dense + (1−alpha)·keyword, a

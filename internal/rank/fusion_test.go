@@ -57,3 +57,44 @@ func TestRRF(t *testing.T) {
 		t.Error("RRF does not fall with the rank")
 	}
 }
+
+func TestCoveredKeyword(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		bounds []float64
+		want   float64
+	}{{nil, 0}, {[]float64{0, 0}, 0}, {[]float64{2, 3}, 1}, {[]float64{2, 0, 0}, 1.0 / 3}} {
+		if got := QueryCoverage(tc.bounds); math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("QueryCoverage(%v) = %v, want %v", tc.bounds, got, tc.want)
+		}
+	}
+	for _, tc := range []struct{ kw, cover, want float64 }{{0, 1, 0}, {1, 1, 1}, {0.5, 1, 0.5}, {1.0 / 3, 1.0 / 3, 1.0 / 9}, {-1, 1, 0}, {2, 2, 1}} {
+		if got := CoveredKeyword(tc.kw, tc.cover); math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("CoveredKeyword(%v, %v) = %v, want %v", tc.kw, tc.cover, got, tc.want)
+		}
+	}
+	// The report's case (issue 20): a dense match of 0.481 without keywords
+	// beats 0.338 whose one match is the one query word of three that the
+	// capsule holds.
+	bounds := []float64{0, 0.7, 0}
+	kw := KeywordScore(0.7, QueryMaxBM25(bounds))
+	if tides, volcano := ConvexScore(0.5, 0.481, 0), ConvexScore(0.5, 0.338, CoveredKeyword(kw, QueryCoverage(bounds))); tides <= volcano {
+		t.Errorf("tides %v <= volcano %v", tides, volcano)
+	}
+}
+
+func TestRecencyScore(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ score, weight, decay, want float64 }{
+		{0, 0.3, 1, 0},      // no relevance stays none, however new
+		{0.5, 0.3, 1, 0.5},  // new: the relevance
+		{0.5, 0.3, 0, 0.35}, // old: at least 1−weight of it
+		{0.5, 1, 0.5, 0.25}, // weight 1: relevance × decay
+		{0.5, 0, 0, 0.5},    // weight 0: no effect
+		{2, 0.3, 2, 1},      // clamped
+	} {
+		if got := RecencyScore(tc.score, tc.weight, tc.decay); math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("RecencyScore(%v, %v, %v) = %v, want %v", tc.score, tc.weight, tc.decay, got, tc.want)
+		}
+	}
+}

@@ -78,16 +78,34 @@
 //     clears it when this replica next queries the changed capsule and sees
 //     its generation moved).
 //     KeywordNormSaturate, x/(x+K) with K = BM25Scale, is the former mapping;
-//   - hybrid (default FusionConvex): Alpha·dense + (1−Alpha)·keyword, with the
-//     dense cosine computed exactly for every BM25 candidate and the keyword
-//     score 0 for dense candidates that BM25 did not find; or, with FusionRRF,
-//     reciprocal rank fusion Σ 1/(RRFK+rank) divided by its maximum 2/(RRFK+1).
+//   - hybrid (default FusionConvex): Alpha·dense + (1−Alpha)·keyword′, with
+//     the dense cosine computed exactly for every BM25 candidate and the
+//     keyword score 0 for dense candidates that BM25 did not find. Under the
+//     default KeywordNormCoverage, keyword′ is the keyword score times the
+//     share of the query's terms that occur in the capsule at all
+//     (rank.CoveredKeyword): keyword matching speaks only for the words the
+//     capsule uses. In a small capsule, a chunk whose one keyword match is
+//     the one query word of three the capsule holds ("rises" in a text on
+//     volcanoes, for "why does the sea rise and fall") used to score a third
+//     of the keyword weight and beat a clearly better dense match; it now
+//     adds a ninth. Where the capsule holds every query word, as large ones
+//     do, keyword′ is the keyword score. KeywordNormQuery is the unweighted
+//     mix. With FusionRRF, reciprocal rank fusion Σ 1/(RRFK+rank) divided by
+//     its maximum 2/(RRFK+1).
 //
-// A recency preference then blends in 2^(−age/half-life); min_score and
-// max_chunks_per_item apply last. Ties break by item id, then idx.
+// A chunk whose fused score is 0 (no keyword match, cosine at most 0) has
+// no relevance and is never a hit: a query returns fewer than its limit
+// rather than pad it. A recency preference then scales each relevant
+// chunk's score by (1−w) + w·2^(−age/half-life) (rank.RecencyScore): it
+// reorders relevant chunks and never lifts an unrelated one by itself;
+// min_score and max_chunks_per_item apply last. Ties break by item id,
+// then idx.
 //
-// The defaults (FusionConvex, Alpha 0.5, KeywordNormQuery) were chosen on
-// SciFact's train queries, never its test queries, with `capsuled bench
-// retrieval --split train --sweep`; the sweep is in
-// docs/experiments/retrieval.md.
+// The fusion and its weight (FusionConvex, Alpha 0.5, the query-relative
+// keyword score) were chosen on SciFact's train queries, never its test
+// queries, with `capsuled bench retrieval --split train --sweep`; the sweep
+// is in docs/experiments/retrieval.md. The coverage weight
+// (KeywordNormCoverage, the default) was not tuned on any benchmark: it
+// fixes small capsules (issue 20), and SciFact's and HotpotQA's figures
+// were re-measured with it (docs/benchmarks.md).
 package retrieval

@@ -67,6 +67,15 @@ type QueryEmbedder interface {
 	Embed(ctx context.Context, texts []string) ([][]float32, error)
 }
 
+// WordKnower is a QueryEmbedder that knows its model's vocabulary: HasWord
+// reports whether a lower-cased word is one whole word of it. The hybrid
+// score's coverage (KeywordNormCoverage) counts only such ordinary words:
+// a rare token (a name, an identifier, a misspelling) that the capsule does
+// not hold says nothing about whether the capsule uses the query's words.
+type WordKnower interface {
+	HasWord(word string) bool
+}
+
 // Fusion names how hybrid search combines its two rankings.
 type Fusion string
 
@@ -89,6 +98,15 @@ const (
 	// size, so tiny capsules, where BM25's IDF collapses, still score
 	// sensibly.
 	KeywordNormQuery KeywordNorm = "query"
+	// KeywordNormCoverage is KeywordNormQuery whose hybrid keyword side is
+	// weighted by the share of the query's ordinary words (terms the
+	// embedding model knows as words, WordKnower; every term when it does
+	// not say) that occur in the capsule at all (rank.CoveredKeyword): when
+	// the capsule holds one of the query's three words, its keyword matches
+	// can speak for a third of the query, and a chunk whose only match is
+	// that word adds a third of its keyword score. Keyword mode scores as
+	// KeywordNormQuery.
+	KeywordNormCoverage KeywordNorm = "coverage"
 	// KeywordNormSaturate squashes the raw score x as x/(x+BM25Scale).
 	KeywordNormSaturate KeywordNorm = "saturate"
 )
@@ -101,7 +119,7 @@ type Config struct {
 	// train, see the package documentation).
 	Alpha float64
 	// KeywordNorm is how a raw BM25 score becomes a keyword score in
-	// [0, 1]. Default KeywordNormQuery.
+	// [0, 1]. Default KeywordNormCoverage.
 	KeywordNorm KeywordNorm
 	// BM25Scale is K in the keyword score x/(x+K) of KeywordNormSaturate.
 	// Default 10.
@@ -144,7 +162,7 @@ func (c Config) withDefaults() Config {
 		c.Alpha = 0.5
 	}
 	if c.KeywordNorm == "" {
-		c.KeywordNorm = KeywordNormQuery
+		c.KeywordNorm = KeywordNormCoverage
 	}
 	if c.BM25Scale <= 0 {
 		c.BM25Scale = 10
@@ -472,6 +490,7 @@ type cand struct {
 	bm25        float64
 	denseRank   int // 1-based, 0 when absent
 	keywordRank int
+	relevance   float64 // the fused score, before recency
 	score       float64
 }
 
@@ -525,7 +544,7 @@ func (e *Engine) fused(ctx context.Context, ci *capIndex, r retrieved, p plan, q
 	ci.mu.RLock()
 	defer ci.mu.RUnlock()
 	cands := e.merge(r)
-	e.score(cands, p.mode, r.kwMax, q.Wishlist.Recency)
+	e.score(cands, p.mode, r.kw, q.Wishlist.Recency)
 	sort.Slice(cands, func(i, j int) bool { return less(cands[i], cands[j]) })
 	return e.hydrate(ctx, cands, n, q.Wishlist)
 }
@@ -615,7 +634,7 @@ type retrieved struct {
 	qvec   []float32 // the query's vector; nil in keyword mode
 	dense  []*cand   // the dense top depth, best first
 	kwHits []kwHit   // the keyword top depth, in BM25 order
-	kwMax  float64   // the query's best attainable BM25 (KeywordNormQuery)
+	kw     kwNorm    // the query's keyword normalisation (KeywordNormQuery, KeywordNormCoverage)
 }
 
 // retrieve runs, at once, the keyword search, the query's best attainable
@@ -627,9 +646,9 @@ func (e *Engine) retrieve(ctx context.Context, ci *capIndex, capsule, text strin
 	g, gctx := errgroup.WithContext(ctx)
 	if p.mode != domain.ModeSemantic {
 		ts := terms.Capsule(text)
-		if e.cfg.KeywordNorm == KeywordNormQuery {
+		if e.cfg.KeywordNorm != KeywordNormSaturate {
 			g.Go(func() (err error) {
-				r.kwMax, err = e.queryMaxBM25(gctx, capsule, ts)
+				r.kw, err = e.queryKeywordNorm(gctx, capsule, ts)
 				return err
 			})
 		}
@@ -691,12 +710,15 @@ func (e *Engine) merge(r retrieved) []*cand {
 }
 
 // score sets each candidate's score in [0, 1]: the fusion of its retrievers'
-// scores (fuse), blended with its recency decay when the wishlist asks.
-// Callers hold the capsule's read lock.
-func (e *Engine) score(cands []*cand, mode domain.SearchMode, kwMax float64, rec *domain.Recency) {
+// scores (fuse), its relevance, scaled by its recency factor when the
+// wishlist asks (rank.RecencyScore): recency reorders relevant candidates
+// and never makes an irrelevant one relevant (relevance 0 stays 0, and
+// hydrate leaves it out). Callers hold the capsule's read lock.
+func (e *Engine) score(cands []*cand, mode domain.SearchMode, kw kwNorm, rec *domain.Recency) {
 	now := e.cfg.Now()
 	for _, c := range cands {
-		c.score = e.fuse(mode, c, kwMax)
+		c.relevance = min(max(e.fuse(mode, c, kw), 0), 1)
+		c.score = c.relevance
 		if rec != nil && rec.HalfLife > 0 {
 			t := c.en.item.TimeAdded
 			if rec.Field != "time_added" {
@@ -704,16 +726,16 @@ func (e *Engine) score(cands []*cand, mode domain.SearchMode, kwMax float64, rec
 			}
 			age := max(now.Sub(t), 0)
 			decay := math.Exp2(-float64(age) / float64(rec.HalfLife))
-			c.score = (1-rec.Weight)*c.score + rec.Weight*decay
+			c.score = rank.RecencyScore(c.relevance, rec.Weight, decay)
 		}
-		c.score = min(max(c.score, 0), 1)
 	}
 }
 
-// hydrate makes the hits: the best candidates (sorted) that pass the
-// wishlist's minimum score and per-item cap, with their texts read a batch
-// at a time; a chunk removed since the scan gives its place to the next
-// candidate. Callers hold the capsule's read lock.
+// hydrate makes the hits: the best candidates (sorted) that have some
+// relevance (a fused score above 0: the limit is never padded with
+// unrelated chunks) and pass the wishlist's minimum score and per-item cap, with
+// their texts read a batch at a time; a chunk removed since the scan gives
+// its place to the next candidate. Callers hold the capsule's read lock.
 func (e *Engine) hydrate(ctx context.Context, cands []*cand, limit int, w domain.Wishlist) ([]domain.Hit, error) {
 	hits := make([]domain.Hit, 0, min(limit, len(cands)))
 	perItem := map[string]int{}
@@ -727,6 +749,9 @@ func (e *Engine) hydrate(ctx context.Context, cands []*cand, limit int, w domain
 				break
 			}
 			next++
+			if c.relevance <= 0 {
+				continue
+			}
 			if m := w.MaxChunksPerItem; m > 0 && perItem[c.item] >= m {
 				continue
 			}
@@ -816,18 +841,40 @@ func less(a, b *cand) bool {
 	return a.idx < b.idx
 }
 
-// queryMaxBM25 is the most a query of these terms can score in the capsule
-// (KeywordNormQuery): the sum of each term's best score alone, a term that
-// matches nothing counting as the mean of those that match.
-func (e *Engine) queryMaxBM25(ctx context.Context, capsule string, terms []string) (float64, error) {
+// kwNorm is how a query's raw BM25 scores become keyword scores: max, the
+// most the query can score in the capsule, and cover, the share of its
+// ordinary words the capsule holds (1 when it has none).
+type kwNorm struct{ max, cover float64 }
+
+// queryKeywordNorm reads the query's keyword normalisation from each term's
+// best score alone (KeywordNormQuery, KeywordNormCoverage): the most a query
+// of these terms can score in the capsule, the sum of those scores with a
+// term that matches nothing counting as the mean of those that match, and
+// the share of the ordinary words (WordKnower) that match something.
+func (e *Engine) queryKeywordNorm(ctx context.Context, capsule string, terms []string) (kwNorm, error) {
 	if len(terms) == 0 {
-		return 0, nil
+		return kwNorm{}, nil
 	}
 	bounds, err := e.termBounds(ctx, capsule, terms)
 	if err != nil {
-		return 0, err
+		return kwNorm{}, err
 	}
-	return rank.QueryMaxBM25(bounds), nil
+	n := kwNorm{max: rank.QueryMaxBM25(bounds)}
+	// The coverage counts the ordinary words only (WordKnower).
+	if wk, ok := e.emb.(WordKnower); ok {
+		words := bounds[:0:0]
+		for i, t := range terms {
+			if bounds[i] > 0 || wk.HasWord(t) {
+				words = append(words, bounds[i])
+			}
+		}
+		bounds = words
+	}
+	n.cover = 1
+	if len(bounds) > 0 {
+		n.cover = rank.QueryCoverage(bounds)
+	}
+	return n, nil
 }
 
 // keywordScore maps a raw BM25 score to [0, 1].
@@ -835,17 +882,17 @@ func (e *Engine) keywordScore(bm25, kwMax float64) float64 {
 	if bm25 <= 0 {
 		return 0
 	}
-	if e.cfg.KeywordNorm == KeywordNormQuery {
-		return rank.KeywordScore(bm25, kwMax)
+	if e.cfg.KeywordNorm == KeywordNormSaturate {
+		return bm25 / (bm25 + e.cfg.BM25Scale)
 	}
-	return bm25 / (bm25 + e.cfg.BM25Scale)
+	return rank.KeywordScore(bm25, kwMax)
 }
 
-// fuse scores a candidate in [0, 1] for the mode; kwMax is the query's best
-// attainable BM25 (KeywordNormQuery).
-func (e *Engine) fuse(mode domain.SearchMode, c *cand, kwMax float64) float64 {
+// fuse scores a candidate in [0, 1] for the mode; n is the query's keyword
+// normalisation.
+func (e *Engine) fuse(mode domain.SearchMode, c *cand, n kwNorm) float64 {
 	dense := max(c.dense, 0)
-	kw := e.keywordScore(c.bm25, kwMax)
+	kw := e.keywordScore(c.bm25, n.max)
 	switch mode {
 	case domain.ModeSemantic:
 		return dense
@@ -862,5 +909,9 @@ func (e *Engine) fuse(mode domain.SearchMode, c *cand, kwMax float64) float64 {
 		}
 		return s / (2 / (e.cfg.RRFK + 1))
 	}
+	if e.cfg.KeywordNorm == KeywordNormCoverage {
+		kw = rank.CoveredKeyword(kw, n.cover)
+	}
+
 	return rank.ConvexScore(e.cfg.Alpha, dense, kw)
 }

@@ -219,3 +219,43 @@ func TestKeywordPager(t *testing.T) {
 		t.Fatalf("wants %v", src.wants)
 	}
 }
+
+// fakeWordEmbedder is a query embedder (it embeds nothing) that knows a
+// fixed vocabulary of words.
+type fakeWordEmbedder struct{ words map[string]bool }
+
+func (fakeWordEmbedder) Embed(context.Context, []string) ([][]float32, error) { return nil, nil }
+func (f fakeWordEmbedder) HasWord(w string) bool                              { return f.words[w] }
+
+// TestKeywordCoverage: the coverage of KeywordNormCoverage is the share of
+// the query's ordinary words that the capsule holds; a rare token found
+// nowhere (one the model does not know as a word) does not count.
+func TestKeywordCoverage(t *testing.T) {
+	t.Parallel()
+	src := &fakeKeywordSource{
+		fakeSource: fakeSource{items: []domain.Item{{ID: "a", Capsule: "c"}}},
+		contrib:    map[string]map[ref]float64{"rise": {{"a", 0}: 2}},
+	}
+	ctx := context.Background()
+	words := fakeWordEmbedder{words: map[string]bool{"sea": true, "rise": true, "fall": true}}
+	for _, tc := range []struct {
+		name  string
+		emb   QueryEmbedder
+		terms []string
+		cover float64
+	}{
+		{"two ordinary words of three absent", words, []string{"sea", "rise", "fall"}, 1.0 / 3},
+		{"an absent rare token does not count", words, []string{"rise", "htrpml2"}, 1},
+		{"without a vocabulary every term counts", nil, []string{"rise", "htrpml2"}, 0.5},
+		{"no ordinary word", words, []string{"htrpml2"}, 1},
+	} {
+		e := New(src, tc.emb, 0, Config{})
+		n, err := e.queryKeywordNorm(ctx, "c", tc.terms)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if math.Abs(n.cover-tc.cover) > 1e-12 {
+			t.Errorf("%s: cover %v, want %v", tc.name, n.cover, tc.cover)
+		}
+	}
+}

@@ -92,6 +92,10 @@ func (e *Embedder) ModelID() string { return e.cfg.ModelID }
 // Tokenizer is the tokenizer the embedder uses.
 func (e *Embedder) Tokenizer() *wordpiece.Tokenizer { return e.tok }
 
+// HasWord reports whether word is a whole word of the model's vocabulary
+// (retrieval.WordKnower).
+func (e *Embedder) HasWord(word string) bool { return e.tok.HasWord(word) }
+
 // Close releases nothing: the weights are ordinary Go memory.
 func (e *Embedder) Close() error { return nil }
 

@@ -168,6 +168,13 @@ func New(pieces []string) (*Tokenizer, error) {
 	return t, nil
 }
 
+// HasWord reports whether word (lower case, as the uncased tokenizer
+// normalises it) is a whole word of the vocabulary: one word-initial piece.
+func (t *Tokenizer) HasWord(word string) bool {
+	_, ok := t.vocab[word]
+	return ok
+}
+
 // VocabSize is the number of pieces in the vocabulary.
 func (t *Tokenizer) VocabSize() int { return t.size }
 

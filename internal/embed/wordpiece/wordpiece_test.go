@@ -243,3 +243,13 @@ func BenchmarkEncode(b *testing.B) {
 		tok.Encode(text, 256)
 	}
 }
+
+func TestHasWord(t *testing.T) {
+	t.Parallel()
+	tok := loadModel(t)
+	for w, want := range map[string]bool{"sea": true, "rise": true, "volcano": true, "htrpml2": false, "schimmelpenning": false, "##s": false, "": false} {
+		if got := tok.HasWord(w); got != want {
+			t.Errorf("HasWord(%q) = %v, want %v", w, got, want)
+		}
+	}
+}
