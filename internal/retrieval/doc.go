@@ -64,8 +64,9 @@
 //
 //   - dense: the cosine of the (unit) query and chunk vectors, clamped at 0
 //     (0 means unrelated, as for keyword);
-//   - keyword (default KeywordNormQuery): the chunk's BM25 score divided by
-//     the most the query can score in this capsule, the sum over its terms of
+//   - keyword (KeywordNormQuery, and KeywordNormCoverage, the default): the
+//     chunk's BM25 score divided by the most the query can score in this
+//     capsule, the sum over its terms of
 //     each term's best single-term score (a term found nowhere counting as
 //     the mean of the others). The capsule's best match for every term scores
 //     1, a chunk with half the query's weight about 0.5. This stays

@@ -60,7 +60,7 @@ func (e *Engine) storeSearch(ctx context.Context, ss StoreSearcher, capsule stri
 	var (
 		dense  []Match
 		kw     []Match // score: BM25
-		kwMax  float64
+		norm   kwNorm
 		qvec   []float32
 		dItems map[string]*entry
 		kItems map[string]*entry
@@ -68,9 +68,9 @@ func (e *Engine) storeSearch(ctx context.Context, ss StoreSearcher, capsule stri
 	g, gctx := errgroup.WithContext(ctx)
 	if p.mode != domain.ModeSemantic {
 		ts := terms.Capsule(q.Text)
-		if e.cfg.KeywordNorm == KeywordNormQuery {
+		if e.cfg.KeywordNorm != KeywordNormSaturate {
 			g.Go(func() (err error) {
-				kwMax, err = e.queryMaxBM25(gctx, capsule, ts)
+				norm, err = e.queryKeywordNorm(gctx, capsule, ts)
 				return err
 			})
 		}
@@ -117,7 +117,7 @@ func (e *Engine) storeSearch(ctx context.Context, ss StoreSearcher, capsule stri
 	if err != nil {
 		return nil, err
 	}
-	e.score(cands, p.mode, kwMax, q.Wishlist.Recency)
+	e.score(cands, p.mode, norm, q.Wishlist.Recency)
 	sort.Slice(cands, func(i, j int) bool { return less(cands[i], cands[j]) })
 	return e.hydrate(ctx, cands, n, q.Wishlist)
 }
