@@ -378,8 +378,8 @@ func TestAttackTooManyTokens(t *testing.T) {
 }
 
 // Attack 7, continued: a 1.9 MB CSV of 200,000 columns was still indexing
-// after 7 minutes (each record is one row block naming every column, about
-// 10,000 chunks to embed). A record of more than 4,096 columns fails the
+// after 7 minutes (each record is one row block naming every column:
+// thousands of chunks to embed). A record of more than 4,096 columns fails the
 // item at once with the reason; a wide but bounded one is indexed.
 func TestAttackWideCSV(t *testing.T) {
 	t.Parallel()
