@@ -70,6 +70,8 @@ func runScale(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	onnxDir := fs.String("onnx-dir", "", "folder of the ONNX model, for --vectors model (env CAPSULED_ONNX_DIR)")
 	ortLib := fs.String("ort-lib", "", "libonnxruntime.so, for --vectors model")
 	workers := fs.Int("ingest-workers", capsule.DefaultWorkers, "ingestion jobs worked at once")
+	rerank := fs.Int("approx-rerank", 0, "in-process figures only: chunks each worker of the approximate dense scan scores exactly (0: the engine's default, retrieval.DefaultApproxRerank)")
+	modeList := fs.String("modes", "hybrid,semantic,keyword", "search modes timed in process (comma-separated)")
 	asJSON := fs.Bool("json", false, "print one JSON object as the last line")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
@@ -229,7 +231,10 @@ func runScale(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 
 	// In process: the index's first load, then the six query mixes.
-	eng := retrieval.New(st, memo, emb.Dim(), retrieval.Config{})
+	eng := retrieval.New(st, memo, emb.Dim(), retrieval.Config{ApproxRerank: *rerank})
+	if *rerank > 0 {
+		res["approx_rerank"] = *rerank
+	}
 	filter := []domain.MetadataFilter{{Key: "group", Op: domain.OpEq, Value: 0.0}}
 	t0 := time.Now()
 	if _, err := eng.Search(ctx, scaleCapsule, domain.Query{Text: qtexts[0], Limit: 10, Wishlist: domain.Wishlist{Mode: domain.ModeSemantic}}); err != nil {
@@ -238,7 +243,16 @@ func runScale(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	res["index_load_s"] = round4(time.Since(t0).Seconds())
 	res["load_avg_index"] = loadAvg()
 	fmt.Fprintf(stderr, "index loaded (first query) in %.2fs, load %v\n", res["index_load_s"], res["load_avg_index"])
-	for _, mode := range []domain.SearchMode{domain.ModeHybrid, domain.ModeSemantic, domain.ModeKeyword} {
+	var modes []domain.SearchMode
+	for _, m := range strings.Split(*modeList, ",") {
+		switch mode := domain.SearchMode(strings.TrimSpace(m)); mode {
+		case domain.ModeHybrid, domain.ModeSemantic, domain.ModeKeyword:
+			modes = append(modes, mode)
+		default:
+			return fmt.Errorf("--modes: %q is not hybrid, semantic or keyword", m)
+		}
+	}
+	for _, mode := range modes {
 		for _, filtered := range []bool{false, true} {
 			w := domain.Wishlist{Mode: mode}
 			name := string(mode)

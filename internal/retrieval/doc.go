@@ -37,9 +37,10 @@
 // (default 50,000) are searched approximately: each chunk also keeps the sign
 // bits of its vector minus the capsule's mean vector (48 bytes at 384
 // dimensions; centring matters because sentence embeddings share a common
-// direction), each worker picks the ApproxRerank (default 1,000)
-// Hamming-nearest codes of the items the filter accepts, and scores only those
-// exactly. A filter that leaves no more chunks than that is scanned exactly,
+// direction), each worker picks the Hamming-nearest codes of the items the
+// filter accepts, ApproxRerank of them (default 1,000) or a sixteenth of its
+// chunks if more (a fixed count loses recall as the capsule grows), and
+// scores only those exactly. A filter that leaves no more chunks than that is scanned exactly,
 // so selective filters lose nothing.
 //
 // Exact search costs time in proportion to the capsule's chunks; the
