@@ -14,17 +14,18 @@ import (
 // so hybrid queries are keyword-only and semantic ones answer 422.
 
 type wireItem struct {
-	ID          string         `json:"id"`
-	Capsule     string         `json:"capsule"`
-	Kind        string         `json:"kind"`
-	URI         string         `json:"uri"`
-	FileName    string         `json:"file_name"`
-	FileType    string         `json:"file_type"`
-	Status      string         `json:"status"`
-	Error       *string        `json:"error"`
-	ChunkCount  int            `json:"chunk_count"`
-	ContentHash string         `json:"content_hash"`
-	Metadata    map[string]any `json:"metadata"`
+	ID           string         `json:"id"`
+	Capsule      string         `json:"capsule"`
+	Kind         string         `json:"kind"`
+	URI          string         `json:"uri"`
+	FileName     string         `json:"file_name"`
+	FileType     string         `json:"file_type"`
+	Status       string         `json:"status"`
+	Error        *string        `json:"error"`
+	ChunkCount   int            `json:"chunk_count"`
+	ContentHash  string         `json:"content_hash"`
+	Metadata     map[string]any `json:"metadata"`
+	TimeAuthored *string        `json:"time_authored"`
 }
 
 type wireHit struct {
@@ -209,6 +210,66 @@ func TestItems(t *testing.T) {
 
 	expect(t, do(t, req{method: "DELETE", path: "/v1/capsules/items/items/" + noURI.ID, cred: srv.admin}), http.StatusNoContent)
 	expect(t, do(t, req{method: "GET", path: "/v1/capsules/items/items/" + noURI.ID, cred: srv.admin}), http.StatusNotFound)
+}
+
+// TestItemIdentity: one document sent by two routes is one item (the CLI's
+// file:///abs/path, a form upload's file:name), and identical bytes sent
+// again keep the fields the request leaves out (#20 points 5 and 6).
+func TestItemIdentity(t *testing.T) {
+	t.Parallel()
+	createCapsule(t, "identity")
+	md := []byte("# Handbook\n\nThe office opens at nine and closes at six.\n")
+	item := func(r response, status int) wireItem {
+		t.Helper()
+		var it wireItem
+		expect(t, r, status).JSON(t, &it)
+		return it
+	}
+	// As capsuled add sends it: an absolute file URI (with a dot segment),
+	// metadata and a time authored.
+	first := item(upload(t, "identity", "handbook.md", "", md, map[string]string{
+		"uri": "file:///home/ana/docs/./handbook.md", "metadata": `{"team":"people"}`, "time_authored": "2024-05-01T00:00:00Z"}), http.StatusCreated)
+	if first.URI != "file:///home/ana/docs/handbook.md" || first.Metadata["team"] != "people" || first.TimeAuthored == nil {
+		t.Fatalf("first: %+v", first)
+	}
+	// As curl -F file=@docs/handbook.md sends it: no uri, no fields.
+	again := item(upload(t, "identity", "handbook.md", "", md, nil), http.StatusOK)
+	if again.ID != first.ID || again.URI != first.URI || again.Metadata["team"] != "people" ||
+		again.TimeAuthored == nil || *again.TimeAuthored != *first.TimeAuthored {
+		t.Fatalf("re-upload without fields: %+v, want %+v unchanged", again, first)
+	}
+	// The same URI spelled otherwise, under another file name.
+	spelled := item(upload(t, "identity", "copy.md", "", md, map[string]string{"uri": "FILE://localhost/home/ana//docs/handbook.md"}), http.StatusOK)
+	if spelled.ID != first.ID || spelled.Metadata["team"] != "people" || spelled.FileName != "handbook.md" {
+		t.Fatalf("normalised uri: %+v", spelled)
+	}
+	if hits := query(t, "identity", map[string]any{"query": "when does the office open"}, http.StatusOK); len(hits) != 1 || hits[0].ItemID != first.ID {
+		t.Fatalf("hits %+v, want the one chunk once", hits)
+	}
+	// Fields sent explicitly replace the item's.
+	meta := item(upload(t, "identity", "handbook.md", "", md, map[string]string{"metadata": `{"team":"ops"}`}), http.StatusOK)
+	if meta.ID != first.ID || meta.Metadata["team"] != "ops" || meta.TimeAuthored == nil || *meta.TimeAuthored != *first.TimeAuthored {
+		t.Fatalf("explicit metadata: %+v", meta)
+	}
+	when := item(upload(t, "identity", "handbook.md", "", md, map[string]string{"time_authored": "2020-01-02T03:04:05Z"}), http.StatusOK)
+	if when.Metadata["team"] != "ops" || when.TimeAuthored == nil || !strings.HasPrefix(*when.TimeAuthored, "2020-01-02T03:04:05") {
+		t.Fatalf("explicit time_authored: %+v", when)
+	}
+	// A text item with the same bytes is another kind of item; a text sent
+	// twice without a uri is one item, and keeps its metadata.
+	text := addText(t, "identity", map[string]any{"content": string(md), "metadata": map[string]any{"lang": "en"}}, http.StatusCreated)
+	if text.ID == first.ID {
+		t.Fatalf("a text item merged with the file item: %+v", text)
+	}
+	textAgain := addText(t, "identity", map[string]any{"content": string(md)}, http.StatusOK)
+	if textAgain.ID != text.ID || textAgain.Metadata["lang"] != "en" {
+		t.Fatalf("text again: %+v", textAgain)
+	}
+	// New bytes under the item's uri update it.
+	upd := item(upload(t, "identity", "handbook.md", "", []byte("# Handbook\n\nThe office opens at ten.\n"), map[string]string{"uri": "file:///home/ana/docs/handbook.md"}), http.StatusOK)
+	if upd.ID != first.ID || upd.ContentHash == first.ContentHash {
+		t.Fatalf("update: %+v", upd)
+	}
 }
 
 func TestFileUploads(t *testing.T) {

@@ -3150,10 +3150,15 @@ type ClientInterface interface {
 	//
 	// Adds an item and queues it for ingestion; the item is searchable once its
 	// status is `ready` (all of its chunks at once), or `failed` with a readable
-	// `error`. Adding content to a `uri` that already has an item in the capsule
-	// updates that item (200) instead of creating a duplicate (201); the same
-	// content again is a no-op. Without `uri`, a text item's uri is
-	// `sha256:<hex of its content>` and a file's is `file:<file name>`.
+	// `error`. Item identity within a capsule (docs/ingestion.md): the `uri`
+	// (normalised: scheme and host in lower case, `file://localhost/` as
+	// `file:///`, dot segments resolved) names an item, and bytes the capsule
+	// already holds in an item of the same kind are that item, whatever uri or
+	// file name the request names. Adding to an existing item updates it (200)
+	// instead of creating a duplicate (201); the same content again is a no-op
+	// except for `metadata` and `time_authored` when the request sends them.
+	// Without `uri`, a text item's uri is `sha256:<hex of its content>` and a
+	// file's is `file:<file name>`.
 	//
 	// Files (multipart/form-data): the part `file` carries the bytes, its file
 	// name and, optionally, its MIME type (sniffed when absent or
@@ -3178,10 +3183,15 @@ type ClientInterface interface {
 	//
 	// Adds an item and queues it for ingestion; the item is searchable once its
 	// status is `ready` (all of its chunks at once), or `failed` with a readable
-	// `error`. Adding content to a `uri` that already has an item in the capsule
-	// updates that item (200) instead of creating a duplicate (201); the same
-	// content again is a no-op. Without `uri`, a text item's uri is
-	// `sha256:<hex of its content>` and a file's is `file:<file name>`.
+	// `error`. Item identity within a capsule (docs/ingestion.md): the `uri`
+	// (normalised: scheme and host in lower case, `file://localhost/` as
+	// `file:///`, dot segments resolved) names an item, and bytes the capsule
+	// already holds in an item of the same kind are that item, whatever uri or
+	// file name the request names. Adding to an existing item updates it (200)
+	// instead of creating a duplicate (201); the same content again is a no-op
+	// except for `metadata` and `time_authored` when the request sends them.
+	// Without `uri`, a text item's uri is `sha256:<hex of its content>` and a
+	// file's is `file:<file name>`.
 	//
 	// Files (multipart/form-data): the part `file` carries the bytes, its file
 	// name and, optionally, its MIME type (sniffed when absent or
@@ -4033,10 +4043,15 @@ func (c *Client) ListItems(ctx context.Context, capsule CapsulePath, params *Lis
 //
 // Adds an item and queues it for ingestion; the item is searchable once its
 // status is `ready` (all of its chunks at once), or `failed` with a readable
-// `error`. Adding content to a `uri` that already has an item in the capsule
-// updates that item (200) instead of creating a duplicate (201); the same
-// content again is a no-op. Without `uri`, a text item's uri is
-// `sha256:<hex of its content>` and a file's is `file:<file name>`.
+// `error`. Item identity within a capsule (docs/ingestion.md): the `uri`
+// (normalised: scheme and host in lower case, `file://localhost/` as
+// `file:///`, dot segments resolved) names an item, and bytes the capsule
+// already holds in an item of the same kind are that item, whatever uri or
+// file name the request names. Adding to an existing item updates it (200)
+// instead of creating a duplicate (201); the same content again is a no-op
+// except for `metadata` and `time_authored` when the request sends them.
+// Without `uri`, a text item's uri is `sha256:<hex of its content>` and a
+// file's is `file:<file name>`.
 //
 // Files (multipart/form-data): the part `file` carries the bytes, its file
 // name and, optionally, its MIME type (sniffed when absent or
@@ -4071,10 +4086,15 @@ func (c *Client) AddItemWithBody(ctx context.Context, capsule CapsulePath, param
 //
 // Adds an item and queues it for ingestion; the item is searchable once its
 // status is `ready` (all of its chunks at once), or `failed` with a readable
-// `error`. Adding content to a `uri` that already has an item in the capsule
-// updates that item (200) instead of creating a duplicate (201); the same
-// content again is a no-op. Without `uri`, a text item's uri is
-// `sha256:<hex of its content>` and a file's is `file:<file name>`.
+// `error`. Item identity within a capsule (docs/ingestion.md): the `uri`
+// (normalised: scheme and host in lower case, `file://localhost/` as
+// `file:///`, dot segments resolved) names an item, and bytes the capsule
+// already holds in an item of the same kind are that item, whatever uri or
+// file name the request names. Adding to an existing item updates it (200)
+// instead of creating a duplicate (201); the same content again is a no-op
+// except for `metadata` and `time_authored` when the request sends them.
+// Without `uri`, a text item's uri is `sha256:<hex of its content>` and a
+// file's is `file:<file name>`.
 //
 // Files (multipart/form-data): the part `file` carries the bytes, its file
 // name and, optionally, its MIME type (sniffed when absent or
@@ -6735,10 +6755,15 @@ type ClientWithResponsesInterface interface {
 	//
 	// Adds an item and queues it for ingestion; the item is searchable once its
 	// status is `ready` (all of its chunks at once), or `failed` with a readable
-	// `error`. Adding content to a `uri` that already has an item in the capsule
-	// updates that item (200) instead of creating a duplicate (201); the same
-	// content again is a no-op. Without `uri`, a text item's uri is
-	// `sha256:<hex of its content>` and a file's is `file:<file name>`.
+	// `error`. Item identity within a capsule (docs/ingestion.md): the `uri`
+	// (normalised: scheme and host in lower case, `file://localhost/` as
+	// `file:///`, dot segments resolved) names an item, and bytes the capsule
+	// already holds in an item of the same kind are that item, whatever uri or
+	// file name the request names. Adding to an existing item updates it (200)
+	// instead of creating a duplicate (201); the same content again is a no-op
+	// except for `metadata` and `time_authored` when the request sends them.
+	// Without `uri`, a text item's uri is `sha256:<hex of its content>` and a
+	// file's is `file:<file name>`.
 	//
 	// Files (multipart/form-data): the part `file` carries the bytes, its file
 	// name and, optionally, its MIME type (sniffed when absent or
@@ -6763,10 +6788,15 @@ type ClientWithResponsesInterface interface {
 	//
 	// Adds an item and queues it for ingestion; the item is searchable once its
 	// status is `ready` (all of its chunks at once), or `failed` with a readable
-	// `error`. Adding content to a `uri` that already has an item in the capsule
-	// updates that item (200) instead of creating a duplicate (201); the same
-	// content again is a no-op. Without `uri`, a text item's uri is
-	// `sha256:<hex of its content>` and a file's is `file:<file name>`.
+	// `error`. Item identity within a capsule (docs/ingestion.md): the `uri`
+	// (normalised: scheme and host in lower case, `file://localhost/` as
+	// `file:///`, dot segments resolved) names an item, and bytes the capsule
+	// already holds in an item of the same kind are that item, whatever uri or
+	// file name the request names. Adding to an existing item updates it (200)
+	// instead of creating a duplicate (201); the same content again is a no-op
+	// except for `metadata` and `time_authored` when the request sends them.
+	// Without `uri`, a text item's uri is `sha256:<hex of its content>` and a
+	// file's is `file:<file name>`.
 	//
 	// Files (multipart/form-data): the part `file` carries the bytes, its file
 	// name and, optionally, its MIME type (sniffed when absent or
@@ -11597,10 +11627,15 @@ func (c *ClientWithResponses) ListItemsWithResponse(ctx context.Context, capsule
 //
 // Adds an item and queues it for ingestion; the item is searchable once its
 // status is `ready` (all of its chunks at once), or `failed` with a readable
-// `error`. Adding content to a `uri` that already has an item in the capsule
-// updates that item (200) instead of creating a duplicate (201); the same
-// content again is a no-op. Without `uri`, a text item's uri is
-// `sha256:<hex of its content>` and a file's is `file:<file name>`.
+// `error`. Item identity within a capsule (docs/ingestion.md): the `uri`
+// (normalised: scheme and host in lower case, `file://localhost/` as
+// `file:///`, dot segments resolved) names an item, and bytes the capsule
+// already holds in an item of the same kind are that item, whatever uri or
+// file name the request names. Adding to an existing item updates it (200)
+// instead of creating a duplicate (201); the same content again is a no-op
+// except for `metadata` and `time_authored` when the request sends them.
+// Without `uri`, a text item's uri is `sha256:<hex of its content>` and a
+// file's is `file:<file name>`.
 //
 // Files (multipart/form-data): the part `file` carries the bytes, its file
 // name and, optionally, its MIME type (sniffed when absent or
@@ -11631,10 +11666,15 @@ func (c *ClientWithResponses) AddItemWithBodyWithResponse(ctx context.Context, c
 //
 // Adds an item and queues it for ingestion; the item is searchable once its
 // status is `ready` (all of its chunks at once), or `failed` with a readable
-// `error`. Adding content to a `uri` that already has an item in the capsule
-// updates that item (200) instead of creating a duplicate (201); the same
-// content again is a no-op. Without `uri`, a text item's uri is
-// `sha256:<hex of its content>` and a file's is `file:<file name>`.
+// `error`. Item identity within a capsule (docs/ingestion.md): the `uri`
+// (normalised: scheme and host in lower case, `file://localhost/` as
+// `file:///`, dot segments resolved) names an item, and bytes the capsule
+// already holds in an item of the same kind are that item, whatever uri or
+// file name the request names. Adding to an existing item updates it (200)
+// instead of creating a duplicate (201); the same content again is a no-op
+// except for `metadata` and `time_authored` when the request sends them.
+// Without `uri`, a text item's uri is `sha256:<hex of its content>` and a
+// file's is `file:<file name>`.
 //
 // Files (multipart/form-data): the part `file` carries the bytes, its file
 // name and, optionally, its MIME type (sniffed when absent or
@@ -23684,332 +23724,334 @@ func (sh *strictHandler) CreateAccessToken(w http.ResponseWriter, r *http.Reques
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3vchu3li/6KijOVJn0bVKULHt7SzU1pTjOjk/s2GM7k7kn9LDBbpDEqAkwDbQkxlHV/nTrfLx16jzD",
-	"foXz/TxKnuTWWgvoRjebfyRbdpLrD4lFsoHGn4X1D2v91vtOohdLrYSypnPyvrPkOV8IK3L89IQvTZGJ",
-	"V9zO4WMqTJLLpZVadU46b+eCJfTAPcMUXwjW5ezr79+wjE9E1ht0oo6EB5fQPOrAE52TjmvSiTq5+LmQ",
-	"uUg7JzYvRNQxyVwsOLzon3Mx7Zx0/umgGtwB/WoO3Ji+h96ur6POMysWmwcorVjcM0ymrBtLuxj/9vd/",
-	"xJtGBs9uHdaSWytyaPif0NdPZ/3/zvu/DPt/fff+MHp0fP3PnahjV0voy9hcqhkO8IVY6Hy1eYgL/N0P",
-	"ciG2D5Ke3neY0Nuew4QFNUueiF0jxa3GJ0/YIbOaHR49Zsmc5zwBumF6yjIBIzARS+VMWhOxeBBHLB7H",
-	"0UjF/ZhxlbL4JI6YsTy3Us3YpbRzxl1DpnNqybrxLNMTnsVMGmbngqViyovMjlQ5CHifrQanlyLnMObe",
-	"YKTal7BsemsaLNeqpMLym38rRL76nSzfgH1Ny3WCK0RLGSxdhGNJmV/kYMV+xmm0Ltntluga1tostTIC",
-	"WctXPP0bt+KS42IlWlmhLPzJl8tMJriFB/9lYPHe7/nKp3mu89fuJfTK9U0olsbmgi+YUDOpBMvFtDAi",
-	"jVgujLC4TolWSiTQBlbSCGXZjOcTPhODznUEI38tfi6EsZ925Dm9FE7CgmdTncPW6ZxNcsHPDeMsLzJx",
-	"ymJk4TGRGc5nKkWW4tCfaDXNZPLJB250kSeC8SwXPF0xcSUNkLXOYTJKWyYV40DNVjA755bxLNOXMHpp",
-	"cODf6Hwi01SoTzvyJBepUFbyjGU8OaflNIleChy8rSQgfKxYkjRMF9bIFASQodn0M2ksTsbR/Vu5ELqw",
-	"n5f8U5niBnBlLkUO+2Dlguj8mQIpwrNPN8AzxQolrpYisSJlUy6zIhenjrsbw2ew3HkuHV2XB4KI+3tt",
-	"v9GFSj/deH9Q50pfKrbQqcgiTwoRKh0ROxerKKAJnTsB4Af7bLHMxEIoKz7hkL+Hvb7gMuOTTOB2z6Vh",
-	"k0JmyEsSraZyVpAExYG+5lY8lwv5SUf58kLkjLOlyPvnYsVy4AsZDAKUorngqdNPXwubr/pnUyvydZH7",
-	"RiRapQZE7CWXlk3EVOdANTZfSTUb1ESZ04eksmImchjTddR5q/Vzns/Epz2iE52uYC+KZaZ5irwElgMY",
-	"iVuD66jzg+KFnetc/vIp9+WFNEaqWVQJoIgVdAhAgF7ocxJJ4moJSlXAPxsb9+OPP/bPCjuHHxNuxfru",
-	"xV8Jnos8btulUmu9ppXw9Px5WakGkk3FUqhUqGTFEq6As06A5HgyFylpYSm3fMINColclBocbLjCB/Fk",
-	"dhOdChb7h8dFNcu4FyExpNKcQyfTIstYNzZW53wmxvAx7qFstfQOnva1ylbBM/DdGL6LewOGh4hxOEQs",
-	"Dk5UzAydoE976H5Qy1wnwO4/6Y7+KLKs72l6UlgmF0ttjITNmItcsO4UCZsD12ZGLDiQLjOC58mcXc4l",
-	"sFNccD2d9twZNcVyqXMr0hcilfwtTvdTs5J7hj2hF/ZhAF7j0koQ7y8NJmb5uTCsi7TC0xSokisUZu6n",
-	"RZFZueS5PYCF6gNxwkyv/Z4ieZwlsHlv9Tkpa8scXmAlaf3EGMyY4+yhF/irk3Ir+qB4rFumUdlGqs3k",
-	"VigrM1h/9/Cg6qikrqiyYky7gVb9Dl0t+IoVRpwysVjaFVsIrlCVQ8PcioVp4UjlW3me8xV+9gux/iT8",
-	"MraOKIQqFp2TnzoTZHudd20memWs/uT6rfUShctbW7fa1Kuu9eS/RGJhLGdp+o3MxDMrFoFtU9+7qcxE",
-	"+7rBL6fIk4A4ajoa/ES+ITBaNbbiWbbCp188e/GUwVhgSUtimEjF0fZcWzHorFywdY0hl6l7KwzjXqP/",
-	"Bb96LtTMzjsnRw8ftvS+EJYDSa93fsb+25uX3zNarohxw6y4so1OHz18+OBRS7dA1mMS1iSq96P6Ipfw",
-	"cDjq4fHjXVSBe7Rhg9+KK9vYYDjltCOvgq2e8syIqLH7AdNaJwBYDtblli20sewxeyG/6jWW5/GDx48f",
-	"DR9HnYVU/rvDHbvQPjxy1Cz4Vfjlo+OWSX/SpfcL1Lr65vx2q06qRfuiO7UD7eVFYUobrut8ZCCUkrkA",
-	"3RHNVpHDn3mhDO5NyXAKmVnkEV6haWE+UQdVTxoI9t45ORw2Rc5rYYoMuIDIK8EowLS3Wmcs4VnGZvJC",
-	"gASq9PkFv5ILGMvhcIjk4T61cfAFvxrbIlemNpLHa7KvyBW9wHsHM62X9Zc92vUu3C+pVfvq+19ZF514",
-	"x8O/PmKTlRUmcuI1W8EGWOK6zdMAj+84Cg3yKkezkb4MrsX7W1IQEY9IWdcRBJkgRBG9Qds5KYVgm8uH",
-	"9B7UHkxEfGEusuW0yNhU5sZGDHRd4KUgCcSFBKVZsGReqPOahN2mBKGz1c28RfaGO7g2ej/ElgnkhSDC",
-	"Rc8DGPdIuyJ18xq7mYxlak4ZHtzqeVvRHlgCaY383CgmWmeCK9ICdDaG3ttW0p8aZwLC+UHqR2ryxDts",
-	"I16b8wR3fa91PDPncGRa9Rd/2ra9bxOtRp78guX2Xdam7vfbD3wDkcOCPOFZtk7mPJ8VC3+J1XZPlWX3",
-	"DCufihgPZTqQIWdEG62kLkDbXu/6x/nKOQGzDP1VeH54Gr7I2cd4EnqnAUkZQXomJ50FWWSOtNw6BPLE",
-	"txIytBkj82nRkOUv5RUJvsJ70tCvPeHJObCvclS7Kcu9LtFFmzbwLZzmLjH/CPWCMX1wFqlYGNYF87MH",
-	"NmGRK5Hu/UqZmhpF79C9G0SJ6xcFhNKYSmMha2/dRI5wZtZIcaumxI2RxnIF6ql7MKLbG1i4UTEcPkjs",
-	"XKpz/FOwSaaT81Z6SJ2XbryJB1/OdUbsKMKdN0yqJCvSjSuuisWEFpxO7cae6ed7Btgh2IqZVmJnn1Op",
-	"pJmPc8GN3mQQhaxwb8blecIG5lXjXYc7eRc2icpNbI67vu7hStXG304wbutf0AncSjmqyJxLi9RdrcTL",
-	"aefkp5paejg8fvzwLy1Gx56rBxbBK55bp1k9ozZHDx81V/JdwH9qdlSbwYM3anRt0DbW5szW2+usZhGX",
-	"R6ZVL70F0YQUU0378OjxDg6CA9u6s6/hPNyQI1xIcjIBrzylG13j73PjNYbw29//Qd8dBF/GxCZYoTJh",
-	"DIvdOXc0K9UMr89RT4FjunsHqh38fe3W7u2JttphLnakZYdA7axk2roISnLBrUhv5Liq7fX7dv152zs3",
-	"SPx2uRa+rDbc2nui2ky3LNFz2eYC8ob5XhvnF3vXvmGnW4byvVuG+tFBq+vRA5bpS5H3E25EM2wCFQ6l",
-	"RM7mq+VcKLMenhREyvzkQmS6/3ri/uy/ez+MHh1e+196//rPbbv8ZM7tk7mWiWhzmTVknj8lxuplJ+pk",
-	"xBw3iI6AUlQqrtqJJNOzZa4nZpe/ZMNBrlZ7UUml7RK3xuuam0kjrXprys/WfYYV1ItlJvxRaR5OWN39",
-	"OUawIy06gTsa6xT1g5JX7vY78EZKZR8dt3qTZdp6ql2A1o4xUlDYazSKsBUo3639uXUKiCeZcztIqgVr",
-	"oxizMnDqp1LNRL7MZbtWse762ocEfsCH1nYeTDs32GqV/cyichf9S3ZTwhNgVR+DHAp1vhc9/IE2fYB8",
-	"/E62nmeZUzX3IIJ3Tc5yW7LYTQ6BB7V+cC+eP38B5tSc2361Qj48ZMCeXoh8RVFQ3hKGHc2nLlSHJ4lY",
-	"WpGOVGmIwVAiRjOTmbQrvL5wDsdT6ss0eko1OjZdbCLjuWBypnQuUrwygFHiMxRl13BfpOl4JpS7iRsv",
-	"c71Y1r2ttV0L/EfQ0ixFInk2xrugumvUeZVb2mUgOVNqs8m0rntenaLsLjo2EFR5riY8HV/qfJfNvtXu",
-	"iJDsx1YslpmLEli/cdlJ2bU+xueXPJ99uLgENVOqQsA549k4kJ67114kc73fk1MkYpWsxkuheGZXtWbD",
-	"wJ99FJjf/aONE6jscaLNsdB7EsyaUbEXefpWoPCMjc3HUo11YZeF3e+tpCG1zv6wZVKZnkk7nki+ZYPf",
-	"rzfbuduhltUc9IbGwSQW/GpcMabgmIZ+iQ3dNC8/giO+zEVCoota1Lni1+XvjGeSY2Bx3DqSuOa72W8o",
-	"N5B3L3FEJtAxb6bKeXdJ3VofHh3joP3nddaxkGq8dCyjnFrootp5RKCHFp463OWvLOV6I6TJXCT9w5hN",
-	"dY4BMVJc8AzF1ikzQrD4b0/fsoOLwwNsb+jBttD2tevsRzuvVVXz6Gy8CNu9+Uue8ywTIG/qdxc1XrD7",
-	"WCxzYYRKxMfnbSQ/x+Gp3WPjax5nx+TGYjoFba0ueR4c7eVFWQorSZ5XE7wRAfqI+bHXTLefFh8O9A09",
-	"jR3YIld1Ib97Y8JWZszNTdsbsUGf3r3w5lwut+kzG1+JsS3jibCXQqhb9QAmeUvoB3zvroboShRzNh45",
-	"TXJR5lgw5bzge7luW12nAVPc6WUNWGGruxYF7s2VO3zZLtXOhQncShZS27F2QmEHRb/BpwMJYmxeJLbI",
-	"RerUiH26cC1eugZgBIoFMtMiFzUJcXRDCUEcsPT+NPg9UEQcsZgXVsO/3i6KIwoWpeybaaEw2STI1qEW",
-	"3guM13bGFpOIUZf4gy7sdmrzliM06UQd6DJMeHrXRn+7MnpS9MY6W/qdW4CWW6KXSlTDZl0wqZxf1oSG",
-	"0SmTlm60mVZVkIgByTdSAu02/BYDWNCuZcTbKVavV6VhZFLgpRpGw0KbkUrFVCpkwCaiYBiGEpgt+JLC",
-	"Dqa6yFmuM4EBq10QwtBZLYfsjEbglpzxcr9wCDSASw3sQCvhvpvJC8GOh0MK4x2pWKoLnsmUJCasSezT",
-	"0/Z1gb+xxWT93O86qcAEzrcw7TBiQC/HrWpuTRIPoxtKUuj2w7QwmxcK9FhnFd9afS6MGE+A99CF9H72",
-	"R2EoyrnJj3dI/4YTxDs7Sv13t7fjTcBjm1dGsRVX9kBcCGX7xE9jDPU9YZwZMhjxzh/Dx0/crfJ/Ga38",
-	"dRE2NRFQ7EgtBV3Mk0STcEBzvoqYUGmZWogxLNKKnGfU2Pf909cvv3/6Lh6pLh0wF13s4oZ7A/aUw7fQ",
-	"PfRM8T3E/hTDqArXn4+fGSkXVT/lMjMuLB0DyWdcNc5Mxet2uoMbTsVdvK4RXf2uxW8Ymiat/M9t9oDd",
-	"v//vPJdcWczQO7l/H5fzwn0nDUvm2gjFJisWAzOKB+zMtx6pS/gRmRQ8GqfiQmTAoECgEEuEv4BOUdR4",
-	"93wMaxwDv4mZNCPiP2QNzrhUxlLYF/R7z5SD0SpbnTKuVkzbuSDeyIzIRGIN7U5SGKsXvoHbX/fpnnET",
-	"YLSOjKcLjO664ol1Mb/6UrELnhXCjFQXOXetw3uG3imu0G/gg4gvBINZpTxPiV/3ImY04+W8MFGThunf",
-	"BuzYz2tKdJav/LpG6NDj1TLjarhUShhnY2GkYY6Hs5zj0tg5V27wRJb7UePXfv8qs3aH/oJ7vO/TP5j9",
-	"e14LSNjVAOTQvs8+wZUpn36HJ6ZyxK9fLYrM8r1c+V/jk20RJfvdru003O7+tm3DpRmtQbtsKCd+k6iR",
-	"z3dbX27S2tXv+tzwTsBd9t4uTLpx014LOxkOtwTT3QRoYu3S/d3GyXwnVreMsqd3tmjUZ2UOMchpn3WM",
-	"WrDPUAGhOsGwPpc+3UxW2Xu2dU9bsIKl9GuJBvLh21vdUFsycOozbIIlfJxZNlAJds8Tk733J/838Hi9",
-	"34fb3JRRp1Dy50K4n9su0Fx8hxvIZprzl4sfmNxR83IN99jSRKsLkRu6uKLr0ZAojnanfNwmKexcqrSm",
-	"wXeUtiJIa3Afpzxp52375pmsrbZnoeFF1HHLC8jgm+a6RYmvXEaXtWCDLVO+QbYJ0QNm4N2OHOqn9G4O",
-	"lrXZ2OWX1vbxwaNhaHA+fnRcywp51B59vmEN0u9ESzjeudh5cwHt0JGZ5GJD3N7Zq2fsXKwG7M0cdFqt",
-	"EnFKaR+gPs65QWPIWJ1TwO32/YQxle9r3VTUp1wmJwZttvgqwS6MmAvfI9eIVOdgxS15bqPQ0IAX4MXP",
-	"fmprECq6yweNL9/r2bdudPTwu3KW+wTI3klA7Poif+TI2ODq9INiYxvMp85gla5FjpQWY8fHhnScXyMK",
-	"9D/S9jqBpduiB67z932cIR87SHe300vf8EUtzrVdr9k3NnjN3ttG1LtOoKPMzo2IrqHyV+SwM8d4j4ja",
-	"uqNkPfvM5800p5yKNv614MlcKtHPBU8RBoFOTMRMQbliMXrSxkrb8VQXKo33imdebHLT/AhG/yW6n3Kt",
-	"ZhH6CRB3xNAt61pXCK60KeeN4Ggo0MhqNsnQGYy5RZhstOR2jr4vGPFeI29PdsaMpowbvNPHJUZXHuVd",
-	"Wm4LU/mybQX0IljQTW+3TKpiOF16OU0+ou17t8uqpb1vI5pvBc8IY64Z2SeS862RG02zz3K5IYDuPPi6",
-	"9Oc2RqjPW4e39gWtaXiI9Dmq7hXySJuKCWpxe+x3Yxyu/7axPFssdW43JXfKRZXDuAXuoHWFzLlcLtvi",
-	"YJ9LJQwjt6NMWZdggUodH+9reuwSyNrhedm5yEUb5EKLKeNR5MqhVyNpnT+Iq3VCqeL4W6K9doXyEzsb",
-	"g4rWksAmrtibb8/6Rw/9FS/TuZxJxTPK771pfqBUM5cpTAmCe517RDrYmPFXw0FYd1+1h6h6i2mbjIHV",
-	"/g6e+xADychfxJ7RtNXB2jWqN/RkmdSfpjfJ6N8PCGA3N4ZuimW6Fi+8D5zAdhaAYbIVNCpuFjUNiSHc",
-	"erfQDXoO9q22VM01aEym3ApPyrsTRUpaCdgi2B9ukK0cEdp8hMwSZAotVzIKXr92CJ8UudG5P8zwDFvi",
-	"DcD+grgtY8W9btPSvFmTGT8XosClRncv9IsWQbpCNwWwho1r9tZNrMH9HW/ca6lcDzuokIwDu2lireZ0",
-	"6LPcHxfnNglVGzhbxo0dF2Z7ZzsP90Zuu8EbsnOGy1xM5VW79kaG/j1DWAgB/GsEimMuEj1TEuRvey64",
-	"g1r7oPne1rO51QxCNuZYlZt/+aaoopTaojay1Wq7WZvqBor8CAzFuXtul6b2ooyF3WjX7eM03R3GfosT",
-	"s4drdfd1WPup8yEt7R7OHwn3JeNW5GzKE8tMAWaVSBEU5BQ5bwWbNtcZ4czdboj76Da0TR+s3WxXqr2x",
-	"XV+Mb3ROUU4n7qIe7+aDq/qui2IyS8HPRe4vwblBlIbeYM/znIs2hDTE4ckdNI9W2eqE5SITF1wlImJz",
-	"OZsLxOGdYPpkwG+qEJxq78aT1X7ZRKRY3IhYd9ITxgIALU1EwheC4bt9BBjiroBVYrhMb+lVL9mXt1Kc",
-	"HtZwhKyf35raVWNnwULUZtg4QM01rh3dzVznG8LIbcFDsVYsltZsNIE+DfvxZtH+TKXMDGnFGBNXFgQl",
-	"pndxxTY4aXYYvtb5grxiVnW62yW2RiHUW6U2lwvfRiQ0vdpa7tzbjyDe6rTygYLuu/LmrRbrCscvPmF8",
-	"3VfA3Jk8ZTEcXnwoLXL0S+FpdusvUgZHwcWDAku8zKW1AjvQSvROWay0FfFJ+UMqc5HYbBXimTkAD7z4",
-	"i+gasE2tpsl8tMX9PZsj9TScXVeB9dE6lS2FTRLKSI1Avzxlk1VragrdgHVdfK97aqTq6S69EzbXl2xR",
-	"JHPfgdVMKoRioqQXBK6l/E0MrmquSH3DJkU6E7YW7V/H0ToXitFDVQbofxHMuBsAIWiU2Hl4aelFC0Hn",
-	"3QNpbK1Us14DSW443JkS1MJx62P8W66LpXHEL5XVzaME65KKtCgBY6vMg1Tk8qI8PhgwB1YFqBplFGI9",
-	"ZSgEOwmoagPpvBaJztP2KMcMoY+nGPGJLj2CuBJX8Pc9w2LqInZIWxT+7QLpsFtU+z5pOMLvXNO+RfmW",
-	"dW3896ZH78yw3E+vbtx77q8U/y5U2o8c51GDE1g7nOucm2nluF2/4tdlURbWLSNsKZnCuCyNkZLAsW0I",
-	"kAy8JcUQWuSlqalV4ZGCYMdZt+SywNFGCrF5MYq/h429HO/CXkhjRdojkRGwf3bGKCKc4Bez1Uh5gGFp",
-	"YUoIjM/Ri1KocyeA0G+vBMvlbF6ikNdj1k9oPAXVlcC2GIQe11OUBj6FGR+kQkRod4jMCBcTTY19oHxc",
-	"C0yNexHaK4URlZ0iESSVpoyhI15MLrMVRoRTvLpowwoI1NV1SzPQp3DHXUg/vPTEZw91la7A613tCpI7",
-	"PBe0KH4bexGL9TnlK8XkpIxdTD6JdETzAzYuUkxiHakqixVJ7aDy9By8L/++PnDVPYxPhGlkK+EF2xav",
-	"6A52IXh6M2ddxQ7WF/UZkbfgeSadN8NQ9Dz96am4QbmBx+NmkOGuvw/EOqwqXHEwPXyn7YyEmPgTrYiD",
-	"1wNs1oNpmtx0/aY12iVE6I0vkQ/p3FAkzfrXu7TVhVTht4drh+Xn3fKM3vkm4Rkn9EMsT9R2fxx1Znbf",
-	"/l7mqYDtwEbiFq2kuoEN0pzDrvC77DbzyG41DyVuPnx1h5O/3nIC/LBvRv8h6bpRfPABwj49jkBDPb4R",
-	"YlEjNr4lAKaCpEUIGwTqVy5hslQUDOt6jeKeYf5MnrKXS6HOnjVUBiZtb+CSLQOAHeCQE23naAQGXZ9g",
-	"9mebNSltmH1UlieqzDYnvmiwjRAXUlcGN7hJWoddosy9NgmkL1WpO+7hM2qBQCp7aOXJ8OKP4Z7ACbRI",
-	"mfW5ZvC2nR6wciIb/UTNROF1WDyXQbv+y6aotpsgpW/MzaiCqXzMeDmQSv8ov9q5EC1P1tcAJfDXAvS4",
-	"tDXhSbTi0L3wKrR7Ykctk/0QIr024N+6dczP1FRvZDvO/ml4WOQCvQCY4ZeloP34YmfRnqYS6FLbwnac",
-	"wrgJePq100JD7dfrmO0rSAPc1N9zeRFYM12lfW2ZlAD+K+Wut3mD2u+TtRXbJorYG1t+r9uhm/ch41bQ",
-	"3bKaiVteiLir3NpS1UZY27fa3Jo7tvleZCstfgQWWKfrW7u/6ykOdUdN4KSp/hyMTxBD9PDoL+1OG1e+",
-	"4DYpGvuU43hBHkpGWgaQhb8FDNycEfNlWw6Hw94pm4pLkZMhTH+icWvYnF8ITAwu7w49bjyWir1pIY+f",
-	"N5fJdZVD8AlXXePwUfTg8fHW+hrsTaMkl1hMRGrYJdpp0ikQ+CWmtZPC0628pUcPH7FLnadsKUUiDOgq",
-	"bpV6p+xcrPA3429TuYP/cyDr6+WADh89eHy801t5Kc08cxS+jYR/9M+1lFrI2xWIsDbG/ojULsLcu3PK",
-	"chzbIxQbNSb5oiw5gPWfulO65heLMosPvfziytK3vcENyz2VlZ0+xntk2hKl80yl4qq2DOjgcYHU0Fs7",
-	"20ewZdkOL/tzIZjEgohTKcoroEZfdx+x2Yi6L59kvoMNIwtCPNtjDV6XrEEq9tMwYofv2gMMNmGBrGN/",
-	"1II9N4QEILoExiOnWG9Fh4V591dA1oJEd73OxwVnK+abEdQN9OQGg4zUlQDp7T8WFzPaoKDXzxg3RicS",
-	"cRxKf+MGAmqJ7XO30OlVLZiBokxdqMOmYNOtsaREDwEF7mBI+4ed7ajw81okQiWrG15qvsrFVORMoXyj",
-	"miR8odXMyzasjmhOGE6L/fb//L/01//5393u4W//439eCjmb2x77vxj99X/+99F/dn/7H/+Tz8TBnGfT",
-	"cSanooeVNXF0zCQ8Q5e4Px5gYiO8EVAJYg9Ji4AW0rJcgB6bm2owc6whXTbJ5BQ/Y73QDEmB+BOfaJDR",
-	"tVmQnxJscMsywUHMH9QmAVtpGK9e55ExnDd9ypQORm4sX2Fxa88jvEox15c4OiUuqQ7m+rUeJsbUDbAm",
-	"ITV4MG5NibykqmOGJ8x51GUeHLhaJEBbxDORcJtBX27dOOWrRlLqMDy4uphgOFDJxR48eli/AR4Mh23o",
-	"pLTmdXClwYOtXW9nkG2urDABc03u76jNsTH/yC+pb7+7PCVxjfXnw4HW0ApbQkrElY0jFv+X0WpM7cqP",
-	"xB9i1kUuWPuu59DVPFQcz5jlM9atUG0o+dXV3Ylp9ePedjS1/XEXX2Vcqj3yZMM2/+3Ny+/fUN3XmzV8",
-	"U07yLZ+R13Bjz2vUEKxa2w3oVoyNveOpdyYoVgP4oAtk6DCx+wBU3tRf5Ik/XK59D0B7m02HgEhnbZ+a",
-	"A3FpFsG52HM8u0dQp6d1z92Gs4p2W+283UMQvwW3dPAw/xFxn6g2sp9SI1e5ZWaNNbzec+HdSNtmTKHs",
-	"DWz90ssRxKmfuLuz8vNlLhFVgqcL2V534Y2wT6+Wcn+zvr6OTwPsKj1lcRVVEqNYjgPYhNhp0o37r503",
-	"YrVAlZbiXjh8F6CdZILnxqUh3DJpqg70UAnNw4cPHg2Hu1wFbSKujgq6k3M5qHZdGLrDHxvL7S2hvGvB",
-	"ALdAPd4wnQZC6c4pjSc8ORdqv8hd//D4kpsxwoDuBX1YwZpuvoXelYqfSizjPq6OwLgpVXYNo+xCrcaV",
-	"w+dmbac8y2AR9ms1y/liQXd4O9fWF21vLRhNPCsKq0s65EPa/O0ax/qt4Q0SFd5d17nonrjPMwI+2x1X",
-	"VfL6sSU5sbNJtXfj0nH6fo9I1/XjUgPE+9xwCg5R42NgKYRDagWiho49diYeMTTCKII4t6aO5vK56gSW",
-	"D6+rMS4e+laWRyMncbvw35jAWEOcWSedTJtaMn1Yp9e1vP0EfAd7T2K9QTCRjZVww8vVllL9HrzY1m/+",
-	"qb7xus2+pa7uelX8sITuXmu056nbVcm1bYHakWr2BNiI/TLFzSL/x3sliHgddNsNcR0p8QZ35LUt2TeN",
-	"9XrjEt0E/rJJ0/tfllOnm9bhIzPzJo8mZKNbABvdiKU3uts0V8QaajlM1cnUOjtx6PB9vOdaZjwRc52l",
-	"IqcbK2OLiXdzTIushnXuvBpB93HEYoRuEVbkJmZdB0dDbgHnyBupkq4oNjcmgzpuC0HdzGNiGHVM13O+",
-	"fAmM9nTriML3OQwexHGvZrXOmTZjfj4+/OvRFmbTklqmdXbP4IKzbjhqxmtrX6IQpcVisYojD2Pfu0VB",
-	"lmr6N7yuadm7qtx4+23NnXlGPkUkzQ8YKHAzdMtdNvCHJJjcOnP4VrkA68uxiVG2lJdqKd3ThNBvA+y3",
-	"tcIpOzB96j1GLQNpdNm6x+b3g4+GyHgfQ53/Mbjbv4ELiNwaPGNTmQF7QOa4xBsroRJhqnqG8DPjy2WG",
-	"uRDKyFRUdaUGI/WWrnZywV5/84Q9ePDgrwP2A11FsnOxMlWZCsUXYJsCKzkXq30y7vAaZYyZAPtnw1Aj",
-	"Ssa4QSt3g3Pjt/l2N31hee1ptgQeYEpAFW9Qi/Cv0dzDrcV7AoWydJq4m9r6JemO5L3dEd/nUqXmRhA7",
-	"ZVxBZfK1VFnjV2MKERovRT72mDQNoeVCjDA9YsHVykcVuaopVB9ChReKNw0o2s2W94sir3IgmrHTnW/c",
-	"gdRU3KIMl6jA987FKmI8y2BeFJK8KAyhWwzYGfm/R0oaJiReRHG8GuY565q5zu0cjjroH7H4Oe7VXEW4",
-	"Uj4r4mSk4ImIxVRfSKJCpaQC3Q42BvN2ZnhbNrP4SGbp/5j+g7eHZqRgGYA9qGIhcgmK6yoqeYWz5fBu",
-	"GC+JI3d75r4fqUxcUSN4GyVNxKzrlInegD294iALYLTvR52Mq9moc8JGHaFGnYiNOivBc/jm/agzswL+",
-	"OhoeDeGXzLpPD6/hY5rzqXVP0nvgA3LP62unoDYc4Q+O2kpcSzXeELryda6X5V02PAP8cCIyfYlEW3d/",
-	"3/CWlgoC1vWl+WqSy/Ub75i+j9m0MMKwr14cPXSVZ5UJmPspi40Ld8OENPqZMt+Oj44o6sQ0AuIkHLdp",
-	"75TFLpoNm+IroGV4c16OzvfRiTquUasdlVdhGNuvLukxCnAZVwBJIcMcHu+TmkzgzEUu7QpVYTrgZ0ki",
-	"jMF0b0wLFzwXub9frjIiOT7GUCFh3cTY8W9//0evs65qGzlTIo3oTgQootZyAezHZV1z5QGhq7gcl6KA",
-	"8Ees++rlG8qLIz0IbQZcGNTAcaSVMJpbu4RlOltKh7m1aS7+rd3EnG+YRjm0iLkQXKQph6zEJiv0J6YL",
-	"qUqcUG7mE83zNMKPT54/A2YEgwe9YY+RX6MfYaq3pKViOSAjsml/rjEN0oj8QiaC7L+ZQNKt1Bn2DHjg",
-	"FPivnedCjFSVPxKxS5kLrP3MrZxkotqDCnigLNR8MlIjdThg9++/rqES3L/Pfvv7/2IxbtT7CTdiXOTZ",
-	"9QH8dlCptSaOnM/M1fM8YVyNFGPrg3bPUaEdQXoajayqdNaN6XjGEfaBQQ9j/xWLc8FT+nepczuei2w5",
-	"LTLQDuJekPVC6TcsL5Tx9X2wO19xx7EAdxEUsUJZmTFp3SDauh+M1BEsElleLSvkgsJxjap0z+Zq/WuZ",
-	"ffAv37+JT3BUmP4TPONXiJdpPXSmgnxjVIIpY5a8FdBNDWkEMUhH6gGM2RWzoBji+qgd/dGw8ff4hBG/",
-	"86ukMTCLXkFP3zNOywPS+ad/YmdpmgtjhIHPpI4vuZ07gYEpoBm3oF27YERCkGC51pbF7+kTDiEmh4Mg",
-	"UTlSMZyfk4ODw6O/DIaD4eDw5PHw8TDuDdjbsNg4pWDRGNiCL5lWGEQGwnqqsS4GkvmvQX1y14D9yipG",
-	"6L8aqV/7/T7+B43iivxj9mt9xAcXhzFzTwUksPZc+VC44uu9+bv1A/8cLAksZh+GkJKXK35P/Ob65KB6",
-	"blD2DAxkbIrpVF5Ba/hIraOyrJjfAYTk53kZP8nLUirQilEnVI63VgmQxUgrjrC+Wn2rjY17MEUiiMLO",
-	"8fDjwxVVVO3FVSKW5HGfI/wxW+Z64tLtKGd6AXwjMTFTQqRmpOIztGDkL9jDCfsKWa0r55bkAiOJeeaK",
-	"uoGCWX3JAiVTsfv3nQS4f3+kurETFfGHyYORir1EKJXV+/dDCXn/PoOXWfeyHfJypOKFwwohkWnnuS5m",
-	"c3dyK9EZn64J5qiWY4idtSLT+IJ01bfIYohC8KXS0vIzqUYqvup7o7+PP8enLMaViZlcEEOnsmL464B9",
-	"B2b1gq9YwvN8RRVqsKSNGamqbI+L5gxK23Dl4tWx/E1Q2AZIqc8W0hic5YJnoIYKZOFoyUflviEbwQyl",
-	"gA5O2P37x8ND2Pe+g10JiMSHVpbTdz5lfyZ0HrBgXVh0MUiYDAvmRu94AO8YqTNPOrC1C674TBDqnPcu",
-	"GB9H72UTUcwJSiMkRxONFK5Z5BItKuo0rgcEpyZcSYQP5PQQfR+sOiEamGJihDVlgtqlYt1NK45huDhe",
-	"XlGnf5jGBaNK5jgtUf8dO+sN2JlawRRnhBEhTbVAoHsjfD2+UaRwbCmSl7y0yJQX0skzRK3wi0iEdi6w",
-	"QN9I0WOYB0RB70YvREVh4dYZlnDFlOMHtMiMs0uZks06UgpLksMKl9/D5LzDu8yS6SPzrHbYC0QsAxBI",
-	"Q6rsOHdNHSY9SUcPGjLR6YrFtfoBsTMVsbWz93yBPrQYQcekv9B9Tn9iidUOGIIusBMhOkKIfOQHNKRu",
-	"HScfLFdoHzO+ufgAXVXETp9ED/RI1VH+yzsVVAOqagWu3udPh+8GzlVIrBKBvkhAu8X5ldJZfiWJFQpk",
-	"L5SPh0OQnh7px41kjPMCuVryBhxJBBuZazXDfiOKFyffH1h55IuAh/APH9Gdc4W1EbFSZYl/XjLLSY6G",
-	"jxvOIQyH1yRfMBpiWTDZCa8xHdf6AbReihwfDFsSHwY+VBUEc22OoU1Z/KFq4mfmssHdIYhQaYvI8gn4",
-	"WO61TNfrX6HXRKtpJpNgPZ0zShc5KE8O6p7cD67lIc7Bb4TVepzxfCagMVI3lgvPNE9JpcSkTDivvvlD",
-	"aF4oUywJC3+8EKnk6HqsDwN6u2eYc2/33wKluEqrFOMfbpLlwCfpFUdH9IplroHJYjAUbINdVS+4FFnW",
-	"d5QzKSzCeBmDZhTwINYVg9lgzZtQQrc6t4J/IS5mzq0Y41Sr1yxF3geGCr/RMpyyGCywVf9sakUeM8OR",
-	"tYPCptGIcjv0kAjfaY1lh5xNitmps7QNofg4YKDgpDKZ+l4OPfWA6BYLAdpI1R2WrfX1HEjxkYZNCpmV",
-	"HdBiOuScYCCqgtMRaiaVoBJMIKVzYYRlWJ1UWTbj+QTG6fp74KclEzEOqkm0d42SORVLoVLMKkm4gjFP",
-	"hJNH5TDxlFi5ELqw7V2lMnVleg2mwCjKoPi1YuAeFqpc0vg/+u72rf8sdTe2/9EPKbLvAjJPmNJGyek0",
-	"9tLBNQQylmQznZXbgweFvKSYYcrisM+4Qdsk1LvoiLyURozU/fvHhw/v3990jmJXk4tT1qerS0xnBBTO",
-	"IrNyyXN7AAegn3LLCa+pzIo9Zi/kV6xL59iwR/j5lJUjANF+SKIdphJwgV6Ejt8qv/bBYTT8y1EQCm1Y",
-	"9+jRUXR4fOwuveGnkaICHB5Nb+1NWNV3vOBqNaZe4E2UHgSaDPp/4fNIlZB7bgSPjlkqxDJYP1RMhtAn",
-	"NJZqhuOHh5zJCRSAVVnQWyw8klYpwKVhS54bkZ4yV4kXjR1UB9jPhbbVSj48PHIVNBxZvHjyihLrYQNK",
-	"qKpUJ3iX3YOnMK4c5Ksz33hmNKEk0yFHdAvii1eWvcq11YnO4JV1K3ORLOOR6hL54wH/9u3bVxEKX5EJ",
-	"Y05x7fuvXz3xzMRQ9EFpUcBwR8osRSKnTtpRKrKHfSoHHlXuJyxFxQIXzyb/DhD22Ctv9MNCLCZU1DkX",
-	"Cc8yd+imOp8JG4+UV6S8jDIsdh2EVvLBeyB4UI6eWScarF9U8t2BITZSqFdj5ldgwJlgKrQNpHLjc5WW",
-	"fQomQ2WPKiNCnZ/WQJJfHVtDywH73gW5Y8ZkzqdTmZAv2yS5nKBBE5atBllEhnmc6sTAlg4WqfP+ZzIR",
-	"rgAVXfx2zpbAE/tHgyHldtpMBN7HTlCdpzMcHNJTeikUX8rOSefBYDh4gBWP7Bw9yy1+igNuMKB4qU0b",
-	"HkWhaKU9WQiPq8cyrZdV+lzogvQ4OES60UhVtbql8WoNQfFR3KlD0wsvcKe6yN2aOwoZKWS1cDBnGi0F",
-	"BObp1qBNSXD1aL9RqdA6c6E7IF7w80gl7naLExZfzeMYpt1Wfk32L7XvKa0fjWt/1wFaW1T3fLJ/CW4p",
-	"6HcEDipHR9mJS5GPFDJ0PBqoVcTlNU6hMqRkfHuW4XW38RbgqTt7NDzqBZahxCKG4fROazmOM40eVLSI",
-	"YHU8p6CnYFtHSqjUVF6nKriy3cmKQh3h9OIFvxojCl88Ug4C2bUQqTdpFF169QaeN9ImkFSkkVIDcldG",
-	"xHjdC8mCi2g3cSHRkhcXEvQJt6REXBMQ8/4WrEwEpVRSFJ/wF3eqIKL7FjlwyrTIPRkikaNvs5S5WGyN",
-	"O84Aix/hZuCwRurRcEjiwQWwyfQqZkMXGpboXMRsiDm1foap8xtj2JbS+BL0soTkxnPBMjG1YOCAfZjz",
-	"RMRomAIVCQVKJpiDBJBIcXAel/+eYc5oc2mGMNqY3G8YnOs8b4Qd3KPZBK59lMGIP4FL7lcJNy+m8xYH",
-	"/ienOuKcUCEi7ewUFxqlXwB/BeMBEUBXskTZoO27fkNtMg5POh1YtO2BCQC9wvNlaVBuyT/aGzib3mH7",
-	"NhVcDB15ODyKUI0FTg16Jy6rQ0wIEb4G7KxypsS19KoY3WXcEHAnoU+WTgznJQoMwS4YjqX64rAjy/c8",
-	"S4Hzm/MnZSGlMMxuQxZn9Ygvgv2K23nn+h1F/Ahjv9LpqhGJhGE3pAUc+ByQKpFxe9X9cx/Gdl2PKsLq",
-	"z/CFQ2SFno6Gw4/7Zsqkv14Lbni7xj1K0S9z5plEVLpv8CRhKt8xDbHtzeVUDr7iaTlraHK4u8kPijv/",
-	"N+EIHg8f7G70jc4nMk2FohbHu1t8r+03uqBIl+PDPV7xVuvnoOBTg4f7TKS0TF6AYQKGDTY+OtqncWC7",
-	"U6u/7m71mlvxnFyD0ObhPlv0TFmRK55Rg8O9Vu5ZZUlTs6O9SOFv3IpLih96uM+u/hBUWsQ2e+yre8db",
-	"soMpYqBYLHi+Iu2MGOA9E6hgpJihnVG5wEONDMNr+cxg0qgvZvQu6jSvCSpN0+WQwtvbVMgSBqldiaTi",
-	"LcKEIu0eYSuvPHAF+sZJYVhwm8xLkW0ilOMjhQLWo1nAC4RK8TYBNYrYhZvF5WcQvN0UOOJCKmmsTIDP",
-	"voHmFE64Bd0lYhRUhDYWT3JtDCpBYPSdBTLI377lIufqnGEVDdaN+336ol/kWdyrsDC8UjJS6FdhCVcp",
-	"2gWI0wQygtqVyE6njnGZatTWKWUjhU/cCwE53GNdzjI9wyk7BX3R1OXcWo8UPGhNz8Nl0PtBkyBgYIkK",
-	"AAhwE8pJ9nB4TAqAU1ZdSBCCgBySugMCkfDmEiFSdjgcDthL0Jlc0BwundELBIwuIUVyUWoYMI+lNhJv",
-	"oGnBcIIndKeBSFZIK6h+jlT5bKINGAF4B8KZWYDW7A8CjIpe4IDB7Jwrr3PDSFBHdqowejmlcYglS4eF",
-	"A+NugJaYAYs9CFYMpNoa84pRrqu1GFc3TmokUrItRspYmZUbxYolLG3TNnC7CqoWVytajSo61o8Ib5si",
-	"dGAjsZHRDR/LWLzWIFq8HNim9IwULCfZQqWh/GFqz78F99O/S8Wnhnb3iVWfGvZQi/bzoo1zkmXyRcf5",
-	"0+o4fxBl5duW6KRmZFIYM8OCiJveh6ksFKryC0xgJvAM1pnO34R1xbzv8PC6N7Qc27NMXoAREkSDdk5+",
-	"ehcu3nN5IZQwZsCOhkN3a+XKUKCfE1WSErPfhMvlU7txJVxwzraVeOEe2bkUVlzZg6XHeqkWoRn1us6m",
-	"6A0+LOdVrhfCzkVhKAucIpS3r0fQxk2Jdf3kQZfKdWEp3I4upiPEkVXJis2lsXqW84WJqqLWvY0L5pyp",
-	"gxVfZNtWDQHEXz17sxTJzYjId7wfftC6tetezB4MhqWTdtBpgF07j7CLZvUO4Zba99fbXuG7Z93/++zF",
-	"8972HXobXiZELFzHyAdjOEXae8crF6wrGNu2ITtsjfKqpbpt46Ye9hYH1wFeLVRYmMVdkThXXsYnIvMe",
-	"7hhD5dhccExfjXfF7/VAb4I2I4X6GWLSozqsAszDwBVGDT3oFy2Mi/EbKR/hpJWIvJtseEz9JDoVpWI2",
-	"LsMK4l3aFUX/db5oSV+0pC9a0ufWkvC8k41TJ9ZvyyjgUB+iOGrPvGQQ2sZqXOtbujgBnkUmLXEZ36K8",
-	"Nov7fdcZpjH06TGEjSjyrHPS2T9yGevD5hJWJKyrXs8bSnViEJxpvYP6g16ZG2Q64Rk8hpHkJeBeMx/J",
-	"2mWYAEQf4R8D4uP63c0V0nnrBnyAQvpltz/ZboO+gF7Grar/a8FTCcr159H+4fWrQcBx7vh932tKUlmd",
-	"ukrUMiNhKJJzwwxfscv5artuV66YN0d8doLVufD+wlPyFXpvz4A9x/tdvETEl21U8S4OSyfzxn2Dzp5U",
-	"hfjvbN/cO55L06oe+yFEoDuCEjn4lOrAp5GcNxWD13XDtR5R4S4BqjjaBV8xI8SH8FNvCdQp5AkGiFeu",
-	"xLtQc2vvuJG6e/ixKXST8abEZQUi/zvXbvcg5ycuwPlzaLe//9P2xCdFBGUDbnqqCB22yYgrRaCq+rR+",
-	"5qhMVHjmakR/3JKx7qtD/ckMrz8AsdDSB5fEdJmZZXht40Kv3GUdQjrITJgPoKhoowa2kWCGn4pL/lE4",
-	"5J+QDP8mbJMGPf0h2VHgHlbfMh+kJXzAVeJGZnhQwtBs1FIJdGbt/c0a9JkPhfA5GxjUjYA88AC5PT0g",
-	"VIe82p1oT+qHMbyhJtfXUfPlr/hMMCN/2fg2KtMVviyo1zWsI9zsBMJu89jGSlzZmCVFbnRZUWiZiwup",
-	"C8OWrvJ/29AITSkc2i70w3d3yGVgnTeZCi+VwJlQsDiCLX1hNp/FHFnz8kRYRMc7gaMwZLC8InIXSZ+L",
-	"A0Ub7jvOUswsrtjlz4UoKJ14qoPhn1ZFn4C3oM8Lo5uwbDuGULsUTmkopnwVs64Lkwd+7BUBiy169Vrq",
-	"ZRgU5ZyOVEwJWwN2RhlLPgLZasZZXOQydtHXLiGRUp9rCFpu+UaKaiyaIHC7ezQc9phUxgqewgAxGRgz",
-	"o1ha0OEV8NShC303fCFGyg8Cb5kIuUXpvl4O2I/ufgVHFjFeFVu7Z1iRSybNSMVmzo8ePjqh0Ok51VXD",
-	"paF+fRw1RVKBtnSPVhP+dK0Qag1Yl4c7GKmR+gYUK9ZtyeLqUSA7ZhZhN3EtOdBVEqTwc1gqDCLnKo2Y",
-	"dvh72Yp+r0rNdTGrzRf14hNM6UMchJDv6cQK26do6bg3YG+8TXTC8MoXVyhiL3h+nmL+/rdvXzyP2Kuv",
-	"v4lG6uuXT/4jYk/e/PvB2zf/HmFO0gHmi2WYE4bXspSQmuhUuOQwwqOjQLSJVDxfVTuWiiTjuUjx4hBf",
-	"DJQXkJ2h6Gy36PpSMcyViUaODUYY+RTV6irDi1wcmWFdPxM2zbWybMEpDhCmNVJzDPN/9fU31R2oVFMd",
-	"MZgpw4jECliwB8PIWOyB1WIKoY9rhZzi0yrEylBaZXkr6LJtL6ViXUwSKk/xYJH2BiP1g0vjc8HsVrNU",
-	"mvNT8mHXXL2uK4pkK+tlUvpfb6TcVeLhA6TDHzHE65JL+y82L1zWIuac+Cg0JJmKJcKpnUolzVykrOuT",
-	"QEYK+xj73E1f6COq13qDvZSW4hmlaY+BT1OQqLuUpx+5tA4LKGRyxFl0zohLbdIgYKztus2G0grrKsy3",
-	"+pJlWs1o8WIG/y/zFbe9t7lG7eN4FKpYj3ZqWHcV8Z+mb8UVqrOVpyvqtHAtwiFNdOqA5uFUBsN4SwO+",
-	"f3CfhPO+bwc2WX/7J71WRkpsi95RlE4P4oeKKhKVS5IclxxOISX/wRHBCo9O6lEVzYRnVE3oY3oFN47W",
-	"lbZzxR8dcs6Xe+8/u2fwLE0rNdEFWnVBJhPmkXEaS6CFONnRuwsfIpnNLql3t0PRCYEv3sQ/gDdRBUyw",
-	"shvuxG3YThZ3z/HfltVqv5DZZ/EWNmnss5rm0c7HgY72cyQ6jniQi7J8yaca2aZr1Nc0lPazdvTJzlpE",
-	"jo0vrP0znLl/g5WvTKuaX8k5U0L4TwcFwD1swJyrmbh7NeLAF+baJi7eUmXOOxUZ+I4tpIyOB0yyF1d/",
-	"vojTG1/i/wEOgN+5e4YK+tThNVj30lchc2AciJ7gfCa9P5JYaqAebw6zf6kEgk2UpXvaQaMpcpH4ACVR",
-	"InAD4rqcMGlHahOgdFnYrQUTuoEHPVIlIDRfLikrGLEhYugvLmHVliInb1a3wjZ3oeAjFYdVrzwUlQPA",
-	"QA5X+ZcCNJSR2oA5PVL37yOq0+D+fVwDTI+klhJRwx3s9imrCnq3BPaPVIyNwrh+3xRRq6RShJsJazIR",
-	"c34hdZGfoJVffmRmLpdmpAqVutr2fiRm4FB7Lw4P8DsTOxwWad003sJm+WkEMECXfNWG4UNwU6YB4lPi",
-	"PMm8GlbkigHDAzgb2LT7xhYTxPd975EyT9ioLK5EYJnVJ0TXRIc6PoYlrRBGs+dgVB1bdxiqrtTVKXoe",
-	"0aXpSpW5vUYxhtBx+GUrRBFmgb+l5Cv4ChOd+UK0QWW1I6E7h3AL6eC1iseOcp1VeK+RgzRiHD3psEh9",
-	"NsvFEshDmK6rSBqxBb8auxzh3gnI5cSyKl867p048CQ7F4rQkAylibsMGJqZKyZmBuwrsdIotKJyuyp4",
-	"YExGp2PqGWRV8cywroEF5RnNxiW44Oq2lHgbqVpFNZ2XBdXKMS/4kuCPkLpyjXcnDVzHaKRo0j5P3H2N",
-	"PmF3T1SmJtE2+KRnDzMkU9NjViOUy8JHd7oqFvU7hKl0y1cVMHOUHs5lpNwlButy3DNfry12u4b3Toge",
-	"739IdUKIBmWhVFfVDdmmzm3vFJroDIGDcEmXGV/hpZPhwGaUAxXgRisCDkwDHKGzkSr3QRcWy9W56n0w",
-	"Wdwqe6krMgTqo1/KdPGu41IezxXZKBzhuEfXagGIl9LMsVmsyRxHNZihHJgkkDQvrI57pyxWWonYHVPc",
-	"BT2dRoRUCmITa+xhWr1lmeCGUEQTRD/mdBeWVjNyzxKugfuyuvhztFkbHnFlzN9SfjCeRQ8Ju0rrrI8i",
-	"pdr5blBO1GCmm69AIxWLy+finkO2xyX4Nejg1woEHEPrlTWtQLolMtmvDFgloQZ0TsoCuyMK24Cv3N0A",
-	"4tb/9vf/5SDta0hlt+2E+Bm1lmnVlDDySwoO4DlimZoT9hMWTErfxWU/66hivlesk/OTH9Jvf//Hu+uY",
-	"IU5F2gINBs3qLNUNw+AJS/RiwftGwNHEeh1U0PpXv58ltgIwuIlA8UwHCK/LzZwvEYECt9mVL86D8kZz",
-	"vEv3eNoypSs+1o1p8m4N2hbmt7//g2pWUhYs3gwizr2DXHbCBP41Si6XwrpGeFCrW1nnFwHZfuYRvXU+",
-	"UhWysq3m6QKrgE6VxsE7sf8aEzHu30dMYStVIcZTqXg2duoUaLkzgXoL8XGepuOZUM7oGpMIiUeqS/U9",
-	"QoQQmxeiV52lE2aE3dQBPI8XcciM/Vjc5aniGSuBzryiN3AodISyT/f8qVjmIqEiAZnkwM1AteJX47VK",
-	"f/EpjAwLJ5VYfamcIoiH9YinIR+IRTLX8YlHrstWAeIaqGhYH0gEWZ8Z8Co32ODZSxTGhObhVFaJURFt",
-	"MzRWL907fXvE7KuQTR1iDoMnPZV36bbWEbTrpTdgsVRJVqRiXIoKV5gqZrlY6AthCNJsHTbut7//g747",
-	"WMeSG5AAzDKRjUv12pQ9I2cxJQYjbG+J2AhPDlis4vLqWTFiy6CxGuHABD2npMv0SSEz25fKw8ERDmcA",
-	"AIRIK+LngmdlpjxJMv9dYIvAifGCsdSFn2K/dCwqJRxv28vsYT+KwBZa6kwmKzymWJZipEogOsytfhYW",
-	"/XG5v92L589fRCzL+IIPkuUyYi/x74i9+dtzrmY9uozXikqxVZnEA3bGSr2jjAZAGH9aFYe4PNcKFKiS",
-	"kh0YH6UThzDEZWdxFKLDVO/wYGrU/ykRX7kMNSxpw+JMz5a5npiYdZEPoNRdjoOviYjYsIfqIFXmLH+O",
-	"sAdpxxPJ8ZMv4i/SsS7ssrAOeJbM+jGhCcQjhzFIwtzz0cKI8UTwRSkGyyGBKTy2YrHMuBWolxIhOiYx",
-	"5ob+IkmFdkz4AH1NvZER7He8JM4lx7I3wtXdqTYMy4U4gsM6qUhutQql7o3rvAvVKGTpQQ2R+v6fuBgT",
-	"Go6PloHm8hdg5kBV/tfTSuNs7CeVUKHacFgnELTspRSJMKVPIMv6L6SSz1/0nz/qXxyxQiXciHSkftR5",
-	"+gqeDd6L6I5iMREUMObArXpVTAuKNj11C+YLKiiMdvLVjpGTRGFQFltmhamgX5Gx+CLJGKhV1hwmm+5C",
-	"J3xSZDxf+RASqvTSOjo2ddWs436/nAkQCxbMiPt9rdRVP5V5zA5Y/OTs1Zsfnj/9evzy++//Y/z1s9dA",
-	"geWXL15+/fQ5fTtSjs+m3HI6DM44P2iuKeEMOJYR1kEhA18rjAyCU41S/qunr9+CQKLRmjKErktBUIhX",
-	"BbpxQcgJC56fgw7LMn0JmvBEFyr12wtN+rjjRHCkuyD6vdHe9EAEg36xZJmeOZJ+g5Ql1QzImkKOiNhO",
-	"WBV1VAK3S0On9UBcCFUGpJ2QqIhhgU5cKaEnc26flAfiybyopBG2Rf9PKjLLidZIOgbhdCMFptRp3SjJ",
-	"QTxwWKlUgBDHDhAvzakfFJ5eynYSsGCgUdUNzgrC9MfHuqSNxU6UxT0n9N0KjClqzwy8OC5I05IGl4bG",
-	"7RSpXuSsd7cIP3398vun72JndHmlTReGOhkby62J3elxMfVu7vjAAIveUHkRcuBTRidKqYmYcUWiTlnm",
-	"YGdrq1+rgOLWfaRw4T0iX2OcRAeuapPSyu2tSEs57KuOccKII6T90udAMB9lTKdKg41zpIYuY5TWzoFR",
-	"Ar4b+Ytg3ePDB2wN7x67OoyGR8cj5aGRYR+9TqanbEEqFlfswVH0l0ePHcw4K8Pp6g48akjv0GqGlcFy",
-	"vggKq8h33uVYwraHrxkpj7pfnlvmoaDrrwtQ9b1EoJdV4zAVJr7rDWRGkzO0cwQwIkKWwLZyBPgeactH",
-	"4bqoxJGK+/0Fv+q7EfVrQo1+cttd/kS3SBUsn2mLF3TpmDVGcFeZn7WXfKaQtMZMscBok1fetjc6npvu",
-	"sUJ0aVLfKZjI49e4Wh/TEuwROYDj3p6ffYk6+wNEnf1B0OWaF1LN6qVordWu4ubcbrqGg5/8rfO5WG3P",
-	"7/oOHrjDQ/6dWG1KKXrratEF1fOw5gppD+kXLIKW5B9Xr9GwLl1IOoBdkeQCcXDDTKCQXmCBNtAL1pHb",
-	"BUTwnVjdKQjBd2L1uQAIKIYYJriZRl1WCoKvo2GAC/57lwBfwog3AAyUdU8H7Fm5myDXffZqacD5ouz7",
-	"n6OA8R68PxerRoBwEz3nQp/TjR5SWYa2Z4UoSPbOxoLnBDTYjHgDXurP691x9c31C4iXw+p+iXb75CT+",
-	"2hUQDerNi+lUJAgtrsmtocSV9S7kAXuWisVSWwe8eROBsSlU7fMR3xei+2xhzVqJkqveVPHYlh7ntvWe",
-	"YTJlXSzd+9vf/xH3ysS0JUfkY5eXdl4qKpX6EGZpuXCFzknnP6Grn876/533fxn2//ru/WH06Pj6nzst",
-	"OfeOp2+orr+ldARfVDUwqUiEkyvk12fcrNXhj5z5iXFdpS7MnllWIeti6Sa0EIShOqqyclxXRVZdYQLr",
-	"A0EQRdhYVhiRe1dNxKSiAoUYoyCVc1uRwz4Ka/47N2Ot4r/Ldi7fia6roBC7v4/iqibFIleqvFl+nNWr",
-	"j5/SsKsZYUmmiSiTrEsgrns7kPrr/jQqr6nEJRld0jjnuE8rproJbtoipRIHlRNvwVf1qpJ1P5pzbwGn",
-	"Lf1hXe/n8ldUTUdXxBpetfiUlX4mWJKmT2mkyKlkmLRlAQzv5WsMjFyFa568aKTaXXn+CoZTSFmTRLHK",
-	"PQU2KiHSEV7I5cIIHAOmkoZEcoJLIXieSVfkq6xgQlPb7Ax7gb+vucRuFlj6vScfhNa9s9IKX3xqX3xq",
-	"/7/wqf0pq1JVWKHvO2coqd4Cn+2c/PTuOnrfOVtKUDvhUw1L9KzJHClELxfcXz942enKnYNwCMRloCnR",
-	"Axt0JffjdV0TKfsJfXz1o+lgS0nglXIUBwkirBF+6AaJYAgsF4nOU+DvLmMAAxG5zIpc9ErI0IhuNCiM",
-	"uyatm2CZVG+nMIJCCmaZnvAsGJQ0Dsg+pp9aMeBhPiQVvq8mf4cMtXzLNi9mNeUvSKp1E+GWx6rEXXUE",
-	"GdBUgG60jqr2QWfo4H3591anDeUKmzKUA7qJ2IVIrM6dlk8Hxx+WNc08wtq7GC6Wc2W4C+fF3AmPRlyd",
-	"CzqnStu5VLO2M0EDapyKT3IoXMZ627n40VeaTb9ktf8xDl2JqFmRHh42pHMkPoqLufGBi9pF017kvkbs",
-	"WOPn01P6MzXVO9n/Fxr/vdP4SyWa5E3hdreSJLe2ROuJi1sl0YG4AlV/o4L3NJBC6y6grrhaytyFKZkC",
-	"tFEBksk7lsA8y9KqQinlaMUvnBfGJQZQwhbr1jDWrvoqhcMU9wbsGyFSF1k7Uhii5JRBuYDBB+WMcoEw",
-	"+5ihVwX4VwOmICSuRop+gc7aZN5TXJUP4gR+AnVuUEKibmMLL0oCcL5CTKXYhJvpNodW8ffOI/50R54o",
-	"pSbWuGEVoN/v89Q71XGzYfcNTywLDLOy5C0cdoyApOQ5i77hbhg1TXGQE56OFCxDxKwEswtLdOUu1D3t",
-	"UQSx02TnIheVl5a8pqjeVcahmuGlZD0G4TR83ohsimGYwAFATZ7xPM2EMdsNvW/8UtyhnK+9aZup5/fl",
-	"yzH+xMf4tSfFdWcEXn18iFflk5xoEoU3B8VpvmwTlu5r9DnpprxxqQnEBOna6ZTy+cvUPMSH9YvTq+6A",
-	"AteMYg1r9QTvOAgRVecMjFmXgxCXzWLal8wlM7nsdRrQkts5vYA4BM9nwmI6AOWGU/p7LNO4xBtEnMIq",
-	"RqPmODLncrmEvo12OkepjmCgNaLD2UtJT895vgC+0ztlXNFLkH1Wb+Au4aZ8CaYpgXKiGGfTXJg5k5is",
-	"NEGAUiWCVCSXZiTd9ZkzZXCVifUN2Fu8BTkXYln6MoJbtVR4HGCpVRtzfLbYpP3sc6/xwYoPnUU4Nwt+",
-	"RQjxCJ4+HLYpRJ8Q5BKXhYonbvVJEIn8/p0SXyK4PkhmED1UN+QYNPUBmt9efN6/baPmVsJ1/+xSYMvG",
-	"96rb/Caou6+dzxGFf6RKNOSHw6i87j0aDnsOp9jVJHClauulCTD+Z0lZM5RvAyOZ1woKdr96cfSQwh4J",
-	"aVv5O/Kc1RI2o5FKhTLCOUBNxFB9xDLGIpHLXCc8w3z3yCNemwWhMidY0niiVWF60UhNguliyltpnscm",
-	"0bmIT5nSMG6pZgP21Bm25eYiKklg4k55QrgpJWYEKxRwfcbNOfyu8zYL1MNKc/9LJo3dqqBKsbNAxhta",
-	"VILMagdU/nlTGYhjX5XCf3G4HqESvW/t81yqdO8qG8Tav4MmGzsMpdRYppuGfHj0+JYj3lKr42GII330",
-	"QZU6blKig47OjWp0bJibT4tzLpkbo3Zv67Oi+5t1++7ObaptxpQ/u1+Mqc9xv6Zzz+xtsBef25baZN68",
-	"IbdhZbQg6nPl9wRex2KlrYjLUgE9V+YjsXHEuCHWrk5AjFRWZAQf6xo3e2YbdUZc4ZBdkUp3miPhde/P",
-	"kibhPZ7tB9l5dFw41xel+s+sVP+YS7wldEcvlblIbLZi3dqp6t2tcn3wnp7bA349OJlfANj/bFfVnuPc",
-	"wY20D9jCu+gWr1P3ck4AUuj+sky2+I96W+6v796dvVXt+pIo8Ye4rL41gX+QFrYbfpcorNLZuE3m6wfq",
-	"iQtRh/NEzlNXMorCpPqES2KC84aAMHUjfqQc5tNEMJFiqGH3ePhXnysQ2D5x74TxNAX9VVxWEZeIEtOm",
-	"uv2AlW3uVHULX/GZYsK3MwNf3edPyhS+VOX+tDyLTnwpmSuAwIj5inIgMDHFtU/YVHIhPpGyeICul9UH",
-	"38HdnD0WLdrG3xC774qj9qwVhonG5BwyY25j1uW4OKdMFVnGkkzwnFglTaPnK/PZrKxSx7q4pkpf9si5",
-	"GXpJSZlB3AAjMoEQ8ErnI5VhmhPrOv9o3PBUeXQfWQZzlkjLIpc6lQkzl0Is21jsG6/uPKWlvxsu+0ZY",
-	"6v93yWLd4pfubBBOtIVf8l2+cM+Qe74R6JbDox7yUE8tt+SSiL63I0XEI4J2K+yZZM4dLl6JyReqakFU",
-	"HyGZGkRhWxFzDxI/MGESEzOpj423KTTOuzyn8IatHmka4O3P2B+EJCv6i9YJ9F2zeki59R4uNqd/TAS2",
-	"LoHAIp5kvuC18HCqPrAp/1tVJEpJrZszqV9IhHlmRs6USOuIGCXCZcKzTKpZhXxA2M2YNDznFw5XuJ5i",
-	"TLlI1FFYnJhSzoOQwTK7OGKK57m+FOlIWR2Eu5iYnAdk6HTxCtMnLGPzSm7i6I6HDxyuK2YpR05YGxe+",
-	"15Dr/r73waNhcOP7+NEx3vnS5afVS8MudY6QIi6T2WCCNcbyITDHgJ0Fi2c8nu5CYp44fLXZyR0Syl16",
-	"uvENgSi/S8d2OKcNTAGX5YtX+w8G9gMso4k7UELtNiXYnpAVi0DP28RQgXsij9yEZuHqJKWeleZa2wGL",
-	"30+4EeMiz64xHTp+Tz/jNwcXh/Epi50ds+EhfMJ1vqmf9SpkMUy9yLPOSSd8shN1sH7DJKMjV/1Uu1fu",
-	"zK1dnhwcHB79ZTAcDAeHJ4+Hj4ewQO/KBV0PVAwVDNYNIO7QX+ov3hHHbu0an1RtakqQo40MwaCL0hu2",
-	"5pdyyxC56DuMfYtKVcetDcPL9nBIvgDWeo8lMBsCMYQcNmiPlNUyJRSvEZsLniFWBszK5jIJ2zpRev3u",
-	"+v8LAAD//w==",
+	"7L3dkhu3lib6Kgh2R4jUSbJYpZK2Nis6OsqyvK2xZKklud1nTDUTzARJdCUBOoGsKlpWxL46MZcnJuYZ",
+	"9ivM/TyKn+TEWgvIRCaTP1X6s310YatIJpD4WVhYv99620n0cqWVUNZ0Rm87K57zpbAix0+P+MoUmXjB",
+	"7QI+psIkuVxZqVVn1Hm9ECyhB+4YpvhSsC5nX3//imV8KrLeoBN1JDy4guZRB57ojDquSSfq5OLnQuYi",
+	"7YxsXoioY5KFWHJ40T/nYtYZdf7pqBrcEf1qjtyYvofe3r2LOk+sWG4foLRieccwmbJuLO1y8tvf/xFv",
+	"Gxk8u3NYK26tyKHhf0JfP533/zvv/zLs//XN2+Powem7f+5EHbteQV/G5lLNcYDPxFLn6+1DXOLvfpBL",
+	"sXuQ9PShw4TeDhwmLKhZ8UTsGyluNT45YsfManZ88pAlC57zBOiG6RnLBIzARCyVc2lNxOJBHLF4Ekdj",
+	"FfdjxlXK4lEcMWN5bqWasytpF4y7hkzn1JJ143mmpzyLmTTMLgRLxYwXmR2rchDwPlsNTq9EzmHMvcFY",
+	"tS9h2fTWNFiuVUmF5Tf/Voh8/TtZvgH7mpZrhCtESxksXYRjSZlf5GDFfsZptC7Z7ZboHay1WWllBLKW",
+	"r3j6N27FFcfFSrSyQln4k69WmUxwC4/+y8DivT3wlY/zXOcv3UvolZubUKyMzQVfMqHmUgmWi1lhRBqx",
+	"XBhhcZ0SrZRIoA2spBHKsjnPp3wuBp13EYz8pfi5EMZ+2pHn9FI4CUuezXQOW6dzNs0FvzCMs7zIxBmL",
+	"kYXHRGY4n5kUWYpDf6TVLJPJJx+40UWeCMazXPB0zcS1NEDWOofJKG2ZVIwDNVvB7IJbxrNMX8HopcGB",
+	"f6PzqUxToT7tyJNcpEJZyTOW8eSCltMkeiVw8La6AeFjxZKkYbqwRqZwARmaTT+TxuJkHN2/lkuhC/t5",
+	"yT+VKW4AV+ZK5LAPVi6Jzp8ouEV49ukGeK5YocT1SiRWpGzGZVbk4sxxd2P4HJY7z6Wj6/JAEHF/r+03",
+	"ulDppxvvD+pC6SvFljoVWeRJIUKhI2IXYh0FNKFzdwH4wT5ZrjKxFMqKTzjk72GvL7nM+DQTuN0Ladi0",
+	"kBnykkSrmZwXdIPiQF9yK57Kpfyko3x+KXLG2Urk/QuxZjnwhQwGAULRQvDUyacvhc3X/fOZFfnmlftK",
+	"JFqlBq7YKy4tm4qZzoFqbL6Waj6oXWVOHpLKirnIYUzvos5rrZ/yfC4+7RGd6nQNe1GsMs1T5CWwHMBI",
+	"3Bq8izo/KF7Yhc7lL59yX55JY6SaR9UFFLGCDgFcoJf6gq4kcb0CoSrgn42N+/HHH/vnhV3Ajwm3YnP3",
+	"4q8Ez0Uet+1SKbW+o5Xw9Px5WakGkk3FSqhUqGTNEq6As06B5HiyEClJYSm3fMoNXhK5KCU42HCFD+LJ",
+	"7CY6FSz2D0+KapZxL0JiSKW5gE5mRZaxbmyszvlcTOBj3MO71dI7eNrXKlsHz8B3E/gu7g0YHiLG4RCx",
+	"ODhRMTN0gj7toftBrXKdALv/pDv6o8iyvqfpaWGZXK60MRI2YyFywbozJGwOXJsZseRAuswInicLdrWQ",
+	"wE5xwfVs1nNn1BSrlc6tSJ+JVPLXON1PzUruGPaIXtiHAXiJSytBvL9UmJjlF8KwLtIKT1OgSq7wMnM/",
+	"LYvMyhXP7REsVB+IE2b6zu8pksd5Apv3Wl+QsLbK4QVWktRPjMFMOM4eeoG/Oim3og+Cx6ZmGpVtpNpO",
+	"boWyMoP1dw8Pqo5K6ooqLca0K2jV79DVkq9ZYcQZE8uVXbOl4ApFOVTMrViaFo5UvpXnOV/jZ78Qm0/C",
+	"LxPriEKoYtkZ/dSZItvrvGlT0Stl9SfXb62XKFze2rrVpl51raf/JRILYzlP029kJp5YsQx0m/rezWQm",
+	"2tcNfjlDngTEUZPR4CeyDYHSqrEVz7I1Pv3sybPHDMYCS1oSw1QqjrrnxopBZ+WCbUoMuUzdW2EYdxr9",
+	"L/n1U6HmdtEZndy/39L7UlgOJL3Z+Tn7b6+ef89ouSLGDbPi2jY6fXD//r0HLd0CWU/osqar+jCqL3IJ",
+	"D4ejHp4+3EcVuEdbNvi1uLaNDYZTTjvyItjqGc+MiBq7HzCtTQKA5WBdbtlSG8sesmfyq15jeR7ee/jw",
+	"wfBh1FlK5b873rML7cMjQ82SX4dfPjhtmfQnXXq/QK2rby5ut+okWrQvuhM7UF9eFqbU4brORgaXUrIQ",
+	"IDui2ipy+DMvlMG9KRlOITOLPMILNC3MJ+qg6EkDwd47o+Nh88p5KUyRARcQeXUxClDtrdYZS3iWsbm8",
+	"FHADVfL8kl/LJYzleDhE8nCf2jj4kl9PbJErUxvJw427r8gVvcBbBzOtV/WXPdj3LtwvqVX76vtfWReN",
+	"eKfDvz5g07UVJnLXa7aGDbDEdZunAR7fcxQa5FWOZit9GVyLt7ekICIekbKuIwhSQYgieoO2c1Jegm0m",
+	"H5J7UHowEfGFhchWsyJjM5kbGzGQdYGXwk0gLiUIzYIli0Jd1G7YXUIQGlvdzFvu3nAHN0bvh9gygbwQ",
+	"RLhoeQDlHmlXpG5eEzeTiUzNGcODWz1vK9oDTSCtkZ8bxVTrTHBFUoDOJtB720r6U+NUQDg/SP1ITZ54",
+	"h23Ea3Oe4K4ftI7n5gKOTKv84k/brvdto9XIk1+w3L7L2tT9fvuBbyFyWJBHPMs2yZzn82LpnVhtfqos",
+	"u2NY+VTEeHinAxlyRrTRSuoCpO3Nrn9crJ0RMMvQXoXnh6fhi5x+jCehdxaQlBEkZ3KSWZBF5kjLrUMg",
+	"S3wrIUObCTKfFglZ/lK6SPAV3pKGdu0pTy6AfZWj2k9Z7nWJLtqkgW/hNHeJ+UcoF0zog9NIxdKwLqif",
+	"PdAJi1yJ9OBXytTUKHqP7N0gSly/KCCUxlQaC1l76zZyhDOzQYo7JSVujDSWKxBP3YMReW9g4cbFcHgv",
+	"sQupLvBPwaaZTi5a6SF1VrrJNh58tdAZsaMId94wqZKsSLeuuCqWU1pwOrVbe6af7xhgh6ArZlqJvX3O",
+	"pJJmMckFN3qbQhSywoMZl+cJW5hXjXcd7+Vd2CQqN7E57vq6hytVG387wbitf0YncCflqCJzJi0Sd7US",
+	"z2ed0U81sfR4ePrw/l9alI4DVw80ghc8t06yekJtTu4/aK7km4D/1PSoNoUHPWrkNmgba3Nmm+11VtOI",
+	"yyPTKpfegmhCiqmmfXzycA8HwYHt3NmXcB5uyBEuJRmZgFeekUfXeH9uvMEQfvv7P+i7o+DLmNgEK1Qm",
+	"jGGxO+eOZqWao/sc5RQ4pvt3oNrB39du7d+eaKce5mJHWnYIxM7qTtu8gpJccCvSGxmuanv9tl1+3vXO",
+	"LTd++70Wvqw23Np7otpMdyzRU9lmAvKK+UEb5xd7375hpzuG8r1bhvrRQa3rwT2W6SuR9xNuRDNsAgUO",
+	"pUTOFuvVQiizGZ4URMr85EJkuv86cn/237wdRg+O3/lfev/6z227/GjB7aOFloloM5k17jx/SozVq07U",
+	"yYg5brk6AkpRqbhuJ5JMz1e5npp99pItB7la7WV1K+2+cWu8rrmZNNKqt+b92brPsIJ6ucqEPyrNwwmr",
+	"ezjHCHakRSZwR2OTon5Q8tp5vwNrpFT2wWmrNVmmrafaBWjtGSMFhb1EpQhbgfDd2p9bp4B4kgW3g6Ra",
+	"sDaKMWsDp34m1Vzkq1y2SxWbpq9DSOAHfGhj50G1c4OtVtnPLCp30b9kPyU8Alb1IcihUBcH0cMfaNMH",
+	"yMc/ytbzLHOi5gFE8KbJWW5LFvvJIbCg1g/u5dOnz0CdWnDbr1bIh4cM2ONLka8pCsprwrCj+cyF6vAk",
+	"ESsr0rEqFTEYSsRoZjKTdo3uC2dwPKO+TKOnVKNh08UmMp4LJudK5yJFlwGMEp+hKLuG+SJNJ3OhnCdu",
+	"ssr1clW3ttZ2LbAfQUuzEonk2QR9QXXTqLMqt7TL4OZMqc021bpueXWCsnN0bCGo8lxNeTq50vk+nX2n",
+	"3hEh2U+sWK4yFyWw6XHZS9m1PiYXVzyfv/91CWKmVIWAc8azSXB77l97kSz0YU/OkIhVsp6shOKZXdea",
+	"DQN79kmgfvdPtk6g0seJNidCH0gwG0rFQeTpW4HAMzE2n0g10YVdFfawt5KE1Dr745ZJZXou7WQq+Y4N",
+	"frvZbO9uh1JWc9BbGgeTWPLrScWYgmMa2iW2dNN0fgRHfJWLhK4ualHnil+XvzOeSY6BxXHrSOKa7eaw",
+	"odzgvnuOIzKBjHkzUc6bS+ra+vDkFAftP2+yjqVUk5VjGeXUQhPV3iMCPbTw1OE+e2V5rzdCmsxl0j+O",
+	"2UznGBAjxSXP8No6Y0YIFv/t8Wt2dHl8hO0NPdgW2r7hzn6w162qmkdnqyNs/+aveM6zTMB9U/dd1HjB",
+	"/mOxyoURKhEfnrfR/TkJT+0BG1+zODsmNxGzGUhr9Zvn3slBVpSVsJLu82qCNyJAHzE/8ZLp7tPiw4G+",
+	"oaexA1vkqn7J79+YsJWZcHPT9kZskaf3L7y5kKtd8szWV2Jsy2Qq7JUQ6lY9gEreEvoB3zvXELlEMWfj",
+	"gZMkl2WOBVPOCn6Q6bbVdBowxb1W1oAVtppr8cK9uXCHL9sn2rkwgVvdhdR2ot2lsIeiX+HTwQ1ibF4k",
+	"tshF6sSIQ7pwLZ67BqAEiiUy0yIXtRvi5IY3BHHA0vrT4PdAEXHEYl5YDf96vSiOKFiUsm9mhcJkkyBb",
+	"h1p4KzC67YwtphGjLvEHXdjd1OY1R2jSiTrQZZjw9KaN/vZl9KRojXW69Bu3AC1eoudKVMNmXVCpnF3W",
+	"hIrRGZOWPNpMqypIxMDNN1YC9Tb8FgNYUK9lxNspVq9XpWFkUqBTDaNhoc1YpWImFTJgE1EwDMMbmC35",
+	"isIOZrrIWa4zgQGrXbiEobNaDtk5jcAtOePlfuEQaABXGtiBVsJ9N5eXgp0OhxTGO1axVJc8kyndmLAm",
+	"sU9PO9QE/soW081zv++kAhO42MG0w4gBvZq0irm1m3gY3fAmhW7fTwqzeaFAjnVa8a3F58KIyRR4Dzmk",
+	"D9M/CkNRzk1+vOf2bxhBvLGjlH/3WzteBTy26TKKrbi2R+JSKNsnfhpjqO+IcWZIYUSfP4aPj5xX+b+M",
+	"Vt5dhE1NBBQ7VitBjnm60SQc0JyvIyZUWqYWYgyLtCLnGTX2ff/09fPvH7+Jx6pLB8xFF7u44d6APebw",
+	"LXQPPVN8D7E/xTCqwvXn42fGykXVz7jMjAtLx0DyOVeNM1Pxur3m4IZRcR+va0RXv2mxG4aqSSv/c5s9",
+	"YHfv/jvPJVcWM/RGd+/icl6676RhyUIbodh0zWJgRvGAnfvWY3UFPyKTgkfjVFyKDBgUXCjEEuEvoFO8",
+	"arx5PoY1joHfxEyaMfEf0gbnXCpjKewL+r1jysFola3PGFdrpu1CEG9kRmQisYZ2JymM1UvfwO2v+3TH",
+	"uAkwWkfG0yVGd13zxLqYX32l2CXPCmHGqoucu9bhHUPvFNdoN/BBxJeCwaxSnqfEr3sRM5rxcl6YqEnD",
+	"9G8DduznNSM6y9d+XSM06PFqmXE1XColjLOxMNIwx8NZznFp7IIrN3giy8Oo8Wu/f5Vau0d+wT0+9Okf",
+	"zOE9bwQk7GsA99Chzz7ClSmffoMnpjLEb7oWRWb5Qab8r/HJtoiSw7xrexW3j+9t2+I0ozVovxvKid8k",
+	"auTzeevLTdpw/W7ODX0Cztl7uzDphqe9FnYyHO4IprsJ0MSG0/3N1sl8J9a3jLKnd7ZI1OdlDjHc0z7r",
+	"GKVgn6ECl+oUw/pc+nQzWeXg2dYtbcEKlrdfSzSQD9/eaYbakYFTn2ETLOHDzLKBSrB/npjsfTj5v4LH",
+	"6/3e32WmjDqFkj8Xwv3c5kBz8R1uINtpzjsX3zO5o2blGh6wpYlWlyI35Lgi92hIFCf7Uz5ukxR2IVVa",
+	"k+A7SlsRpDW4jzOetPO2Q/NMNlbbs9DQEXXa8gJS+Ga5bhHiK5PRVS3YYMeUb5BtQvSAGXi3I4f6Kf04",
+	"B8vabOLyS2v7eO/BMFQ4Hz44rWWFPGiPPt+yBul3oiUc70Ls9VxAOzRkJrnYErd3/uIJuxDrAXu1AJlW",
+	"q0ScUdoHiI8LblAZMlbnFHC7ez9hTOX7WjcV5SmXyYlBmy22StALI+bC98g0ItUFaHErntsoVDTgBej4",
+	"OUxsDUJF99mg8eUHPfvajY4eflPO8pAA2Y8SELu5yB84MjZwnb5XbGyD+dQZrNK1yJFSY+z42JCOs2tE",
+	"gfxH0l4n0HRb5MBN/n6IMeRDB+nuN3rpG76oxbi27zWHxgZv6Hu7iHrfCXSU2bkR0TVE/ooc9uYYHxBR",
+	"WzeUbGaf+byZ5pRT0ca/ljxZSCX6ueApwiDQiYmYKShXLEZL2kRpO5npQqXxQfHMy21mmh9B6b9C81Ou",
+	"1TxCOwHijhjysm50heBK23LeCI6GAo2sZtMMjcGYW4TJRituF2j7ghEfNPL2ZGfMaMq4QZ8+LjGa8ijv",
+	"0nJbmMqWbSugF8GCbnr776QqhtOll9PkI9q+N/u0Wtr7NqL5VvCMMOaakX0iudgZudFU+yyXWwLoLoKv",
+	"S3tuY4T6onV4G1/QmoaHSF+g6F4hj7SJmCAWt8d+N8bh+m8by5PlSud2W3KnXFY5jDvgDlpXyFzI1aot",
+	"DvapVMIwMjvKlHUJFqiU8dFf02NXQNYOz8suRC7aIBdaVBmPIlcOvRpJ6/zhutoklCqOvyXaa18oP7Gz",
+	"CYhoLQls4pq9+va8f3Lfu3iZzuVcKp5Rfu9N8wOlmrtMYUoQPOjcI9LB1oy/Gg7CpvmqPUTVa0y77hhY",
+	"7e/gufdRkIz8RRwYTVsdrH2jekVPlkn9aXqTjP7DgAD2c2PoplilG/HCh8AJ7GYBGCZbQaPiZlHTkBjC",
+	"rXcL3aDnYN9qS9Vcg8Zkyq3wpLw/UaSklYAtgv7hBtnKEaHNB8gsQabQ4pJR8PqNQ/ioyI3O/WGGZ9gK",
+	"PQCHX8RtGSvudduW5tXGnfFzIQpcajT3Qr+oEaRrNFMAa9i6Zq/dxBrc3/HGg5bK9bCHCkk5sNsm1qpO",
+	"hzbLw3FxbpNQtYWzZdzYSWF2d7b3cG/ltlusIXtnuMrFTF63S2+k6N8xhIUQwL9GIDjmItFzJeH+bc8F",
+	"d1Br7zXf21o2d6pByMYcq3LzL98UVZRSW9RGtlptN2tT3UKRH4ChOHPP7dLUnpWxsFv1ukOMpvvD2G9x",
+	"Yg4wre53h7WfOh/S0m7h/JFwXzJuRc5mPLHMFKBWiRRBQc6Q81awaQudEc7c7YZ4iGxD2/Te0s1uodor",
+	"2/XF+EbnFOU0co569M0Hrvqui2IyK8EvRO6d4NwgSkNvcOB5zkUbQhri8OQOmkerbD1iucjEJVeJiNhC",
+	"zhcCcXinmD4Z8JsqBKfau8l0fVg2EQkWNyLWvfSEsQBAS1OR8KVg+G4fAYa4K6CVGC7TW1rVS/bltRQn",
+	"hzUMIZvntyZ21dhZsBC1GTYOUHONa0d3O9f5hjByW/BQrBXLlTVbVaBPw368WnQ4UykzQ1oxxsS1hYsS",
+	"07u4YluMNHsUX+tsQV4wqzrdbxLboBDqrRKby4VvIxKaXm0t9+7tB7je6rTynhfdd6XnrRbrCscvHjG+",
+	"aStg7kyesRgOLz6UFjnapfA0u/UXKYOj4OJBgSVe5dJagR1oJXpnLFbainhU/pDKXCQ2W4d4Zg7AAx1/",
+	"EbkB28RqmswHW9zfszpST8PZ5wqsj9aJbClsklBGagT65SmbrltTU8gD1nXxve6psaqnu/RGbKGv2LJI",
+	"Fr4Dq5lUCMVESS8IXEv5mxhc1VyR+oZNi3QubC3av46jdSEUo4eqDND/IphxNwBC0Cix89Bp6a8Wgs67",
+	"A7extVLNew0kueFwb0pQC8etj/FvuS5WxhG/VFY3jxKsSyrSogSMrTIPUpHLy/L4YMAcaBUgapRRiPWU",
+	"oRDsJKCqLaTzUiQ6T9ujHDOEPp5hxCea9AjiSlzD33cMi6mL2CFtUfi3C6TDblHs+6ThCL9zSfsW5Vs2",
+	"pfHfmxy9N8PyMLm64fc8XCj+XYi0HzjOowYnsHE4Nzk308pxu37Fr8uiLKxbRthSMoVxWRpjJYFj2xAg",
+	"GXhLiiG0yEtTU6vCIwXBjrNuyWWBo40VYvNiFH8PG/t7vAt7IY0VaY+ujID9s3NGEeEEv5itx8oDDEsL",
+	"U0JgfI5WlEJduAsI7fZKsFzOFyUKeT1mfUTjKaiuBLbFIPS4nqI08CnM+CAVIkK9Q2RGuJhoauwD5eNa",
+	"YGrci1BfKYyo9BSJIKk0ZQwd8dfkKltjRDjFq4s2rIBAXN3UNAN5CnfchfTDS0c+e6irdAVe72pX0L3D",
+	"c0GL4rexF7FYX1C+UkxGytjF5NOVjmh+wMZFikmsY1VlsSKpHVWWnqO35d/vjlx1D+MTYRrZSuhg22EV",
+	"3cMuBE9vZqyr2MHmoj4h8hY8z6SzZhiKnqc/PRU3KDeweNwMMtz1955Yh1WFKw6qh++0nZEQE3+kFXHw",
+	"eoDNZjBNk5tuelqjfZcIvfE58iGdG4qk2fx6n7S6lCr89njjsPy8/z6jd75KeMYJ/RDLE7X5j6PO3B7a",
+	"3/M8FbAd2EjcopVUN9BBmnPYF36X3WYe2a3mocTNh68+4uTf7TgBftg3o/+QdN0o3vsAYZ8eR6AhHt8I",
+	"sagRG98SAFNB0iKEDQL1K5cwWQoKhnW9RHHHMH8mz9jzlVDnTxoiA5O2N3DJlgHADnDIqbYLVAKDrkeY",
+	"/dmmTUobZh+V5Ykqtc1dXzTYRogLiSuDG3iSNmGXKHOv7QbSV6qUHQ+wGbVAIJU9tPJkePGHME/gBFpu",
+	"mc25ZvC2vRawciJb7UTNROFNWDyXQbv5y7aotpsgpW/NzaiCqXzMeDmQSv4ov9q7EC1P1tcAb+CvBchx",
+	"aWvCk2jFoXvmRWj3xJ5aJochRHppwL9155ifqJneynac/tOwsMglWgEwwy9LQfrxxc6iA1UlkKV2he04",
+	"gXEb8PRLJ4WG0q+XMdtXkAa4rb+n8jLQZrpK+9oyKQH8V8Jdb/sGtfuTtRW7JorYGzt+r+uh2/ch41aQ",
+	"b1nNxS0dIs6VW1uq2ghr+1abW3PHtvtFdtLiB2CBdbq+tfm7nuJQN9QERprqz8FkhBiixyd/aTfauPIF",
+	"t0nROKQcxzOyUDKSMoAsvBcwMHNGzJdtOR4Oe2dsJq5EToow/YnKrWELfikwMbj0HXrceCwVe9NCHj9v",
+	"L5PrKofgE666xvGD6N7D0531NdirRkkusZyK1LAr1NOkEyDwS0xrJ4GnW1lLT+4/YFc6T9lKikQYkFXc",
+	"KvXO2IVY42/Ge1O5g/9zIOub5YCOH9x7eLrXWnklzSJzFL6LhH/0z7WUWsjbBYiwNsbhiNQuwtybc8py",
+	"HLsjFBs1JvmyLDmA9Z+6M3Lzi2WZxYdWfnFt6dve4IblnsrKTh/iPTJtidJ5olJxXVsGNPC4QGrorZ3t",
+	"I9iybIeX/bkQTGJBxJkUpQuo0dfHj9hsRN2XTzLfwZaRBSGe7bEGL0vWIBX7aRix4zftAQbbsEA2sT9q",
+	"wZ5bQgIQXQLjkVOst6LDwryHCyAbQaL7XufjgrM1880I6gZ6coNBRupKgPQOH4uLGW1Q0MsnjBujE4k4",
+	"DqW9cQsBtcT2OS90el0LZqAoUxfqsC3YdGcsKdFDQIF7GNLhYWd7Kvy8FIlQyfqGTs0XuZiJnCm836gm",
+	"CV9qNfd3G1ZHNCOG02K//T//L/31f/53t3v82//4n1dCzhe2x/4vRn/9n/998p/d3/7H/+RzcbTg2WyS",
+	"yZnoYWVNHB0zCc/QJO6PB6jYCG8EVILYQ9IioIW0LBcgx+amGswCa0iXTTI5w89YLzRDUiD+xKca7uja",
+	"LMhOCTq4ZZngcM0f1SYBW2kYr17nkTGcNX3GlA5GbixfY3FrzyO8SLHQVzg6Ja6oDuamWw8TY+oKWJOQ",
+	"GjwYt6ZEXlLVMcMT5izqMg8OXC0SoC3imUi4TaEvt26S8nUjKXUYHlxdTDEcqORi9x7cr3uAB8NhGzop",
+	"rXkdXGlwb2fXuxlkmykrTMDcuPf31ObYmn/kl9S331+ekrjG5vPhQGtohS0hJeLaxhGL/8toNaF25Ufi",
+	"DzHrIhesfddz6GoeKo5nzPI561aoNpT86uruxLT6cW83mtrhuIsvMi7VAXmyYZv/9ur596+o7uvNGr4q",
+	"J/maz8lquLXnDWoIVq3NA7oTY+PgeOq9CYrVAN7LgQwdJvYQgMqb2os88YfLdegBaG+z7RAQ6WzsU3Mg",
+	"Ls0iOBcHjmf/COr0tGm523JWUW+rnbc7COK35JYOHuY/Iu4T1Ub2U2rkKrfMrLGG7w5ceDfSthlTKHsD",
+	"W7+0cgRx6iPnOys/X+USUSV4upTtdRdeCfv4eiUPV+vr6/g4wK7SMxZXUSUxXstxAJsQO0m64f/a6xGr",
+	"Baq0FPfC4bsA7SQTPDcuDeGWSVN1oIfq0jy+f+/BcLjPVNB2xdVRQfdyLgfVrgtDPvyJsdzeEsq7Fgxw",
+	"C9TjLdNpIJTundJkypMLoQ6L3PUPT664mSAM6EHQhxWs6XYv9L5U/FRiGfdJdQQmzVtl3zDKLtR6Uhl8",
+	"btZ2xrMMFuGwVvOcL5fkw9u7tr5oe2vBaOJZUVhd0iEf0ubvljg2vYY3SFR4867ORQ/EfZ4T8Nn+uKqS",
+	"108s3RN7m1R7NykNp28PiHTdPC41QLzPDafgEDU+BJZCOKRWIGro2GNn4hFDJYwiiHNr6mgun6tOYPnw",
+	"phjj4qFvpXk0chJ3X/5bExhriDObpJNpU0umD+v0upa3n4Dv4OBJbDYIJrK1Em7oXG0p1e/Bi23d80/1",
+	"jTd19h11dTer4ocldA9aowNP3b5Krm0L1I5UcyDARuyXKW4W+T89KEHEy6C7PMR1pMQb+MhrW3JoGuu7",
+	"rUt0E/jLJk0f7iynTretwwdm5k0eTchGtwA2uhFLb3S3ba6INdRymKqTqXU2cujwffRzrTKeiIXOUpGT",
+	"x8rYYurNHLMiq2GdO6tG0H0csRihW4QVuYlZ18HRkFnAGfLGqqQris2NSaGO20JQt/OYGEYdk3vOly+B",
+	"0Z7tHFH4PofBgzju1aw2OdN2zM+Hx3892cFsWlLLtM7uGFxw1g1HzXht7UsUorRYLtdx5GHse7coyFJN",
+	"/4bumpa9q8qNt3trPppl5FNE0vyAgQI3Q7fcpwO/T4LJrTOHb5ULsLkc2xhlS3mpltI9TQj9NsB+Wyuc",
+	"sgfTp95j1DKQRpete2x+P/hoiIz3IcT5HwPf/g1MQGTW4BmbyQzYAzLHFXqshEqEqeoZws+Mr1YZ5kIo",
+	"I1NR1ZUajNVrcu3kgr385hG7d+/eXwfsB3JFsguxNlWZCsWXoJsCK7kQ60My7tCNMsFMgMOzYagRJWPc",
+	"oJXz4Nz4bb7dTV9Yuj3NjsADTAmo4g1qEf41mru/s3hPIFCWRhPnqa07Sfck7+2P+L6QKjU3gtgp4woq",
+	"la+lyhq/nlCI0GQl8onHpGlcWi7ECNMjllytfVSRq5pC9SFU6FC8aUDRfrZ8WBR5lQPRjJ3ufOMOpKbi",
+	"FmW4RAW+dyHWEeNZBvOikORlYQjdYsDOyf49VtIwIdERxdE1zHPWNQud2wUcdZA/YvFz3KuZinClfFbE",
+	"aKzgiYjFVF9IokClpALZDjYG83bm6C2bW3wks/R/TP9B76EZK1gGYA+qWIpcguC6jkpe4XQ59A2jkzhy",
+	"3jP3/Vhl4poawdsoaSJmXSdM9Abs8TWHuwBG+3bcybiajzsjNu4INe5EbNxZC57DN2/HnbkV8NfJ8GQI",
+	"v2TWfbr/Dj6mOZ9Z9yS9Bz4g93z3zgmoDUP4vZO2EtdSTbaErnyd61Xpy4ZngB9ORaavkGjr5u8bemmp",
+	"IGBdXlqsp7nc9HjH9H3MZoURhn317OS+qzyrTMDcz1hsXLgbJqTRz5T5dnpyQlEnphEQJ+G4zXpnLHbR",
+	"bNgUXwEtQ895OTrfRyfquEatelRehWHsdl3SYxTgMqkAkkKGOTw9JDWZwJmLXNo1isJ0wM+TRBiD6d6Y",
+	"Fi54LnLvX64yIjk+xlAgYd3E2Mlvf/9Hr7Mpahs5VyKNyCcCFFFruQT247KuufKA0FVcjktRQPgj1n3x",
+	"/BXlxZEchDoDLgxK4DjS6jJaWLuCZTpfSYe5tW0u/q3dxFxsmUY5tIi5EFykKYesxKZrtCemS6lKnFBu",
+	"FlPN8zTCj4+ePgFmBIMHueGAkb9DO8JM70hLxXJARmSz/kJjGqQR+aVMBOl/c4GkW4kz7AnwwBnwX7vI",
+	"hRirKn8kYlcyF1j7mVs5zUS1BxXwQFmoeTRWY3U8YHfvvqyhEty9y377+/9iMW7U2yk3YlLk2bsj+O2o",
+	"EmtNHDmbmavnOWJcjRVjm4N2z1GhHUFyGo2sqnTWjel4xhH2gUEPE/8Vi3PBU/p3pXM7WYhsNSsykA7i",
+	"XpD1Quk3LC+U8fV9sDtfccexAOcIilihrMyYtG4Qbd0PxuoEFok0r5YVckHhuEZVumdztf61zD74l+9f",
+	"xSMcFab/BM/4FeJlWg+dqSDfGIVgypglawV0U0MaQQzSsboHY3bFLCiGuD5qR380bPw9HjHid36VNAZm",
+	"0Svo6TvGSXlAOv/0T+w8TXNhjDDwmcTxFbcLd2FgCmjGLUjXLhiRECRYrrVl8Vv6hEOIyeAg6KocqxjO",
+	"z+jo6PjkL4PhYDg4Hj0cPhzGvQF7HRYbpxQsGgNb8hXTCoPI4LKeaayLgWT+a1Cf3DVgv7KKEfqvxurX",
+	"fr+P/0GjuCL/mP1aH/HR5XHM3FMBCWw8Vz4Urvhmb963fuSfgyWBxezDEFKycsVvid+8Gx1Vzw3KnoGB",
+	"TEwxm8lraA0fqXVUlhXzO4CQ/Dwv4yd5WUoFWjHqhMrx1ioBshhpxRHWV+tvtbFxD6ZIBFHYBR5+fLii",
+	"iqq9uE7EiizuC4Q/ZqtcT126HeVML4FvJCZmSojUjFV8jhqM/AV7GLGvkNW6cm5JLjCSmGeuqBsImNWX",
+	"LBAyFbt7190Ad++OVTd2V0X8fvfBWMX+RiiF1bt3wxvy7l0GL7PuZXvuy7GKlw4rhK5Mu8h1MV+4k1td",
+	"nfHZxsUc1XIMsbNWZBpfkK76FlkMUQi+VFpafibVWMXXfa/09/Hn+IzFuDIxk0ti6FRWDH8dsO9ArV7y",
+	"NUt4nq+pQg2WtDFjVZXtcdGcQWkbrly8Opa/CQrbACn12VIag7Nc8gzEUIEsHDX5qNw3ZCOYoRTQwYjd",
+	"vXs6PIZ97zvYlYBIfGhlOX1nU/ZnQucBC9aFRRODhMmwYG70jnvwjrE696QDW7vkis8Foc5564LxcfT+",
+	"biKKGeFthORoorHCNYtcokVFncb1gODUhCuJ8IGcHqLvg1UnRANTTI2wpkxQu1Ksu23FMQwXx8sr6vQP",
+	"07hgVMkCpyXqv2NnvQE7V2uY4pwwIqSpFghkb4SvxzeKFI4tRfKSlRaZ8lK6+wxRK/wiEqFdCCzQN1b0",
+	"GOYBUdC70UtRUVi4dYYlXDHl+AEtMuPsSqaks46VwpLksMLl9zA5b/Aus2T6yDyrHfYXIpYBCG5Dquy4",
+	"cE0dJj3djh40ZKrTNYtr9QNipypia6fv+QJ9qDGCjEl/ofmc/sQSqx1QBF1gJ0J0hBD5yA9oSN06Tj5o",
+	"rtA+Znx78QFyVcROnkQL9FjVUf5LnwqKAVW1Alfv86fjNwNnKiRWiUBfdEG7xfmV0ll+pRsrvJD9pXw6",
+	"HMLt6ZF+3EgmOC+4V0vegCOJYCNzrebYb0Tx4mT7Ay2PbBHwEP7hI7pzrrA2IlaqLPHPS2Y5zVHxccM5",
+	"huHw2s0XjIZYFkx2ymtMx7W+B61XIscHw5bEh4EPVQXBXJtTaFMWf6ia+Jm5bHB3CCIU2iLSfAI+lnsp",
+	"0/X6V+g10WqWySRYT2eM0kUOwpODuifzg2t5jHPwG2G1nmQ8nwtojNSN5cIzzVMSKTEpE86rb34fmhfK",
+	"FCvCwp8sRSo5mh7rw4De7hjmzNv910AprtIqxfiHm2Q58El6xckJvWKVa2CyGAwF22DX1QuuRJb1HeVM",
+	"C4swXsagGgU8iHXFYD7YsCaU0K3OrOBfiIuZcysmONXqNSuR94Ghwm+0DGcsBg1s3T+fWZHHzHBk7SCw",
+	"aVSi3A7dJ8J3UmPZIWfTYn7mNG1DKD4OGCg4qUymvpdjTz1wdYulAGmk6g7L1vp6DiT4SMOmhczKDmgx",
+	"HXJOMBBVwekINZdKUAkmuKVzYYRlWJ1UWTbn+RTG6fq756clEzEJqkm0d403cypWQqWYVZJwBWOeCncf",
+	"lcPEU2LlUujCtneVytSV6TWYAqMog+LXioF7WKhySeP/6DvvW/9J6jy2/9EPKbLvAjJHTGmj5GwW+9vB",
+	"NQQylqQznZfbgweFrKSYYcrisM+4Qdt0qXfREHkljRiru3dPj+/fvbvtHMWuJhenrE9Xl5jOCAicRWbl",
+	"iuf2CA5AP+WWE15TmRV7yp7Jr1iXzrFhD/DzGStHAFf7MV3tMJWAC/QiNPxW+bX3jqPhX06CUGjDuicP",
+	"TqLj01Pn9IafxooKcHg0vY03YVXfyZKr9YR6gTdRehBIMmj/hc9jVULuuRE8OGWpEKtg/VAwGUKf0Fiq",
+	"OY4fHnIqJ1AAVmVBa7HwSFrlBS4NW/HciPSMuUq8qOygOMB+LrStVvL+8YmroOHI4tmjF5RYDxtQQlWl",
+	"OkFfdg+ewrhyuF+d+sYzowklmQ45olsQX7y27EWurU50Bq+sa5nLZBWPVZfIHw/4t69fv4jw8hWZMOYM",
+	"177/8sUjz0wMRR+UGgUMd6zMSiRy5m47SkX2sE/lwKPK/ISlqFhg4tlm3wHCnnjhjX5YiuWUijrnIuFZ",
+	"5g7dTOdzYeOx8oKUv6MMi10HoZZ89BYIHoSjJ9ZdDdYvKtnuQBEbK5SrMfMrUOBMMBXaBhK58blKyj4D",
+	"laHSR5URocxPayDJro6toeWAfe+C3DFjMuezmUzIlm2SXE5RoQnLVsNdRIp5nOrEwJYOlqmz/mcyEa4A",
+	"FTl+O+cr4In9k8GQcjttJgLrYyeoztMZDo7pKb0Siq9kZ9S5NxgO7mHFI7tAy3KLneKIGwwoXmnThkdR",
+	"KFppTxbC4+qxTOtVlT4XmiA9Dg6RbjRWVa1uabxYQ1B8FHfq0PRCB+5MF7lbc0chY4WsFg7mXKOmgMA8",
+	"3Rq0KV1cPdpvFCq0zlzoDlwv+HmsEufd4oTFV7M4hmm3lV2T/Uvte0rrR+Xa+zpAaovqlk/2L4GXgn5H",
+	"4KBydJSduBL5WCFDx6OBUkVcunEKlSEl49uzDN3dxmuAZ+7s0fCoF1iGEosYhtM7q+U4zjVaUFEjgtXx",
+	"nIKegm0dK6FSU1mdquDKdiMrXuoIpxcv+fUEUfjisXIQyK6FSL1Ko8jp1Rt43kibQLcijZQakLkyIsbr",
+	"XkgaXES7iQuJmry4lCBPuCUl4prCNe+9YGUiKKWS4vUJf3EnCiK6b5EDp0yL3JMhEjnaNss7F4utcccZ",
+	"YPEj3Awc1lg9GA7penABbDK9jtnQhYYlOhcxG2JOrZ9h6uzGGLalNL4ErSwhufFcsEzMLCg4oB/mPBEx",
+	"KqZARUKBkAnqIAEkUhycx+W/Y5hT2lyaIYw2JvMbBuc6yxthB/doNoFpH+9gxJ/AJferhJsX03mLA/uT",
+	"Ex1xTigQkXR2hguNt18AfwXjgSuAXLJE2SDtu35DaTIOTzodWNTtgQkAvcLzZWlQbsk+2hs4nd5h+zYF",
+	"XAwduT88iVCMBU4Ncicuq0NMCBG+Buy8MqbEtfSqGM1l3BBwJ6FPlkYMZyUKFMEuKI6l+OKwI8v3PEmB",
+	"85uLR2UhpTDMbksWZ/WIL4L9gttF590bivgRxn6l03UjEgnDbkgKOPI5IFUi4+6q+xc+jO1dPaoIqz/D",
+	"Fw6RFXo6GQ4/7Jspk/7dRnDD6w3uUV79MmeeSUSl+QZPEqbyndIQ295cTuXoK56Ws4Ymx/ub/KC4s38T",
+	"juDp8N7+Rt/ofCrTVChqcbq/xffafqMLinQ5PT7gFa+1fgoCPjW4f8hESs3kGSgmoNhg45OTQxoHuju1",
+	"+uv+Vi+5FU/JNAht7h+yRU+UFbniGTU4PmjlnlSaNDU7OYgU/satuKL4ofuH7OoPQaVFbHPAvrp3vCY9",
+	"mCIGiuWS52uSzogB3jGBCEaCGeoZlQk8lMgwvJbPDSaN+mJGb6JO001QSZouhxTe3iZCljBI7UIkFW8R",
+	"JrzS7hC28toDV6BtnASGJbfJoryyTYT3+FjhBevRLOAFQqXoTUCJInbhZnH5GS7ebgoccSmVNFYmwGdf",
+	"QXMKJ9yB7hIxCipCHYsnuTYGhSBQ+s6DO8h733KRc3XBsIoG68b9Pn3RL/Is7lVYGF4oGSu0q7CEqxT1",
+	"AsRpgjuC2pXITmeOcZlq1NYJZWOFT9wJATncY13OMj3HKTsBfdmU5dxajxU8aE3Pw2XQ+0GSIGBgiQIA",
+	"XOAmvCfZ/eEpCQBOWHUhQQgCckziDlyIhDeXCJGy4+FwwJ6DzOSC5nDpjF4iYHQJKZKLUsKAeay0keiB",
+	"pgXDCY7Ip4FIVkgrKH6OVflsog0oAegD4cwsQWr2BwFGRS9wwGB2wZWXuWEkKCM7URitnNI4xJKVw8KB",
+	"cTdAS8yAxR4EKwZSbY15xSjX9UaMqxsnNRIp6RZjZazMyo1ixQqWtqkbuF0FUYurNa1GFR3rR4TepggN",
+	"2EhspHTDxzIWrzWIFp0Du4SesYLlJF2oVJTfT+z5t8A//bsUfGpod59Y9KlhD7VIP8/aOCdpJl9knD+t",
+	"jPMHEVa+bYlOakYmhTEzLIi46b2fyEKhKr/ABOYCz2Cd6fxNWFfM+yMeXveGlmN7nslLUEKCaNDO6Kc3",
+	"4eI9lZdCCWMG7GQ4dF4rV4YC7ZwokpSY/SZcLp/ajSvhgnN2rcQz98jepbDi2h6tPNZLtQjNqNdNNkVv",
+	"8GE5L3K9FHYhCkNZ4BShvHs9gjZuSqzrJw+yVK4LS+F25JiOEEdWJWu2kMbqec6XJqqKWve2Lpgzpg7W",
+	"fJntWjUEEH/x5NVKJDcjIt/xYfhBm9quezG7NxiWRtpBpwF27SzCLprVG4Rbat+/2/UK3z3r/t/nz572",
+	"du/Q69CZELFwHSMfjOEEaW8dr0ywrmBs24bs0TVKV0vlbeOmHvYWB+4ALxYqLMziXCTOlJfxqci8hTvG",
+	"UDm2EBzTV+N98Xs9kJugzVihfIaY9CgOqwDzMDCFUUMP+kUL42L8xspHOGklIm8mG55SP4lORSmYTcqw",
+	"gnifdEXRf50vUtIXKemLlPS5pSQ876Tj1In12zIKOJSHKI7aMy8ZhLaxGtf6lhwnwLNIpSUu41uUbrO4",
+	"33edYRpDnx5D2IgizzqjzuGRy1gfNpewImFd9XreUKoTg+BMmx3UH/TC3CDTCc/gMYwkLwH3mvlI1q7C",
+	"BCD6CP8YuD7evbm5QLpo3YD3EEi/7PYn222QF9DKuFP0fyl4KkG4/jzSP7x+PQg4zkd+3/eaklTWZ64S",
+	"tczoMhTJhWGGr9nVYr1btitXzKsjPjvB6lx4e+EZ2Qq9tWfAnqJ/F52I+LKtIt7lcWlk3rpv0NmjqhD/",
+	"R9s3946n0rSKx34IEciOIEQOPqU48Gluzpteg+/qims9osI5Aao42iVfMyPE+/BTrwnUKeQRBohXpsSP",
+	"IebW3nEjcff4Q1PoNuVNiasKRP53Lt0eQM6PXIDz55Buf/+n7ZFPigjKBtz0VBE6bJMRV4JAVfVp88xR",
+	"majwzNWI/rQlY91Xh/qTKV5/AGKhpQ+cxOTMzDJ027jQK+esQ0gHmQnzHhQVbZXAthLM8FNxyT8Kh/wT",
+	"kuHfhG3SoKc/JDsK3MPqW+a9pIT3cCVuZYZHJQzNVimVQGc23t+sQZ/5UAifs4FB3QjIAw+Q2dMDQnXI",
+	"qt2JDqR+GMMravLuXdR8+Qs+F8zIX7a+jcp0hS8L6nUN6wg3e4Gw2yy2sRLXNmZJkRtdVhRa5eJS6sKw",
+	"lav83zY0QlMKh7YP/fDNR+QysM7bVIXnSuBMKFgcwZa+MJvPoo5sWHkiLKLjjcBRGDJYuoicI+lzcaBo",
+	"i7/jPMXM4opd/lyIgtKJZzoY/llV9Al4C9q8MLoJy7ZjCLVL4ZSGYsrXMeu6MHngx14QsNiiV6+lXoZB",
+	"Uc7pWMWUsDVgT/CNKWXr+Zzpit13MQmiHOVgmboa/XGRy3isukrnS55JI9IRAZGTVw9hDqRimcbiftyI",
+	"iMUgoIyOjkrj0VHMuBkr//1RHLFUW2bEHFEmMeUkuxRpz4Uvu2WkWCgK4g4017Hy2ZMLnWFmfbnujmGh",
+	"3+lCqtQFark48wir92EIUZFLjDJGxDWM+A5z/KjQLzunJC+rMSH7WmJGE72Iyk3i7nZPhsPeWEllrOAp",
+	"DAEzojE9jKUFcTABjx27+H8cng8FR08bodco3ceQf4J2QOAujwnmyzWEJYjiyt5TlojHdAG7EMvBWP3o",
+	"fFW4gxHjVeG6OwYXAAjMLPjJ/QcjikJfUIk6pDIang9Jx6A0Wq47RJm4l9SsXEQPHTFWY/UNCKms25IR",
+	"5wgLs7Swm7iWaOmqMlIoP+w2bg9XacS0wzLM1vR7VbavixmCvkAan2J6JGJKhHeITqywfYo8j3sD9srr",
+	"lyOG7nNcoYg94/lFilgI375+9jRiL77+Jhqrr58/+o+IPXr170evX/17hPldR5h7l2F+Hbq4Kbk30alw",
+	"iXaE7ecIWSqer8fK73wqkoznIkUnLL4YTnFwhA1FurtF11eKYd5RNHZXSoRRZFGtRjW8yMXkGdb1M2Gz",
+	"XCvLlpxiKmFaY7XAlIkXX39T+ZOlmumIwUwZRndWII09GEbWIMixalDkWRWuZihFtfSwuszlK6naeM1g",
+	"rH5wKZEuMcBqlkpzcUb+gJrZ3HVFUYFl7VFKpeyNlXPLHt9DOvwRw+WuuLT/YvPCZYBi/o6P6EOSqa6X",
+	"BQfCU9IsRMq6PqFmrLCPic+D9UVTonrdPNhLaSk2VJr2fII0BV68TxD9kUvrcJXCC4MYn84Zcfxt0hiM",
+	"tV1O3FKmYlMc/FZfsUyrOS1ezOD/Ze7nrvc216h9HA9CcfXBXmn1Y2VPpOlrcY2qQWU1jDotXIswXROd",
+	"OtB+OJXBMF7TgO8e3SVB59C3A5usv/2TuuiREtsioZoXXhdVoSKXKG9YzORFTt3DHCxXfhl/xNKZ7oYm",
+	"gSPhGcrYH9LaunXkrmSgK6rpEIm+xBP82S2u52laid8ugK0L9zNhSRkK7BaBROLukd7HsM2SOcIlS+83",
+	"1LoL4YuV9g9gpXU0VtrHXN7BxzDHtpPFx+f+r8sqwF/I7LNYYZs09llNHtHex4GODjPQOo54lIuyLMyn",
+	"Gtk29/RLGkr7WTv5ZGctIoPRF9b+Gc7cv8HKV2pWzV7nDDQhrKqDWOAejmHB1Vx8fDHiyBc823VdvKaK",
+	"px/1ysB37CBlNEIgeIG4/vNF8t44OOIPcAD8zt0xVCipDlvCule+upsDOUFUCmc/6f2RrqUGmvT29IXn",
+	"SiCIR1kSqR2MmyJCiQ9QcioCYiBezohJO1bbgLrLgnktWNsNnO2xKoG2+WpF2daIuRFDf3EJV7dCC3yW",
+	"OXgRTDJ2IfZjFYfVxDzElwMWQQ5X2ZoClJmx2oLlPVZ37yJa1uDuXVwDTDulljIl0zLCmZ+xqlB6S8LE",
+	"WMXYKMyX8E0RDUwqRXiksCZTseCXUhf5CLX88iMzC7kyY1WoVOT4kx+JGTg05MvjI/zOxA7fRlo3jdew",
+	"WX4aAbzSFV+3YSMRjJdpgCOV+Fkyr4YVOas9PICzgU27a2wxRdzktx6BdMTGZdEqAiGtPiFqKRrX8TEs",
+	"FYbwpD0HT+vYusOmdSXEztAKieZNVwLO7TVeYwjJh1+2Qj9hdv1rSmqDrzCB3PtIGhBk7QjzzjjcQjpo",
+	"IfKYXK6zCkc3clBRjKNVHRapz+a5WAF5CNN1lV4jtuTXE5d73RvBvZxYVuWhx72RA6WyC6EIZYrcIj6z",
+	"iGbmirSZAftKrDVeWlG5XRXsMib50zH1DLKqJGdY18CC8oxm4xKHcHVbSueNVa1Snc7LQnXlmJd8RbBS",
+	"SF25Rj9KAy8zGiuatM+/d1+jfdi5nsqUL9oGn0zu4ZtkanrMaoTIWfqoWVcdpO5PmEm3fFVhOEfp4VzG",
+	"yjk0WJfjnvk6eLHbNfRBISq//yHVCSFFlAVoXbU8ZJs6t70zaKIzBGTCJV1lfI0OKMOBzSgH1sCNVgTI",
+	"mAb4TOdjVe6DLiyWAXRVEWGyZMq80hUZAvXRL2UaftdxKY+Ti2wUjnDcG7AfPVN3ENyaOTaLta7jqAbf",
+	"lAOTBJLmhdVx74zFSisRu2OKu6Bns4gQYCU6+GYagfi4ZZnghtBZE0SV5uQXS6sZuWcJL8J9SSNESG6i",
+	"zdrwiCtjXpzyg/EsekiYYFpnfbxSqp3vBmVaDWYQ+so+UrG4fC7uuYoBuAS/Bh38WoGrY8qCsqYVoLhE",
+	"fPuVAaskNIbOqCxcPKZwGPjK+QmwHsBvf/9frlRADQHutp0QP6PWMq2aUu2BkoID2JNYpmbEfsJCVOmb",
+	"uOxnE63N94r1h37yQ/rt7/948y5miP+RtkCuQbM6S3XDMHjCEr1c8r4RcDSxDgoVCv/V72eJWQEMbirw",
+	"eqYDhGEIZsFXiOyB2+zKQudB2agFxih4nHKZkruPdWOavFuDtoX57e//oFqglF2MXkKsH+CgrN1lAv8a",
+	"JVcrYV0jPKiVh9bZReBuP/dI6Tofqwqx2lbzdAFrQKdK4+Ddtf8SE1zu3kWsZitVISYzqXg2ceIUSLlz",
+	"gXIL8XGeppO5UE7pmtAVEo9Vl+qmhMgrNi9ErzpLI2aE3dYBPI9OOWTGfizOkap4xkoAOS/oDRy6H1Uv",
+	"oNiBVKxykVDxhUxy4GYgWvHryUYFxfgMRoYFqUoMxFTOEBzFeiTZkA/EIlnoeOQRAbN1gGQHIhrWXRJB",
+	"Nm0GvMoNNnj2Ci9jQklxIqvEYI+2GRqrV+6dvj0GN1SIsQ6JiMGTnsq75Ll1BO166Q1YLFWSFamYlFeF",
+	"K/gVs1ws9aUwBBW3Ccf329//Qd8dbWL0DegCzDKRTUrx2pQ9I2cxJbYlbG+JhAlPDlis4tINrRixZZBY",
+	"jXAgjZ5TkmN9WsjM9qXyMHuEbxoAKyGCjfi54FmJQEA3mf8u0EXgxPiLsZSFH2O/dCwqIRw972VWth9F",
+	"oAutdCaTNR5TLPcxViXAH+asPwmLKbmc6u7l06fPIpZlfMkHyWoVsef4d8Re/e0pV/MeOea1ohJ3VYb2",
+	"gJ2zUu4oIwOwPAKtikOyXmgFAlRJyQ7kkNK0Q3jnsrM4ClF3qnd4kDrq/4yIr1yGGka3YXGm56tcT03M",
+	"usgH8NZdTYKviYjYsIfiIFU8LX+OsAdpJ1PJ8ZOxeZFYmPlEF3ZVWAfoS2r9hFAa4rHDbqTL3PPRwojJ",
+	"VPBleQ2WQwJVeGLFcpVxK1AuJUJ0TGLCDf1FNxXqMeED9DX1Rkqw3/GSOFccywkJV8+o2jAsw+IIDuvP",
+	"IrnVKr+6N27yLhSjkKUHtVnq+z9y8SY0HB85A83lL8DMgar8r2eVxNnYTypNQzX3sP4iSNkrKRJhSptA",
+	"lvWfSSWfPus/fdC/PGGFSrgR6Vj9qPP0BTwbvBdRM8VyKiiqzIGG9ar4Frza9MwtmC9UoTDyyVeRRk4S",
+	"hRFabJUVpoLURcbii09j1FZZy5l0ukud8GmR8Xztw0mogk7r6NjMVQmP+/1yJkAsWIgk7ve1Utf9VOYx",
+	"O2Lxo/MXr354+vjryfPvv/+PyddPXgIFll8+e/7146f07Vg5Pptyy+kwOOX8qLmmhN/gWEZYX4YUfK0w",
+	"SghONd7yXz1++RouJBotlrHFqLwuBUQhDhjIxgUhUix5fgEyLIUvjtVUFyr12wtN+rjjRHAku2BVAaO9",
+	"6oHIEP1ixTI9dyT9CilLqjmQNYUfEbGNWBWBVALiS0On9UhcClUGp43oqohhgUauRNOjBbePygPxaFFU",
+	"txG2RftPKjLLidbodgxC68YKVKmzulKSw/XAYaVSAZc4doA4dE78oLD/8m6nCxYUNKpmwllBtRLwsS5J",
+	"Y7G7yuKeu/TdCkwogs8M/HVckKQlDS4NjdsJUr3Iae9uEX76+vn3j9/ETunyQpsuDHUyMZZbE7vT43IV",
+	"3NzxgQEWE6KyLWTAp0xZvKWmYs4VXXXKMgfnW1v9WmUZt+5jhQvvkQ4b4yQ6cNWwlFZub0Va3sO+mhsn",
+	"7D2K4SxtDo04UZUGG+dIDU3GeFs7A0YJpG/kL4J1T4/vsY06AtjVcTQ8OR0rDzkN++hlMj1jSxKxuGL3",
+	"TqK/PHjo4NtZGVpXN+BRQ3qHVnOsuJbzZVCwRr7xJscSDj98zVj5agbluWUeYrv+uqBagb8R6GXVOExV",
+	"a8D1BndGkzO0cwRQIkKWwHZyBPgeacsH9roIxbGK+/0lv+67EfVrlxr95La7/Im8SBXcoWmLHXRprjVG",
+	"8LEyamsv+UzhaY2ZYuHWJq+8bW90PLf5sULUbhLfKZjI4wK5GiqzEkQTOYDj3p6ffYk6+wNEnf1BUPua",
+	"DqlmVVjU1mquuAW329xw8JP3Ol+I9e68ue/ggY94yL8T622pWq9djb+gKiHWsiHpIf2C8dCSVOXqYBrW",
+	"JYekAy4WSS4QXzjMsArpBRZoC71gfb59AA/fifVHBXf4Tqw/F7ADxRDDBLfTqMtQQVB7VAxwwX/vN8CX",
+	"MOItwA1lPdkBe1LuJtzrPiu4VOB8sfvDz1HAeI/eXoh1I0C4iUp0qS/Io4dUlqHuWSE1kr6ztZA8ATg2",
+	"I96Al/rz+vG4+va6EMTLYXW/RLt9chJ/6QqzBnX8xWwmEoRs12TWUOLaehPygD1JxXKlrQM0vcmFsS1U",
+	"7fMR3xei+2xhzVqJkqveVPDYlSrntvWOYTJlXSyJ/Nvf/xH3yiS1FUdEaZejdlEKKpX4EGZsuXCFzqjz",
+	"n9DVT+f9/877vwz7f33z9jh6cPrunzstWAaOp1Ml2BvEmb3iyyp9l4pvuHuF7PqMGyp+FPQWOfUT47pK",
+	"WZg9saxCLMaSWKghCEP1aWVluK6K17qCD9YHgiA6s7GsMCL3ppqISUWFHzFGQSpntiKDPVl1ViI3vmoY",
+	"OjEvRW7IxurApct3oukqKHDv/VFc1W6xyJWAb5Z1Z/Wq7mc07GpGWOpqKvxrK4CzO3sqINTtaVS2VIkr",
+	"UrqkccZxn2JM9SjctEVKpSMqI96Sr+vVOut2NGfeAk5b2sO63s7lXVRNQ1fEGla1+IyVdiZYkqZNaazI",
+	"qGSYtGVhEW/lawyMTIUblrxorNpNed4FwymkrEmiA3buAxuVEOkYHXK5MALHgGmlIZGMcCkEzzPpiqeV",
+	"lWFoatuNYc/w9w2T2M0CS7/35IOQxR+tZMUXm9oXm9r/L2xqf8pqXxUG69vOOd5Ur4HPdkY/vXkXve2c",
+	"rySInfCphtF63mSOFKKXC+7dD/7udGXkEZelui4DSYke2CIruR/f1SWRsp/Qxlc/mg4Oli688h7FQRLA",
+	"Si380A0SgRFYLhKdp8DfXcYABiJymRW56JVQrBF5NCiMu3ZbN0FIqY5RYQSFFMwzPeVZMChpXIGAmH5q",
+	"xdaH+dCt8H01+Y/IUMu37LJiVlP+glBbVxFueaxKPFtHkAFNBahRm2h173WGjt6Wf+802lCusClDOaCb",
+	"iF2KxOrcSfl0cPxh2ZDMI6xpjOFiOVeGu3BezJ3wqD/VuaBzqrRdSDVvOxM0oMap+CSHwmWst52LH30F",
+	"3/RLVvsf49CVSKUV6eFhQzpH4qO4mBsfuKj9ajqI3DeIHWsnfXpKf6Jmei/7/0Ljv3caf65Ek7wp3O5W",
+	"N8mtNdF64uLOm+hIXIOov1XAexzcQpsmoK64XsnchSmZAqRRATeTNyyBepalVeVXytGKnzkrjEsMoIQt",
+	"1q3hrV33VQqHKe4N2DdCpC6ydqwwRMkJg3IJgw/KROUCyxdghl4V4F8NmIKQuBor+gU6a7vzHuOqvBcn",
+	"8BOoc4MSanYXW3hWEoCzFWIqxTY8Urc5tIq/dx7xpzvyRCm1a40bVoH7/T5PvRMdtyt23/DEskAxK0sJ",
+	"w2HHCEhKnrNoG+6GUdMUBznl6VjBMkTMSlC7sPRZ7kLd0x5FEDtJdiFyUVlpyWqK4l2lHKo5OiXrMQhn",
+	"4fNGZDMMwwQOAGLynOdpJozZreh945fiI97ztTftUvX8vnw5xp/4GL/0pLhpjEDXx/tYVT7Jiaar8Oag",
+	"OM2XbcMofok2J928b1xqAjFBcjudUT5/mZrHpCHnBixOr/IBBaYZxRra6gh9HISOqnMGyqzLQYjLZjHt",
+	"S+aSmVz2Og1oxe3CAQIjh+D5XFhMB6DccEp/j2Ual3CDiFlYxWjUDEfmQq5W0LfRTuYoxREMtEZ0OHsl",
+	"6ekFz5fAd3pnjCt6CbLP6g3cJdyUL8E0JRBOFONslguzYBKTlaYIVqpEkIrk0oykc585VQZXmVjfgL1G",
+	"L8iFEKvSlhF41VLhoYWlVm3M8clym/RziF/jvQUfOotwbpb8mpD3EZR+OGwTiD4h4CUuCxWl3GmTIBL5",
+	"/RslvkRwvdedQfRQecgxaOo9JL+D+Lx/21bJrYTu/tmlwJaN71Te/CZYfoxW9phxrG4wViUy8v1hVLp7",
+	"T4bDnsMsdrUeXAngeskHjP9ZUdYM5dvASBa1Qo3dr56d3KewR0LdVt5HnrNawmY0VqlQRjgDqIkYio9Y",
+	"HlokcpXrhGeY7x559GuzJITmBEtFT7UqTC8aq2kwXUx5K9Xz2CQ6F/EZUxrGLdV8wB47xbbcXEQlCVTc",
+	"GU8IN6XEjGCFAq7PuLmA33XepoF6iGnuf8mksTsFVCn2Fh55RYtKkFnt4Mo/byuvceqrffgvjjcjVKK3",
+	"rX1eSJUeXL2EWPt30GRrh+EtNZHptiEfnzy85Yh31EC5H2JKn7xXBZSblD6ho3Oj2idb5ubT4pxJ5sYI",
+	"3rv6rOj+Zt2++eg61S5lyp/dL8rU5/Cv6dwzexvsxefWpbapN6/IbFgpLYj6XNk9sSJIrLQVcVk2oOfK",
+	"pyQ2jrBICQrwI7hGKi0ygo91iZs9sY36La4gy75IpY+aI+Fl78+SJuEtnu0H2Vl0XDjXF6H6zyxU/5hL",
+	"9BK6o5fKXCQ2W7Nu7VT1Pq5wffSWnjsAfj04mV8A2P9srmrPcT6CR9oHbKEvusXq1L1aEIAUmr8sky32",
+	"o94O//XHN2fvFLu+JEr8IZzVtybw95LC9sPvEoVVMhu3yWLzQD1yIepwnsh46spHUZhUn3BJTHDeEBCm",
+	"rsSPlcN8mgomUgw17J4O/+pzBQLdJ+6NGE9TkF/FVRVxiSgxbaLbD1jY5qOKbuErPlNM+G5m4Ir7/FmZ",
+	"wpdq55+WZ9GJL2/mCiAwYr66HFyYmOLaJ2wquRSfSFg8QtPL+r19cDdnj0WLtPE3xO675ig9a4VhojEZ",
+	"h8yE25h1OS7OGVNFlrEkEzwnVknT6PkqfTYrK9axLq6p0lc9Mm6GVlISZhA3wIhMIAS80vlYZZjmxLrO",
+	"Pho3LFUe3UeWwZwl0rLIpU5lwsyVEKs2FvvKizuPaek/Dpd9JSz1/7tksW7xS3M2XE60hV/yXb5wz5B7",
+	"vhJolsOjHvJQTy235JKIvrcnRcQjgnYr7JlkwR0uXonJF4pqQVQfIZkaRGFbE3MPEj8wYRITM6mPrd4U",
+	"GufHPKfwhp0WaRrg7c/YH4QkK/qLNgn0TbN6SLn1Hi42p39MBLougcAinmS+5LXwcKo+sC3/W1UkSkmt",
+	"2zOpn0mEeWZGzpVI64gYJcJlwrNMqnmFfEDYzZg0vOCXDle4nmJMuUjUUViomFLOg5DBMrs4Yornub4S",
+	"6VhZHYS7GFezmRSdLrowfcIyNq/uTRzd6fCew3XFLOXIXdbGhe817nXv7733YBh4fB8+OEWfLzk/rV4Z",
+	"dqVzhBRxmcwGE6wxlg+BOQbsPFg84/F0lxLzxOGr7UbukFA+pqUb3xBc5R/TsB3OaQtTwGX5YtX+g4H9",
+	"AMto4g6UULvNG+xAyIplIOdtY6jAPZFHbkOzcHWSUs9Kc63tgMVvp9yISZFn7zAdOn5LP+M3R5fH8RmL",
+	"nR6z5SF8wnW+rZ/NKmQxTL3Is86oEz7ZiTpYv2Ga0ZGrfqr5lTsLa1ejo6Pjk78MhoPh4Hj0cPhwCAv0",
+	"plzQzUDFUMBg3QDiDu2l3vGOOHYbbnwStakpQY42MgSDLkpr2IZdyi1D5KLvMPYtKkUdtzYMne3hkHwB",
+	"rM0eS2A2BGIIOWzQHimrZUp4vUZsIXiGWBkwK5vLJGzrrtJ3b979fwEAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -295,9 +295,12 @@ func (s *Service) AddItem(ctx context.Context, capsule string, in NewItem) (doma
 	if err := s.hasCapsule(ctx, capsule); err != nil {
 		return domain.Item{}, false, err
 	}
+	// Fields left out (nil) keep an unchanged item's values (identity.go).
+	metaSent, timeSent := in.Metadata != nil, in.TimeAuthored != nil
 	if in.Metadata == nil {
 		in.Metadata = map[string]any{}
 	}
+	in.URI = normalizeURI(in.URI)
 	up := in.File
 	switch in.Kind {
 	case domain.ItemText:
@@ -341,19 +344,39 @@ func (s *Service) AddItem(ctx context.Context, capsule string, in NewItem) (doma
 	} else if it.URI == "" {
 		it.URI = "sha256:" + hash
 	}
+	prev, err := s.st.FindItem(ctx, capsule, it.URI, it.Kind, hash)
+	switch {
+	case err == nil && prev.ContentHash == hash:
+		// The same bytes: that item, whatever URI this request names, and
+		// a no-op but for the fields it sends.
+		it.URI = prev.URI
+		if !metaSent {
+			it.Metadata = prev.Metadata
+		}
+		if !timeSent {
+			it.TimeAuthored = prev.TimeAuthored
+		}
+	case err != nil && !errors.Is(err, domain.ErrNotFound):
+		s.dropUnusedBlob(ctx, hash)
+		return domain.Item{}, false, notFound(err, "capsule", capsule)
+	}
 	stored, created, err := s.st.PutItem(ctx, it)
 	if err != nil {
-		if !created {
-			if used, e := s.st.HashInUse(ctx, hash); e == nil && !used {
-				_ = s.blobs.remove(hash)
-			}
-		}
+		s.dropUnusedBlob(ctx, hash)
 		return domain.Item{}, false, notFound(err, "capsule", capsule)
 	}
 	if stored.Status == domain.StatusReady {
 		s.engine.ItemUpdated(stored)
 	}
 	return stored, created, nil
+}
+
+// dropUnusedBlob removes a blob just placed for an item that was not
+// stored, unless an item holds it. The caller holds blobMu.
+func (s *Service) dropUnusedBlob(ctx context.Context, hash string) {
+	if used, err := s.st.HashInUse(ctx, hash); err == nil && !used {
+		_ = s.blobs.remove(hash)
+	}
 }
 
 // StageFile streams a file upload into the data directory; pass it to

@@ -126,6 +126,51 @@ func CapsuleStore(t *testing.T, newStore func(t *testing.T) capsule.Store) {
 		}
 	})
 
+	t.Run("FindItemByURIThenContent", func(t *testing.T) {
+		t.Parallel()
+		st := setup(t, "docs", "other")
+		for _, it := range []domain.Item{
+			item("docs", "itm_1", "u1", "h1"),
+			item("docs", "itm_2", "u2", "h2"),
+			item("docs", "itm_3", "u3", "h2"), // the same bytes again (added before identity)
+			item("other", "itm_4", "u4", "h4"),
+		} {
+			if _, _, err := st.PutItem(ctx, it); err != nil {
+				t.Fatal(err)
+			}
+		}
+		file := item("docs", "itm_5", "f", "h5")
+		file.Kind = domain.ItemFile
+		if _, _, err := st.PutItem(ctx, file); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct {
+			capsule, uri string
+			kind         domain.ItemKind
+			hash, want   string
+		}{
+			{"docs", "u1", domain.ItemText, "h9", "itm_1"},  // the uri, whatever the content
+			{"docs", "u1", domain.ItemText, "h2", "itm_1"},  // the uri before the content
+			{"docs", "new", domain.ItemText, "h2", "itm_2"}, // the oldest item with the bytes
+			{"docs", "new", domain.ItemFile, "h5", "itm_5"},
+			{"docs", "new", domain.ItemText, "h5", ""}, // the bytes under another kind
+			{"docs", "new", domain.ItemText, "h4", ""}, // the bytes in another capsule
+			{"docs", "u4", domain.ItemText, "h9", ""},
+			{"nope", "u1", domain.ItemText, "h1", ""},
+		} {
+			got, err := st.FindItem(ctx, c.capsule, c.uri, c.kind, c.hash)
+			if c.want == "" {
+				if !errors.Is(err, domain.ErrNotFound) {
+					t.Errorf("FindItem(%+v) = %s %v, want ErrNotFound", c, got.ID, err)
+				}
+				continue
+			}
+			if err != nil || got.ID != c.want || got.Capsule != c.capsule {
+				t.Errorf("FindItem(%+v) = %+v %v, want %s", c, got, err, c.want)
+			}
+		}
+	})
+
 	t.Run("CompleteIsAtomicAndGuarded", func(t *testing.T) {
 		t.Parallel()
 		st := setup(t, "docs")
