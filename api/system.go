@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"capsuled/gen"
+	"capsuled/internal/capsule"
 )
 
 // GetHealth answers the liveness probe.
@@ -38,11 +39,35 @@ func (s *Server) GetReadiness(ctx context.Context, _ gen.GetReadinessRequestObje
 	}
 	v := s.cfg.Version
 	h := gen.Health{Status: gen.HealthStatusOk, Version: &v, Checks: &checks}
+	if vs, ok := s.capsules.(vectorStatuser); ok && vs != nil && ready {
+		if st, err := vs.VectorStatus(ctx); err == nil {
+			h.Embedding = embeddingToWire(st)
+		} else {
+			s.log.WarnContext(ctx, "readiness: vector status", "err", err)
+		}
+	}
 	if !ready {
 		h.Status = gen.HealthStatusUnavailable
 		return gen.GetReadiness503JSONResponse(h), nil
 	}
 	return gen.GetReadiness200JSONResponse(h), nil
+}
+
+// vectorStatuser is a capsule service that reports where its vectors
+// stand.
+type vectorStatuser interface {
+	VectorStatus(ctx context.Context) (capsule.VectorStatus, error)
+}
+
+func embeddingToWire(st capsule.VectorStatus) *gen.EmbeddingStatus {
+	e := &gen.EmbeddingStatus{Semantic: st.Semantic, ItemsWithoutVectors: st.ItemsWithout, ChunksWithoutVectors: st.ChunksWithout}
+	if st.Semantic {
+		e.Model, e.Dimensions = &st.Space.Model, &st.Space.Dimensions
+	}
+	if st.Stored.Model != "" {
+		e.StoredModel = &st.Stored.Model
+	}
+	return e
 }
 
 // GetMetrics renders the Prometheus metrics.

@@ -166,7 +166,7 @@ func (a *App) newCapsules(ctx context.Context) (api.Capsules, error) {
 		return nil, err
 	}
 	if err := svc.Start(ctx); err != nil {
-		return nil, err
+		return nil, a.modelChanged(err)
 	}
 	a.closers = append(a.closers, closerFunc(svc.Close))
 	return svc, nil

@@ -227,9 +227,32 @@ func (a *App) dashboardStatus(apiHandler http.Handler, capsules any) dashboard.S
 			check.OK, check.Detail = false, err.Error()
 		}
 		st.Checks = append([]dashboard.Check{check}, st.Checks...)
+		if c, ok := capsules.(*capsule.Service); ok && c != nil {
+			st.Checks = append(st.Checks, vectorCheck(cctx, c))
+		}
 		st.Figures = append(st.Figures, metricFigures(ctx, apiHandler)...)
 		return st
 	}
+}
+
+// vectorCheck is the status page's row on the capsules' vectors: the
+// model that made them and the items still waiting for theirs.
+func vectorCheck(ctx context.Context, c *capsule.Service) dashboard.Check {
+	ch := dashboard.Check{Name: "vectors", OK: true}
+	st, err := c.VectorStatus(ctx)
+	switch {
+	case err != nil:
+		ch.OK, ch.Detail = false, err.Error()
+	case !st.Semantic && st.ItemsWithout > 0:
+		ch.Detail = fmt.Sprintf("%d items (%d chunks) have no vectors: they get them once an embedding model is configured (or from capsuled reindex)", st.ItemsWithout, st.ChunksWithout)
+	case !st.Semantic:
+		ch.Detail = "no embedding model: keyword search only"
+	case st.ItemsWithout > 0:
+		ch.Detail = fmt.Sprintf("embedding %d items (%d chunks) without vectors in the background, with %s", st.ItemsWithout, st.ChunksWithout, st.Space)
+	default:
+		ch.Detail = fmt.Sprintf("every searchable item has vectors of %s", st.Space)
+	}
+	return ch
 }
 
 // engineStatus lists the engines behind svc-1 and memory chat; an upstream

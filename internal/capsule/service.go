@@ -154,20 +154,35 @@ func (s *Service) Semantic() bool { return s.emb != nil }
 // Engine is the retrieval engine (for benchmarks).
 func (s *Service) Engine() *retrieval.Engine { return s.engine }
 
-// Start removes orphaned blobs and starts working the store's ingestion
-// jobs (jobs a stopped process left are run again: see Jobs), until Close.
+// Start checks the store's embedding model (see vectors.go: a store whose
+// vectors another model made is refused with ModelChangedError), removes
+// orphaned blobs and starts working the store's jobs (jobs a stopped
+// process left are run again: see Jobs), until Close; with an embedding
+// model it queues the embedding of searchable chunks without a vector.
 func (s *Service) Start(ctx context.Context) error {
 	if err := s.collectBlobs(ctx); err != nil {
 		s.log.Warn("blob clean-up failed", "err", err)
 	}
+	var embed func(context.Context) (bool, error)
+	if s.emb != nil {
+		if err := s.checkSpace(ctx); err != nil {
+			return err
+		}
+		embed = s.embedBacklog
+	}
 	if s.batcher != nil {
 		s.batcher.start()
 	}
-	if err := s.st.StartIngest(ctx, s.cfg.Workers, s.ingestItem); err != nil {
+	if err := s.st.StartIngest(ctx, s.cfg.Workers, s.ingestItem, embed); err != nil {
 		if s.batcher != nil {
 			s.batcher.stop()
 		}
 		return fmt.Errorf("start ingestion: %w", err)
+	}
+	if s.emb != nil {
+		if err := s.queueBacklog(ctx); err != nil {
+			s.log.Warn("could not queue the embedding of items without vectors", "err", err)
+		}
 	}
 	s.mu.Lock()
 	s.started = true

@@ -48,6 +48,26 @@ type Store interface {
 	FailItem(ctx context.Context, id, hash, reason string, at time.Time) (domain.Item, error)
 	HashInUse(ctx context.Context, hash string) (bool, error)
 
+	// EmbeddingSpace is the embedding model recorded for the chunk
+	// vectors (zero: none yet). UseEmbeddingSpace records one and removes,
+	// in the same transaction, the vectors not of it (all of them when
+	// another model was recorded, those of another width when none was),
+	// returning how many chunks lost theirs.
+	EmbeddingSpace(ctx context.Context) (domain.EmbeddingSpace, error)
+	UseEmbeddingSpace(ctx context.Context, sp domain.EmbeddingSpace, at time.Time) (removed int, err error)
+	// VectorBacklog counts the ready items with chunks without a vector,
+	// and those chunks; ItemsWithoutVectors lists such items in id order
+	// after the id after.
+	VectorBacklog(ctx context.Context) (items, chunks int, err error)
+	ItemsWithoutVectors(ctx context.Context, after string, limit int) ([]domain.Item, error)
+	// ItemChunks returns an item's chunks with their vectors (nil where a
+	// chunk has none).
+	ItemChunks(ctx context.Context, itemID string) ([]domain.Chunk, error)
+	// SetChunkVectors gives the item's chunks without a vector those of
+	// chunks (by Idx), while the item is ready with the content hash
+	// (else ErrConflict), and returns the item.
+	SetChunkVectors(ctx context.Context, itemID, hash string, chunks []domain.Chunk) (domain.Item, error)
+
 	CachedVectors(ctx context.Context, model string, hashes [][32]byte) (map[[32]byte][]float32, error)
 	CacheVectors(ctx context.Context, model string, vecs map[[32]byte][]float32) error
 }
@@ -61,7 +81,15 @@ type Jobs interface {
 	// one whose process stopped is run again, by any process sharing the
 	// store; two processes never run one job at once (unless it outlives
 	// the store's lease and is presumed dead).
-	StartIngest(ctx context.Context, workers int, step func(ctx context.Context, itemID, contentHash string) error) error
+	// embed works the job that embeds the chunks without a vector (see
+	// EnqueueEmbed), a bounded part at a time: more says that chunks
+	// remain (the job runs again at once); nil: this process leaves such
+	// a job to one that can embed.
+	StartIngest(ctx context.Context, workers int, step func(ctx context.Context, itemID, contentHash string) error,
+		embed func(ctx context.Context) (more bool, err error)) error
+	// EnqueueEmbed inserts the durable job that embeds every searchable
+	// chunk without a vector, unless one already waits or runs.
+	EnqueueEmbed(ctx context.Context) error
 	// StopIngest stops working jobs, letting running ones finish until ctx
 	// ends.
 	StopIngest(ctx context.Context) error

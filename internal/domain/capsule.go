@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"fmt"
 	"regexp"
 	"time"
 )
@@ -80,6 +81,19 @@ type Chunk struct {
 	End    int    // byte offset one past the chunk's end
 	Tokens int    // length in the embedding model's word pieces
 	Vector []float32
+}
+
+// An EmbeddingSpace is the embedding model that made a store's chunk
+// vectors: its id and vector width. A store holds vectors of one space
+// only.
+type EmbeddingSpace struct {
+	Model      string
+	Dimensions int
+}
+
+// String names the space for messages: "model (384 dimensions)".
+func (e EmbeddingSpace) String() string {
+	return fmt.Sprintf("%q (%d dimensions)", e.Model, e.Dimensions)
 }
 
 // A Hit is one result of a capsule query: a chunk with its item's metadata.

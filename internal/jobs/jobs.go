@@ -53,6 +53,34 @@ func (IngestItem) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{Queue: QueueName, MaxAttempts: maxAttempts}
 }
 
+// KindEmbedVectors is the kind of the job that gives vectors to the chunks
+// that have none.
+const KindEmbedVectors = "embed_vectors"
+
+// EmbedVectors is the job that embeds every searchable chunk without a
+// vector (items ingested while no embedding model was configured, or whose
+// vectors a change of model removed). There is at most one waiting or
+// running at a time; it works until none is left.
+type EmbedVectors struct{}
+
+// Kind is the job's kind in river.
+func (EmbedVectors) Kind() string { return KindEmbedVectors }
+
+// InsertOpts puts the job in the ingest queue, once: inserting it while
+// one waits or runs inserts nothing.
+func (EmbedVectors) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: QueueName, MaxAttempts: maxAttempts, UniqueOpts: river.UniqueOpts{
+		ByState: []rivertype.JobState{rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRunning,
+			rivertype.JobStateRetryable, rivertype.JobStateScheduled},
+	}}
+}
+
+// EmbedStep is the capsule service's work of an embed_vectors job, a
+// bounded part of it at a time (a job must end well within the lease):
+// more says that chunks remain, and the job runs again at once; an error
+// has it retried with backoff; otherwise it is finished.
+type EmbedStep func(ctx context.Context) (more bool, err error)
+
 // Step ingests one item: the capsule service's per-item step. A nil error
 // finishes the job (also when the item changed or went away meanwhile); an
 // error is retried with backoff.
@@ -76,6 +104,10 @@ type Run struct {
 	SingleOwner bool
 	// Log receives river's warnings and errors. Default slog.Default().
 	Log *slog.Logger
+	// Embed works embed_vectors jobs. Nil (a process without an embedding
+	// model): such a job is put back for a minute, for a process that has
+	// one.
+	Embed EmbedStep
 
 	// reindexSchedule is when river's index maintenance runs (nil: river's
 	// default, daily at midnight UTC); tests make it run at once.
@@ -106,7 +138,7 @@ func NewPostgres(pool *pgxpool.Pool) (*Queue[pgx.Tx], error) {
 }
 
 func newQueue[TTx any](d riverdriver.Driver[TTx]) (*Queue[TTx], error) {
-	c, err := river.NewClient(d, &river.Config{Workers: workers(nil), Logger: quiet(nil)})
+	c, err := river.NewClient(d, &river.Config{Workers: workers(nil, nil), Logger: quiet(nil)})
 	if err != nil {
 		return nil, fmt.Errorf("jobs: %w", err)
 	}
@@ -148,6 +180,15 @@ func (q *Queue[TTx]) EnqueueTx(ctx context.Context, tx TTx, itemID, contentHash 
 	return nil
 }
 
+// EnqueueEmbed inserts the embed_vectors job, unless one already waits or
+// runs.
+func (q *Queue[TTx]) EnqueueEmbed(ctx context.Context) error {
+	if _, err := q.inserter.Insert(ctx, EmbedVectors{}, nil); err != nil {
+		return fmt.Errorf("enqueue embedding of chunks without vectors: %w", err)
+	}
+	return nil
+}
+
 // Start works the queue's jobs with step until Stop or ctx ends.
 func (q *Queue[TTx]) Start(ctx context.Context, run Run, step Step) error {
 	if step == nil {
@@ -184,7 +225,7 @@ func (q *Queue[TTx]) Start(ctx context.Context, run Run, step Step) error {
 		ReindexerIndexNames:  reindex,
 		ReindexerSchedule:    run.reindexSchedule,
 		Queues:               map[string]river.QueueConfig{QueueName: {MaxWorkers: run.Workers}},
-		Workers:              workers(step),
+		Workers:              workers(step, run.Embed),
 		RescueStuckJobsAfter: run.RescueAfter,
 		// River rescues a job only once its time-out has passed too: a
 		// job is cancelled (and retried) when it outlives the lease.
@@ -272,9 +313,27 @@ func (w *ingestWorker) Work(ctx context.Context, job *river.Job[IngestItem]) err
 	return w.step(ctx, job.Args.ItemID, job.Args.ContentHash)
 }
 
-func workers(step Step) *river.Workers {
+// embedWorker works embed_vectors jobs with a step.
+type embedWorker struct {
+	river.WorkerDefaults[EmbedVectors]
+	step EmbedStep
+}
+
+func (w *embedWorker) Work(ctx context.Context, job *river.Job[EmbedVectors]) error {
+	if w.step == nil {
+		return river.JobSnooze(time.Minute)
+	}
+	more, err := w.step(ctx)
+	if err == nil && more {
+		return river.JobSnooze(0)
+	}
+	return err
+}
+
+func workers(step Step, embed EmbedStep) *river.Workers {
 	ws := river.NewWorkers()
 	river.AddWorker(ws, &ingestWorker{step: step})
+	river.AddWorker(ws, &embedWorker{step: embed})
 	return ws
 }
 

@@ -186,3 +186,87 @@ func (l *syncLog) String() string {
 	defer l.mu.Unlock()
 	return l.buf.String()
 }
+
+// TestEmbedVectorsJob: the embed_vectors job is inserted once however often
+// it is asked for while it waits, runs again at once while its step says
+// more work remains, is retried after an error, and finishes.
+func TestEmbedVectorsJob(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, q := openSQLite(t)
+	for range 3 {
+		if err := q.EnqueueEmbed(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var n int
+	if err := db.QueryRowContext(ctx, "SELECT count(*) FROM river_job WHERE kind = ?", jobs.KindEmbedVectors).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("%d embed jobs waiting (%v), want 1", n, err)
+	}
+	var mu sync.Mutex
+	calls := 0
+	done := make(chan struct{})
+	embed := func(context.Context) (bool, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		calls++
+		switch calls {
+		case 1, 2:
+			return true, nil // more to do: runs again at once
+		case 3:
+			return false, errors.New("database unavailable") // retried
+		}
+		close(done)
+		return false, nil
+	}
+	if err := q.Start(ctx, jobs.Run{SingleOwner: true, Embed: embed}, (&recorder{}).step); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { q.Stop(ctx) })
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		mu.Lock()
+		defer mu.Unlock()
+		t.Fatalf("the embed step ran %d times, want 4", calls)
+	}
+	time.Sleep(300 * time.Millisecond)
+	mu.Lock()
+	defer mu.Unlock()
+	if calls != 4 {
+		t.Fatalf("the embed step ran %d times, want 4", calls)
+	}
+	// Finished: asking again inserts a new one.
+	if err := q.EnqueueEmbed(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestEmbedVectorsJobWaitsForAModel: a process without an embed step puts
+// the job back for one that has it.
+func TestEmbedVectorsJobWaitsForAModel(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, q := openSQLite(t)
+	if err := q.EnqueueEmbed(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Start(ctx, jobs.Run{SingleOwner: true}, (&recorder{}).step); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { q.Stop(ctx) })
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var state string
+		if err := db.QueryRowContext(ctx, "SELECT state FROM river_job WHERE kind = ?", jobs.KindEmbedVectors).Scan(&state); err != nil {
+			t.Fatal(err)
+		}
+		if state == "scheduled" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the job is %s, want scheduled (snoozed)", state)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

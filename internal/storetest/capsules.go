@@ -171,6 +171,115 @@ func CapsuleStore(t *testing.T, newStore func(t *testing.T) capsule.Store) {
 		}
 	})
 
+	t.Run("EmbeddingSpaceAndMissingVectors", func(t *testing.T) {
+		t.Parallel()
+		st := setup(t, "docs")
+		if sp, err := st.EmbeddingSpace(ctx); err != nil || sp != (domain.EmbeddingSpace{}) {
+			t.Fatalf("space of a new store: %+v %v", sp, err)
+		}
+		// One item with vectors (width 2), one ingested without a model.
+		if _, _, err := st.PutItem(ctx, item("docs", "itm_1", "u1", "h1")); err != nil {
+			t.Fatal(err)
+		}
+		withVecs := index(t, st, "alpha", "beta")
+		if _, _, err := st.PutItem(ctx, item("docs", "itm_2", "u2", "h2")); err != nil {
+			t.Fatal(err)
+		}
+		bare, err := startQueued(ctx, st, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plain := chunks("gamma", "delta", "epsilon")
+		for i := range plain {
+			plain[i].Vector = nil
+		}
+		if _, err := st.CompleteItem(ctx, bare.ID, bare.ContentHash, "full text", plain, t0); err != nil {
+			t.Fatal(err)
+		}
+		backlog := func(wantItems, wantChunks int) {
+			t.Helper()
+			if items, chunks, err := st.VectorBacklog(ctx); err != nil || items != wantItems || chunks != wantChunks {
+				t.Fatalf("backlog %d items %d chunks (%v), want %d %d", items, chunks, err, wantItems, wantChunks)
+			}
+		}
+		backlog(1, 3)
+		// Recording a space without one recorded keeps vectors of its width.
+		sp := domain.EmbeddingSpace{Model: "m1", Dimensions: 2}
+		if removed, err := st.UseEmbeddingSpace(ctx, sp, t0); err != nil || removed != 0 {
+			t.Fatalf("adopt: %d %v", removed, err)
+		}
+		if got, err := st.EmbeddingSpace(ctx); err != nil || got != sp {
+			t.Fatalf("space %+v %v", got, err)
+		}
+		if removed, err := st.UseEmbeddingSpace(ctx, sp, t0); err != nil || removed != 0 {
+			t.Fatalf("same space again: %d %v", removed, err)
+		}
+		missing, err := st.ItemsWithoutVectors(ctx, "", 10)
+		if err != nil || len(missing) != 1 || missing[0].ID != bare.ID {
+			t.Fatalf("items without vectors: %+v %v", missing, err)
+		}
+		if more, err := st.ItemsWithoutVectors(ctx, bare.ID, 10); err != nil || len(more) != 0 {
+			t.Fatalf("after the last: %+v %v", more, err)
+		}
+		got, err := st.ItemChunks(ctx, bare.ID)
+		if err != nil || len(got) != 3 || got[1].Text != "delta" || got[1].Idx != 1 || got[1].Vector != nil {
+			t.Fatalf("chunks of the bare item: %+v %v", got, err)
+		}
+		if got, err := st.ItemChunks(ctx, withVecs.ID); err != nil || len(got) != 2 || len(got[1].Vector) != 2 {
+			t.Fatalf("chunks with vectors: %+v %v", got, err)
+		}
+		for i := range got {
+			got[i].Vector = []float32{1, float32(i)}
+		}
+		if _, err := st.SetChunkVectors(ctx, bare.ID, "other-hash", got); !errors.Is(err, domain.ErrConflict) {
+			t.Fatalf("vectors for other content: %v, want ErrConflict", err)
+		}
+		done, err := st.SetChunkVectors(ctx, bare.ID, bare.ContentHash, got)
+		if err != nil || done.ID != bare.ID || done.Status != domain.StatusReady {
+			t.Fatalf("set vectors: %+v %v", done, err)
+		}
+		backlog(0, 0)
+		vecs := 0
+		if err := st.ChunkVectors(ctx, "docs", func(id string, idx int, v []float32) error {
+			vecs++
+			return nil
+		}); err != nil || vecs != 5 {
+			t.Fatalf("%d vectors searchable (%v), want 5", vecs, err)
+		}
+		// A queued item's chunks wait for its ingestion, not for this.
+		if _, err := st.RequeueItem(ctx, "docs", bare.ID, t0); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.SetChunkVectors(ctx, bare.ID, bare.ContentHash, got); !errors.Is(err, domain.ErrConflict) {
+			t.Fatalf("vectors of a queued item: %v, want ErrConflict", err)
+		}
+		// Another model: every vector goes, in the transaction that
+		// records it.
+		other := domain.EmbeddingSpace{Model: "m2", Dimensions: 3}
+		if removed, err := st.UseEmbeddingSpace(ctx, other, t0); err != nil || removed != 5 {
+			t.Fatalf("change of model removed %d (%v), want 5", removed, err)
+		}
+		backlog(1, 2) // the ready item; the queued one gets its vectors from its job
+		if got, err := st.EmbeddingSpace(ctx); err != nil || got != other {
+			t.Fatalf("space %+v %v", got, err)
+		}
+	})
+
+	t.Run("AdoptingASpaceDropsVectorsOfAnotherWidth", func(t *testing.T) {
+		t.Parallel()
+		st := setup(t, "docs")
+		if _, _, err := st.PutItem(ctx, item("docs", "itm_1", "u1", "h1")); err != nil {
+			t.Fatal(err)
+		}
+		index(t, st, "alpha", "beta")
+		if removed, err := st.UseEmbeddingSpace(ctx, domain.EmbeddingSpace{Model: "m", Dimensions: 384}, t0); err != nil || removed != 2 {
+			t.Fatalf("adopt: removed %d (%v), want 2", removed, err)
+		}
+		if items, chunks, err := st.VectorBacklog(ctx); err != nil || items != 1 || chunks != 2 {
+			t.Fatalf("backlog %d %d %v", items, chunks, err)
+		}
+	})
+
 	t.Run("CompleteIsAtomicAndGuarded", func(t *testing.T) {
 		t.Parallel()
 		st := setup(t, "docs")

@@ -64,7 +64,7 @@ func Jobs(t *testing.T, newDB func(t *testing.T) func(t *testing.T, lease time.D
 	}
 	start := func(t *testing.T, st capsule.Store, workers int, step func(ctx context.Context, id, hash string) error) {
 		t.Helper()
-		if err := st.StartIngest(ctx, workers, step); err != nil {
+		if err := st.StartIngest(ctx, workers, step, nil); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() {

@@ -60,7 +60,7 @@ func UpgradeGivesQueuedItemsJobs(t *testing.T, claimedAtType string,
 		ran = append(ran, id+"/"+hash)
 		mu.Unlock()
 		return nil
-	}); err != nil {
+	}, nil); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.StopIngest(ctx) })

@@ -69,9 +69,13 @@ func enqueueQueued(ctx context.Context, tx pgx.Tx) error {
 // longer than the claim lease is run again by any replica; with no lease
 // (negative) the database belongs to this process, and the jobs a stopped
 // process left running are run again at once.
-func (s *CapsuleStore) StartIngest(ctx context.Context, workers int, step func(ctx context.Context, itemID, contentHash string) error) error {
-	return s.db.jobs.Start(ctx, jobs.Run{Workers: workers, RescueAfter: max(s.lease, 0), SingleOwner: s.lease < 0}, step)
+func (s *CapsuleStore) StartIngest(ctx context.Context, workers int, step func(ctx context.Context, itemID, contentHash string) error, embed func(ctx context.Context) (bool, error)) error {
+	return s.db.jobs.Start(ctx, jobs.Run{Workers: workers, RescueAfter: max(s.lease, 0), SingleOwner: s.lease < 0, Embed: embed}, step)
 }
+
+// EnqueueEmbed inserts the job that embeds the chunks without a vector,
+// unless one already waits or runs.
+func (s *CapsuleStore) EnqueueEmbed(ctx context.Context) error { return s.db.jobs.EnqueueEmbed(ctx) }
 
 // StopIngest stops working jobs; the running ones get until ctx ends to
 // finish, then are cancelled and run again later.

@@ -58,9 +58,13 @@ func enqueueQueued(ctx context.Context, db *DB, tx *sql.Tx) error {
 // workers at once, until StopIngest. Without a lease (WithLease) the
 // database belongs to this process: jobs a stopped process left running are
 // run again at once.
-func (s *CapsuleStore) StartIngest(ctx context.Context, workers int, step func(ctx context.Context, itemID, contentHash string) error) error {
-	return s.db.jobs.Start(ctx, jobs.Run{Workers: workers, RescueAfter: s.lease, SingleOwner: s.lease <= 0}, step)
+func (s *CapsuleStore) StartIngest(ctx context.Context, workers int, step func(ctx context.Context, itemID, contentHash string) error, embed func(ctx context.Context) (bool, error)) error {
+	return s.db.jobs.Start(ctx, jobs.Run{Workers: workers, RescueAfter: s.lease, SingleOwner: s.lease <= 0, Embed: embed}, step)
 }
+
+// EnqueueEmbed inserts the job that embeds the chunks without a vector,
+// unless one already waits or runs.
+func (s *CapsuleStore) EnqueueEmbed(ctx context.Context) error { return s.db.jobs.EnqueueEmbed(ctx) }
 
 // StopIngest stops working jobs; the running ones get until ctx ends to
 // finish, then are cancelled and run again later.
