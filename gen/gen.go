@@ -3187,7 +3187,7 @@ type ClientInterface interface {
 	// `error`. Item identity within a capsule (docs/ingestion.md): the `uri`
 	// (normalised: scheme and host in lower case, `file://localhost/` as
 	// `file:///`, dot segments resolved) names an item, and bytes the capsule
-	// already holds in an item of the same kind are that item, whatever uri or
+	// already holds in an item of the same kind and file type are that item, whatever uri or
 	// file name the request names. Adding to an existing item updates it (200)
 	// instead of creating a duplicate (201); the same content again is a no-op
 	// except for `metadata` and `time_authored` when the request sends them.
@@ -3220,7 +3220,7 @@ type ClientInterface interface {
 	// `error`. Item identity within a capsule (docs/ingestion.md): the `uri`
 	// (normalised: scheme and host in lower case, `file://localhost/` as
 	// `file:///`, dot segments resolved) names an item, and bytes the capsule
-	// already holds in an item of the same kind are that item, whatever uri or
+	// already holds in an item of the same kind and file type are that item, whatever uri or
 	// file name the request names. Adding to an existing item updates it (200)
 	// instead of creating a duplicate (201); the same content again is a no-op
 	// except for `metadata` and `time_authored` when the request sends them.
@@ -4080,7 +4080,7 @@ func (c *Client) ListItems(ctx context.Context, capsule CapsulePath, params *Lis
 // `error`. Item identity within a capsule (docs/ingestion.md): the `uri`
 // (normalised: scheme and host in lower case, `file://localhost/` as
 // `file:///`, dot segments resolved) names an item, and bytes the capsule
-// already holds in an item of the same kind are that item, whatever uri or
+// already holds in an item of the same kind and file type are that item, whatever uri or
 // file name the request names. Adding to an existing item updates it (200)
 // instead of creating a duplicate (201); the same content again is a no-op
 // except for `metadata` and `time_authored` when the request sends them.
@@ -4123,7 +4123,7 @@ func (c *Client) AddItemWithBody(ctx context.Context, capsule CapsulePath, param
 // `error`. Item identity within a capsule (docs/ingestion.md): the `uri`
 // (normalised: scheme and host in lower case, `file://localhost/` as
 // `file:///`, dot segments resolved) names an item, and bytes the capsule
-// already holds in an item of the same kind are that item, whatever uri or
+// already holds in an item of the same kind and file type are that item, whatever uri or
 // file name the request names. Adding to an existing item updates it (200)
 // instead of creating a duplicate (201); the same content again is a no-op
 // except for `metadata` and `time_authored` when the request sends them.
@@ -6792,7 +6792,7 @@ type ClientWithResponsesInterface interface {
 	// `error`. Item identity within a capsule (docs/ingestion.md): the `uri`
 	// (normalised: scheme and host in lower case, `file://localhost/` as
 	// `file:///`, dot segments resolved) names an item, and bytes the capsule
-	// already holds in an item of the same kind are that item, whatever uri or
+	// already holds in an item of the same kind and file type are that item, whatever uri or
 	// file name the request names. Adding to an existing item updates it (200)
 	// instead of creating a duplicate (201); the same content again is a no-op
 	// except for `metadata` and `time_authored` when the request sends them.
@@ -6825,7 +6825,7 @@ type ClientWithResponsesInterface interface {
 	// `error`. Item identity within a capsule (docs/ingestion.md): the `uri`
 	// (normalised: scheme and host in lower case, `file://localhost/` as
 	// `file:///`, dot segments resolved) names an item, and bytes the capsule
-	// already holds in an item of the same kind are that item, whatever uri or
+	// already holds in an item of the same kind and file type are that item, whatever uri or
 	// file name the request names. Adding to an existing item updates it (200)
 	// instead of creating a duplicate (201); the same content again is a no-op
 	// except for `metadata` and `time_authored` when the request sends them.
@@ -11664,7 +11664,7 @@ func (c *ClientWithResponses) ListItemsWithResponse(ctx context.Context, capsule
 // `error`. Item identity within a capsule (docs/ingestion.md): the `uri`
 // (normalised: scheme and host in lower case, `file://localhost/` as
 // `file:///`, dot segments resolved) names an item, and bytes the capsule
-// already holds in an item of the same kind are that item, whatever uri or
+// already holds in an item of the same kind and file type are that item, whatever uri or
 // file name the request names. Adding to an existing item updates it (200)
 // instead of creating a duplicate (201); the same content again is a no-op
 // except for `metadata` and `time_authored` when the request sends them.
@@ -11703,7 +11703,7 @@ func (c *ClientWithResponses) AddItemWithBodyWithResponse(ctx context.Context, c
 // `error`. Item identity within a capsule (docs/ingestion.md): the `uri`
 // (normalised: scheme and host in lower case, `file://localhost/` as
 // `file:///`, dot segments resolved) names an item, and bytes the capsule
-// already holds in an item of the same kind are that item, whatever uri or
+// already holds in an item of the same kind and file type are that item, whatever uri or
 // file name the request names. Adding to an existing item updates it (200)
 // instead of creating a duplicate (201); the same content again is a no-op
 // except for `metadata` and `time_authored` when the request sends them.
@@ -23992,106 +23992,106 @@ var swaggerSpec = []string{
 	"MPiVyPv0qThQssFJcp5DOnLNLn+uRIU5yFMdDf+srhTleAsYyiAkCmq9Q9w15X1Kg4Hoq5T1KLbe8WOv",
 	"CFho0W8WYA+xU5ioOlIpZnkN2BN4Y44pfj7Rumb3PcicCKMcLHIq7J9WpUxHqqd0ueCFNCI/RfRydAUC",
 	"NoJUrNBQEZAbkbDUKSinR0fB4nSUMm5Gyn9/lCYs15YZMQNoSshTKS5F3qeYZ1pGNGZg5Hd0cx0pn3I5",
-	"1wWk44d1J4YFzqoLqXKK7qLg9ARK/kHcUVVKCE0GmDYIE48TA7E6MDvHzDCrIYv7WkIaFL4Ia1TC7vZO",
-	"hsP+SEllrOC5GwKkUUNOGcsr5GDCPXZMSQMwPB8/Du45hLxR+hDyBBAPAtC+PJCYr/EQ1y1KayNRqCsP",
-	"OQZ2LhaDkfqRHFywgwnjdbW7OwYWwBGYmfOTBw9PMXR9jnXtgMpweD6OHSLZcLnuIGXCXmKzsIgeb2Kk",
-	"Ruprp6SyXkcaHREWpHZBN2kjO5NKOWL8v9tt2B6u8oRpAkAsVvh7XeuvB2mFvqoan0BOJQBRxDJEZ1bY",
-	"QwxXT/sD9tLfL08Z+NxhhRL2jJcXOQAofPPq2dOEff/l18lIffn88X8k7PHLfz969fLfE0gKO4KEvQKS",
-	"8sAvjhnBmc4FZechICARslS8XI2U3/lcZAUvRQ6eW3ixO8XRETYYHk+Lrq8Ug2SlZEQiJYHQs6RR2Nq9",
-	"iAL5DOv5mbBpqZVlC46BmG5aIzWHPIvvv/y6dkJLNdUJczNlEBJaIzv23TCKFkGOVIsiz+oYN4N5rcEt",
-	"S+nOV1J18ZrBSP1AeZSUTWA1y6W5OEMnQsPWTl1hKGEoWIr5l/2RIl/u8T2gwx8hxu6KS/uvtqwobRSS",
-	"fnwYIJBMLV7m3BGekmYuctbzWTgjBX2MffKsr7SSNIvtub2UFgNKpelOQshzx4t3KaI/cmkJjCkWGMj4",
-	"dMmQ42/SxtxYu/XEDbUt1tXBb/QVK7Sa4eKlzP0/JIxue297jbrH8TBWVx/u1FY/VMpFnr8S13A1qK2G",
-	"yUEH10Ig2EznhPTvTmU0jFc44LtHd1HR2fftjk023/5R/fpAiV3hU22B14OrUFVK0DcspP8Cp+5D4hbV",
-	"bIYfod4mSWhUODJegI79Pq2tG0dOdQapEifBGH0OQvizW1zP87xWvynqrefkMwJQGYwGF5FGQnKk/yFs",
-	"s2iOoAzr3YZaEgifrbR/ACst0Viwj1Gywocwx3aTxYfn/q9C6eDPZPZJrLBtGvukJo9k5+OOjvYz0BJH",
-	"PCpFqCXzsUa2yT39AofSfdZOPtpZS9Bg9Jm1f4Iz929u5etrVsNeRwaaGIuVcBm4x3CYczUTH16NOPJV",
-	"0raJi1dYJvWDigx4xxZSBiMEIB6I6z9f+O+NgyP+AAfA79wdg9WVmlgnrHflS8IRMgpAWZD9pP9HEkst",
-	"COrNOQ/PlQDkj1BHqRvBG8NIkQ9gRiugaADIzimTdqQ2oXuHKnsdAN0tcO6RCujcfLnEFG0A6khdf2nA",
-	"uFuCBb4oCJMEMpMpLn+k0rgEmccFIzQS4HC1rSmCphmpDQDgI3X3LkBsDe7ehTWAXFVsKXM0LQMG+hmr",
-	"q6t3ZFmMVAqN4iQL3xQgxKRSCGLq1mQi5vxS6qo8hVt++MjMXC7NSFUqFyX85EdiBgShfHl8BN+ZlEBx",
-	"pKVpvHKb5acRYTJd8VUXoBJif5kWolIA3ZJlPayErPbuAZiN27S7xlYTAFt+42FLT9koVLpC5NL6E0Cd",
-	"gnEdHoP6YoBp2idMW2LrBGhLdcfOwAoJ5k2qG0d7DWIMcPzgy068KEjJf4WZcO4ryDr3PpIWblk3LD0Z",
-	"hztIByxEHsiLOqvBdxPCl2IcrOpukQ7ZrBRLRx7C9Kg8bMIW/HpMCdv9UyeXM8vq5PW0f0pIVnYuFEJT",
-	"oVvEpyPhzKiymxmwL8RKg9BKwnbVWM2ADIDH1DPIuvycYT3jFpQXOBvKNoLV7ai3N1KN8na6DNXtwpgX",
-	"fIlYVEBdpQY/SgtkMxkpnLRP2qevwT5MrqeQJ4bb4DPQPeaTzE2fWQ24OgsfNUslRZr+hKmk5auryRGl",
-	"x3MZKXJosB6HPfPF81LaNfBBAZS//yHXGcJLhKq1VGIP2KYubf/MNdEFoDjBki4LvgIHlOGOzShCeOBG",
-	"K0RxzCNQp/ORCvugKwu1A6mUopssmjKvdE2Gjvrwl5C73yMu5cF1gY26I5z2B+xHz9QJt1szYrNQIDtN",
-	"GphPpWOSjqR5ZXXaP2Op0kqkdExhF/R0miBsrAQH31QDeh+3rBDcIKRrBlDUHP1ieT0jehZBJuhLHCHg",
-	"eCNtNoaHXBmS6ZQfjGfRQwQS07o4BJFS73wvqu1qIO3QlwOSiqXhubRPZQZgCX6NOvi1RmSHPAdlTSeq",
-	"cYCJ+5U5VokQDgenodrxCMNh3FfkJ4AiAr/9439RfYEGbNxtO0F+hq1lXjfFggWBgiOslFTm5pT9BNWr",
-	"8tdp6Gcd4s33CkWLfvJD+u0f/3z9NmUAGpJ34LS5Zk2WSsMwcMIyvVjwQyPc0YTiKVhd/Fe/nwHowjG4",
-	"iQDxjAcIwhDMnC8BDgS2mWpJl1GtqTnEKHhwc5mju4/1Upw8rUHXwvz2j39iAVFMSQYvIRQdIPxrEibu",
-	"X6PkciksNYKDWntoyS7iZPu5h1fX5UjVMNe2nicFrDk6VRoGT2L/BWTF3L0LAM9WqkqMp1LxYkzqlNNy",
-	"ZwL0FuTjPM/HM6Ho0jVGEZKOVA+LrcRwLbasRL8+S6fMCLupA/c8OOWAGfuxkCNV8YIF1Dmv6A0IEhBL",
-	"HmDsQC6WpciwYkMhueNmTrXi1+O1sovpmRsZVLEKwIm5nAKiivXwszEfSEU21+mphxEsVhH8nVPRoFiT",
-	"iFJwC8eraLDRs1cgjBFahVRWCcEeXTM0Vi/pnb49BDfUMLMEX8Tck57Ke+i5JYKmXvoDlkqVFVUuxkFU",
-	"UJWwlJVioS+FQXy5dQy/3/7xT/zuaB3Yb4ACsChEMQ7qtQk9A2cxARDTbW+Az3RPDliq0uCGVgzZstNY",
-	"jSBkR88p0bE+qWRhD6Xy2HwIihqhMQHsjfi54kWALUBJ5r+L7iLuxHjBGHThr6BfPBa1Eg6e95DK7UcR",
-	"3YWWupDZCo4p1AgZqYAKCInuT+IKTJSI3bt8+vRZwoqCL/ggWy4T9hz+TtjLvz3latZHx7xWWBevTuse",
-	"sHMW9I4QGQA1FXBVCP56rpVToAIlEzIi5nbHmNChszSJoXrqd3hkO+z/DIkvLEMD2NuwtNCzZaknJmU9",
-	"4AMgdZfj6GskIjbsgzqIZVLDzwn0IO14Ijl8MrasMutmPtaVXVaWUIDxWj9GaId0RICPKMw9H62MGE8E",
-	"XwQxGIbkrsJjKxbLglsBeikSIjGJMTf4F0oquMfED+DX2Btegv2OB+JccqhBJKgIUr1hULuFCA6K1gK5",
-	"NcrF0hvXeReoUcDSo4Iuzf0/pXgTHI6PnHHN5S+OmTuq8r+e1Rpnaz+xng0W6oOijU7LXkqRCRNsAkVx",
-	"+Ewq+fTZ4dOHh5cnrFIZNyIfqR91mX/vno3eC1CbIeuOEdJYv45vAdGmp7RgvrqFgsgnX3oaOEkSR2ix",
-	"ZVGZGocXGIuvWA1RW6EANN7pLnXGJ1XBy5UPJ8GyO52jY1MqLZ4eHoaZOGKB6iXp4aFW6vowl2XKjlj6",
-	"+Pz7lz88/erL8fPvvvuP8ZdPXjgKDF8+e/7lV0/x25EiPptzy/Ew0OX8qL2mCPpALCMuSoMXfK0gSsid",
-	"apDyX3z14pUTSDhaqH0LUXk9DIgC8DCnG1cIY7Hg5YXTYTF8caQmulK5317X5BB2HAkOdRcoRWC0v3oA",
-	"nMRhtWSFnhFJvwTKkmrmyBrDj5DYTlkdgRRQ9KXB03okLoUKwWmnKCpSt0CnVNfp8Zzbx+FAPJ5XtTSC",
-	"tmD/yUVhOdIaSscotG6k3FXqrHkpKZ144G6lcuGEOHQA4HWkfmDYf5DtKGDdBQ1LoHBWYYEFeKyH2lhK",
-	"oiztk9CnFRhjBJ8ZeHFcoaYlDSwNjpsUqX5Ct3dahJ++fP7dV69TunR5pU1XBjsZG8utSen0UK4CzR0e",
-	"GEAFIqz1ggZ8TK8FKTURM65Q1CnLCAO4sfqNcjS07iMFC+/hEVvjRDqgElpKK9pbkQc57EvAcQTswxjO",
-	"YHNoxYmqPNo4IjUwGYO0JgNGQN838hfBeveP77G14gPQ1XEyPLk/Uh6n2u2j18n0lC1QxeKK3TtJ/vLw",
-	"EWG+sxBa1zTgYUN8h1YzKNNW8kVU5Ua+9ibHgKEfv2akfAmEcG6Zx+Vuvi4qceAlAr6sHoepCxRQb05m",
-	"tDlDN0dwl4iYJbCtHMF9D7TlA3spQnGk0sPDBb8+pBEdNoQa/kTbHX5CL1KNkWi6YgcpzbXBCD5URm3j",
-	"JZ8oPK01U6j22uaVt+0Nj+cmP1YM9Y3qOwYTeTAhKrwyDcibwAGIe3t+9jnq7A8QdfYHgfprO6TapWTh",
-	"ttZwxc253eSGcz95r/OFWG3Pm/vWPfABD/m3YrUpVesVFQaMShlCARzUHvLPGA8dSVVUPNOwHjokCe1Y",
-	"ZKUAUOI4wyqmF7dAG+gFivrtAnj4Vqw+KLjDt2L1qYAdMIbYTXAzjVKGCiDhw8UAFvz3LgE+hxFvAG4I",
-	"RWgH7EnYTSfXfVZwuMD5Cvn7n6OI8R69uRCrVoBwG8roUl+gRw+orIC7Zw3viPedjdXnEfWxHfHmeKk/",
-	"rx+Oq28uJoG83K3u52i3j07iL6iaa1T8X0ynIgOcd41mDSWurTchD9iTXCyW2hIK6k0ExqZQtU9HfJ+J",
-	"7pOFNWslAle9qeKxLVWOtvWOYTJnPaij/Ns//om4ZpCktuQAQ005ahdBUanVhzhji8IVDk4P/tN19dP5",
-	"4X/nh78MD//6+s1x8vD+23856MAyIJ6O5WNvEGf2ki/q9F2s2EFyBe36jBusmBT1ltD1E+K6gi7MnlhW",
-	"wxxDHS24IQiDRW1lbbiuK95SlQjrA0EA0tlYVhlRelNNwqTCapEQoyAVma3QYI9WnaUojS81Bk7MS1Ea",
-	"tLESInV4J5iuoqr43h/FVUOKJVQ3vl0LnjVLwZ/hsOsZQX2sifCvrQHO7uwom9C0p2GtUyWu8NIlDRnH",
-	"fYoxFrGgaYsc603URrwFXzVLfDbtaGTecpw22MN63s7lXVRtQ1fCWla19IwFO5NbkrZNaaTQqGSYtKEa",
-	"ibfytQaGpsI1S14yUt2mPO+C4RhS1ibRATv3gY1KiHwEDrlSGAFjgLTSmEhOYSkELwtJFddCORmc2mZj",
-	"2DP4fc0kdrPA0u88+QDO8Qerc/HZpvbZpvb/C5van7JEWA3c+ubgHCTVK8dnD05/ev02eXNwvpRO7XSf",
-	"GsCu523miCF6peDe/eBlJ9WeB1yWWlxGmhI+sEFXoh/fNjWR0E9s42seTcKQRYEX5CgMEgFWGuGHNEgA",
-	"RmClyHSZO/5OGQMQiMhlUZWiH6BYE/RoYBh3Q1q3QUix+FFlBIYUzAo94UU0KGmoqkCKP3UC8rv5oFT4",
-	"rp78B2So4S3brJj1lD8j1DavCLc8VgHPlggyoqkINWodre6dztDRm/D3VqMN5gqbEMrhukkIgpm0fDw4",
-	"/rCsaeYJFEKGcLGSK8MpnBdyJzzqT30u8JwqbedSzbrOBA6odSo+yqGgjPWuc/GjL/ubf85q/2McuoBU",
-	"WpMeHDagcyA+jIu58YFLukXTXuS+RuxQcOnjU/oTNdU72f9nGv+90/hzJdrkjeF2t5Ikt76JNhMXt0qi",
-	"I3HtVP2NCt5XkRRaNwH1xPVSlhSmZCqnjQonmbxhyV3PirwuF4s5WukzssJQYgAmbLFeA2/t+lDl7jCl",
-	"/QH7WoicImtHCkKUSBmUCzf4qLZUKaDmAWTo1QH+9YAxCImrkcJfXGddMu8rWJV34gR+Ak1uEKBmt7GF",
-	"Z4EAyFYIqRSb8Ehpc3AVf+884k935JFSGmKNG1aD+/0+Tz2pjpsvdl/zzLLoYhbqD7vDDhGQmDxnwTbc",
-	"i6OmMQ5ywvORcsuQMCvdtQvqpZUU6p73MYKYNFmoORKstGg1BfWuvhyqGTglmzEIZ/HzRhRTCMN0HMCp",
-	"yTNe5oUwZvtF72u/FB9QzjfetO2q5/fl8zH+yMf4hSfFdWMEuD7exaryUU40isKbg+K0X7YJo/gF2Jx0",
-	"W95QagIyQXQ7nWE+f0jNY9Kgc8MtTr/2AUWmGcVat9VT8HEgOqoumbvMUg5CGpqluC8FJTNR9joOaMnt",
-	"nACBgUPwciYspANgbjimv6cyTwPcIGAW1jEaDcORuZDLpevbaNI5gjoCgdaADmevJD495+XC8Z3+GeMK",
-	"XwLss34Dp4Sb8BJIU3LKiWKcTUth5kxCstIEwEqViFKRKM1IkvuMrjKwysj6BuwVeEEuhFgGW0bkVcuF",
-	"hxaWWnUxxyeLTdrPPn6Nd1Z88Cy6c7Pg14i8D6D0w2GXQvQRAS9hWbCS5VabBJLI798o8TmC651kBtJD",
-	"7SGHoKl30Pz24vP+bRs1twDd/TOlwIbGd2pvfhssPwUre8o4VDcYqYCM/GCYBHfvyXDYJ8xiqvVAdYOb",
-	"JR8g/meJWTOYb+NGMm9Ud+x98ezkAYY9Iuq28j7ykjUSNpORyoUywtegSxioj1BTWmRyWeqMF5Dvnnj0",
-	"a7NAhOYM6ktPtKpMPxmpSTRdSHkL1/PUZLoU6RlT2o1bqtmAfUUX27C5gEoSXXGnPEPclIAZwSrluD7j",
-	"5sL9rsuuG6iHmOb+l0Iau1VBlWJn4ZGXuKgImdUNrvzzpvIa9321D//F8XqESvKms88LqfK9q5cga//W",
-	"NdnYYSylxjLfNOTjk0e3HPGWGigPYkzpk3eqgHKT0id4dG5U+2TD3HxaHJlkbozgva3Pmu5v1u3rD36n",
-	"2naZ8mf382XqU/jXdOmZvY324lPfpTZdb16i2bC+tADqc233hIogqdJWpKFsQJ/Kp2Q2TaBICSjwp06M",
-	"1LfIxH1satzsiW3Vb6GCLLsilT5ojoTXvT9JmoS3eHYfZLLoUDjXZ6X6z6xU/1hK8BLS0ctlKTJbrFiv",
-	"car6H1a5PnqDz+0Bvx6dzM8A7H82V7XnOB/AI+0DtsAX3WF16l3NEUAKzF+WyQ77UX+L//rDm7O3ql2f",
-	"EyX+EM7qWxP4O2lhu+F3kcJqnY3bbL5+oB5TiLo7T2g8pfJRGCZ1iLgkJjpvAAjTvMSPFGE+TQQTOYQa",
-	"9u4P/+pzBaK7T9o/ZTzPnf4qruqIS0CJ6VLdfoDCNh9UdYtf8YliwrczAyru82dlCp+rnX9cnoUnPkjm",
-	"GiAwYb66nBOYkOJ6iNhUciE+krJ4BKaX1Tv74G7OHqsObeNvgN13zUF71grCRFM0DpkxtynrcVicM6aq",
-	"omBZIXiJrBKn0fdV+mwRKtaxHqyp0ld9NG7GVlJUZgA3wIhCAAS80uVIFZDmxHpkH01bliqP7iNDMGdA",
-	"Whal1LnMmLkSYtnFYl96decrXPoPw2VfCov9/y5ZLC1+MGc74YRb+Dnf5TP3jLnnSwFmOTjqMQ/11HJL",
-	"LgnoeztSRDwiaK/GnsnmnHDxAiZfrKpFUX2IZGoAhW2FzD1K/ICESUjMxD42elNwnB/ynLo3bLVI4wBv",
-	"f8b+ICRZ01+yTqCv29VDwtZ7uNgS/zGJu+siCCzgSZYL3ggPx+oDm/K/VU2imNS6OZP6mQSYZ2bkTIm8",
-	"iYgREC4zXhRSzWrkA8RuhqThOb8kXOFmijHmImFHcaFiTDmPQgZDdnHCFC9LfSXykbI6CncxVLMZLzo9",
-	"cGH6hGVoXstNGN394T3CdYUs5YSEtaHwvZZc9/7eew+Hkcf30cP74PNF56fVS8OudAmQIpTJbCDBGmL5",
-	"AJhjwM6jxTMeT3chIU/cfbXZyB0Tyoe0dMMbIlH+IQ3b8Zw2MAVYls9W7T8Y2I9jGW3cgQC125Zge0JW",
-	"LCI9bxNDddwTeOQmNAuqk5R7VlpqbQcsfTPhRoyrsngL6dDpG/wZvjm6PE7PWEr3mA0PwRPU+aZ+1quQ",
-	"pW7qVVkcnB7ETx4kB1C/YVLgkat/aviVD+bWLk+Pjo5P/jIYDoaD49NHw0dDt0Cvw4KuByrGCgbrRRB3",
-	"YC/1jnfAsVtz46OqjU0RcrSVIRh1Eaxha3YpWoaEou8g9i0Jqg6tDQNnezwkXwBrvccAzAZADDGHjdoD",
-	"ZXVMCcRrwuaCF4CV4WZlS5nFbUmUvn399v8LAAD//w==",
+	"1wWk44d1J4YFzqoLqfKgLmEKLcZ6Uah6AgUAIQqpKiUEKsOTEDQepwlirWB2jnliVkNO97WEpCh8LVas",
+	"hL3unQyH/ZGSyljBczcgSKqGDDOWV8jPhHvsmFIIYLA+mhycdQiAo/QhZA0gOgRgf3lYMV/xIa5ilNYm",
+	"o1BlHjIO7FwsBiP1I7m7YD8Txuvad3cMLIAjNzPnJw8enmIg+xyr3AHN4fB8VDvEteFy3UE6hZ3FZmER",
+	"PfrESI3U105lZb2OpDoiM0j0gm7SRq4mFXbEbAC397A9XOUJ0wSHWKzw97ryXw+SDH2NNT6BDEuApYgl",
+	"is6ssIcYvJ72B+ylv22eMvDAwwol7BkvL3KAU/jm1bOnCfv+y6+Tkfry+eP/SNjjl/9+9OrlvyeQInYE",
+	"6XsFpOiBlxzzgzOdC8rVQ3hAImupeLkaKb/zucgKXooc/LjwYnemowNtMFieFl1fKQapS8mIBEwCgWhJ",
+	"o8y1exGF9RnW8zNh01IryxYcwzLdtEZqDlkX33/5de2SlmqqE+ZmyiBAtMZ57LthFC2CHKkWRZ7VEW8G",
+	"s1yDk5aSn6+k6uI8g5H6gbIqKbfAapZLc3GGLoWG5Z26wsDCUL4UszH7I0We3eN7QIc/QsTdFZf2X21Z",
+	"URIppAD5oEAgmVrYzLkjPCXNXOSs53NyRgr6GPtUWl93JWmW3nN7KS2Gl0rTnZKQ544z71JLf+TSEjRT",
+	"LD6QDeqSIf/fpJu5sXZrjRsqXawrh9/oK1ZoNcPFS5n7f0gf3fbe9hp1j+NhrLw+3Km7fqgEjDx/Ja7h",
+	"olDbEJODDq6FsLCZzgn3353KaBivcMB3j+6i2rPv2x2bbL79o3r5gRK7gqnaAq8HF6OqlKB9WEgGBk7d",
+	"hzQuquAMP0L1TZLXqH5kvACN+33aXjeOnKoOUl1OAjX6HJLwZ7e/nud5rYxTDFzPyWeEozIYGy4ijYTk",
+	"SP9DWGrROEH51rvNtiQQPtts/wA2W6KxYC2j1IUPYZztJosPz/1fhULCn8nsk9hk2zT2SQ0gyc7HHR3t",
+	"Z64ljnhUilBZ5mONbJOz+gUOpfusnXy0s5ag+egza/8EZ+7f3MrX16yG9Y4MNDEyK6E0cI/oMOdqJj68",
+	"GnHka6ZtExevsGjqBxUZ8I4tpAxGCMA/ENd/vmDgG4dK/AEOgN+5OwZrLTWRT1jvyheII5wUALYg+0n/",
+	"jySWWoDUmzMgnisBOCChqlI3njcGlSIfwPxWwNQAyJ1TJu1IbcL6DjX3OuC6W1DdIxWwuvlyiQnbANuR",
+	"uv7SgHi3BHt8URBCCeQpU5T+SKVxQTKPEkbYJMDhaltTBFQzUhvgwEfq7l0A3BrcvQtrAJmr2FLmaFoG",
+	"RPQzVtda78i5GKkUGsUpF74pAIpJpRDS1K3JRMz5pdRVeQq3/PCRmblcmpGqVC5K+MmPxAwIUPny+Ai+",
+	"MylB5EhL03jlNstPI0JouuKrLnglRAIzLXylAMEly3pYCVnt3QMwG7dpd42tJgC9/MaDmJ6yUah7hTim",
+	"9ScAPgXjOjwG1cYA4bRPCLfE1gnelqqQnYEVEsybVEWO9hrEGKD6wZed6FGQoP8K8+LcV5CD7n0kLRSz",
+	"bpB6Mg53kA5YiDysF3VWQ/EmhDbFOFjV3SIdslkplo48hOlRsdiELfj1mNK3+6dOLmeW1ansaf+UcK3s",
+	"XCgEqkK3iE9OwplRnTczYF+IlQahlYTtqpGbAScAj6lnkHUxOsN6xi0oL3A2lHsEq9tRfW+kGsXudBlq",
+	"3YUxL/gSkamAukoNfpQW5GYyUjhpn8JPX4N9mFxPIWsMt8Hno3sEKJmbPrMaUHYWPoaWCow0/QlTSctX",
+	"15YjSo/nMlLk0GA9DnvmS+mltGvggwJgf/9DrjMEmwg1bKngHrBNXdr+mWuiC8B0giVdFnwFDijDHZtR",
+	"hPfAjVaI6ZhHEE/nIxX2QVcWKglSYUU3WTRlXumaDB314S8hk79HXMpD7QIbdUc47Q/Yj56pE4q3ZsRm",
+	"oVx2mjQQoErHJB1J88rqtH/GUqWVSOmYwi7o6TRBEFkJDr6pBiw/blkhuEGA1wyAqTn6xfJ6RvQsQk7Q",
+	"lzhCQPVG2mwMD7kypNYpPxjPoocIK6Z1cQgipd75XlTp1UASoi8OJBVLw3Npn4oOwBL8GnXwa43PDlkP",
+	"yppOjOMAGvcrc6wSAR0OTkPt4xEGx7ivyE8AJQV++8f/omoDDRC523aC/Axby7xuiuULAgVHyCmpzM0p",
+	"+wlqWeWv09DPOuCb7xVKGP3kh/TbP/75+m3KAEIk70Btc82aLJWGYeCEZXqx4IdGuKMJpVSw1vivfj8D",
+	"7IVjcBMB4hkPEAQlmDlfAjgIbDNVli6jylNziFjwUOcyR3cf66U4eVqDroX57R//xHKimKAMXkIoQUBo",
+	"2CRM3L9GyeVSWGoEB7X20JJdxMn2cw+2rsuRqkGvbT1PCl9zdKo0DJ7E/gvIkbl7F+CerVSVGE+l4sWY",
+	"1Cmn5c4E6C3Ix3mej2dC0aVrjCIkHakell6JwVtsWYl+fZZOmRF2UwfueXDKATP2YyFHquIFCxh0XtEb",
+	"EEAgFkDA2IFcLEuRYf2GQnLHzZxqxa/Ha0UY0zM3MqhpFWAUczkFfBXrwWhjPpCKbK7TUw8qWKwiMDyn",
+	"okHpJhEl5BaOV9Fgo2evQBgj0AqprBJCP7pmaKxe0jt9ewhuqEFnCcyIuSc9lffQc0sETb30ByyVKiuq",
+	"XIyDqKCaYSkrxUJfCoNoc+uIfr/945/43dE6zN8ABWBRiGIc1GsTegbOYgI8ptveAKbpnhywVKXBDa0Y",
+	"smWnsRpBOI+eU6JjfVLJwh5K5ZH6ECI1wmYCEBzxc8WLAGKAksx/F91F3InxgjHowl9Bv3gsaiUcPO8h",
+	"sduPIroLLXUhsxUcU6gYMlIBIxDS3p/E9ZgoLbt3+fTps4QVBV/wQbZcJuw5/J2wl397ytWsj455rbBK",
+	"Xp3kPWDnLOgdITIAKizgqhAY9lwrp0AFSiacRMz0jhGiQ2dpEgP31O/wOHfY/xkSX1iGBsy3YWmhZ8tS",
+	"T0zKesAHQOoux9HXSERs2Ad1EIumhp8T6EHa8URy+GRsWWXWzXysK7usLGEC47V+jEAP6YjgH1GYez5a",
+	"GTGeCL4IYjAMyV2Fx1YslgW3AvRSJERiEmNu8C+UVHCPiR/Ar7E3vAT7HQ/EueRQkUhQSaR6w6CSCxEc",
+	"lLAFcmsUj6U3rvMuUKOApUflXZr7f0rxJjgcHznjmstfHDN3VOV/Pas1ztZ+YnUbLNsHJRydlr2UIhMm",
+	"2ASK4vCZVPLps8OnDw8vT1ilMm5EPlI/6jL/3j0bvReAN0MOHiPcsX4d3wKiTU9pwXytCwWRT74QNXCS",
+	"JI7QYsuiMjUqLzAWX78aorZCOWi8013qjE+qgpcrH06CRXg6R8emVGg8PTwMM3HEArVM0sNDrdT1YS7L",
+	"lB2x9PH59y9/ePrVl+Pn3333H+Mvn7xwFBi+fPb8y6+e4rcjRXw255bjYaDL+VF7TRECglhGXKIGL/ha",
+	"QZSQO9Ug5b/46sUrJ5BwtFAJF6LyehgQBVBiTjeuENRiwcsLp8NiMONITXSlcr+9rskh7DgSHOouUJjA",
+	"aH/1AHCJw2rJCj0jkn4JlCXVzJE1hh8hsZ2yOgIpYOpLg6f1SFwKFYLTTlFUpG6BTqnK0+M5t4/DgXg8",
+	"r2ppBG3B/pOLwnKkNZSOUWjdSLmr1FnzUlI68cDdSuXCCXHoAKDsSP3AJIAg21HAugsaFkThrMJyC/BY",
+	"D7WxlERZ2iehTyswxgg+M/DiuEJNSxpYGhw3KVL9hG7vtAg/ffn8u69ep3Tp8kqbrgx2MjaWW5PS6aHM",
+	"BZo7PDCAekRY+QUN+JhsC1JqImZcoahTlhEicGP1G8VpaN1HChbegyW2xol0QAW1lFa0tyIPctgXhOMI",
+	"34cxnMHm0IoTVXm0cURqYDIGaU0GjIDFb+QvgvXuH99ja6UIoKvjZHhyf6Q8arXbR6+T6SlboIrFFbt3",
+	"kvzl4SNCgGchtK5pwMOG+A6tZlC0reSLqOaNfO1NjgFRP37NSPmCCOHcMo/S3XxdVPDASwR8WT0OU5cr",
+	"oN6czGhzhm6O4C4RMUtgWzmC+x5oywf2UoTiSKWHhwt+fUgjOmwINfyJtjv8hF6kGjHRdMUOUtJrgxF8",
+	"qPzaxks+UXhaa6ZQ+7XNK2/bGx7PTX6sGPgb1XcMJvLQQlSGZRpwOIEDEPf2/Oxz1NkfIOrsDwL813ZI",
+	"tQvLwm2t4Yqbc7vJDed+8l7nC7HankX3rXvgAx7yb8VqU+LWKyoTGBU2hHI4qD3knxEfOlKsqJSmYT10",
+	"SBL2schKARDFcb5VTC9ugTbQC5T42wX38K1YfVCoh2/F6lPBPGAMsZvgZhqlDBXAxYeLASz4710CfA4j",
+	"3gDjEErSDtiTsJtOrvsc4XCB8/Xy9z9HEeM9enMhVq0A4Taw0aW+QI8eUFkBd88a7BHvOxtr0SMGZDvi",
+	"zfFSf14/HFffXFoCeblb3c/Rbh+dxF9QbddA4gkT06nIAPVdo1lDiWvrTcgD9iQXi6W2hIl6E4GxKVTt",
+	"0xHfZ6L7ZGHNWonAVW+qeGxLlaNtvWOYzFkPqir/9o9/IsoZJKktOYBSU47aRVBUavUhztiicIWD04P/",
+	"dF39dH743/nhL8PDv75+c5w8vP/2Xw46kA2Ip2Mx2RvEmb3kizp9F+t3kFxBuz7jBusnRb0ldP2EuK6g",
+	"C7MnltWgx1BVC24IwmCJW1kbruv6t1QzwvpAEAB4NpZVRpTeVJMwqbB2JMQoSEVmKzTYo1VnKUrjC4+B",
+	"E/NSlAZtrIRPHd4JpquoRr73R3HVkGIJVZFvV4ZnzcLwZzjsekZQLWsi/GtruLM7O4ooNO1pWPlUiSu8",
+	"dElDxnGfYowlLWjaIsfqE7URb8FXzYKfTTsambccpw32sJ63c3kXVdvQlbCWVS09Y8HO5JakbVMaKTQq",
+	"GSZtqE3irXytgaGpcM2Sl4xUtynPu2A4hpS1SXTAzn1goxIiH4FDrhRGwBggrTQmklNYCsHLQlL9tVBc",
+	"Bqe22Rj2DH5fM4ndLLD0O08+gHr8wapefLapfbap/f/CpvanLBhWw7i+OTgHSfXK8dmD059ev03eHJwv",
+	"pVM73acGzOt5mzliiF4puHc/eNlJlegBpaUWl5GmhA9s0JXox7dNTST0E9v4mkeTEGVR4AU5CoNEuJVG",
+	"+CENEoARWCkyXeaOv1PGAAQicllUpegHYNYEPRoYxt2Q1m1IUiyFVBmBIQWzQk94EQ1KGqoxkOJPnfD8",
+	"bj4oFb6rJ/8BGWp4yzYrZj3lz3i1zSvCLY9VQLclgoxoKsKQWseue6czdPQm/L3VaIO5wiaEcrhuEgJk",
+	"Ji0fD44/LGuaeQJlkSFcrOTKcArnhdwJj/pTnws8p0rbuVSzrjOBA2qdio9yKChjvetc/OiLAOefs9r/",
+	"GIcu4JbWpAeHDegciA/jYm584JJu0bQXua8RO5Rf+viU/kRN9U72/5nGf+80/lyJNnljuN2tJMmtb6LN",
+	"xMWtkuhIXDtVf6OC91UkhdZNQD1xvZQlhSmZymmjwkkmb1hy17Mir4vHYo5W+oysMJQYgAlbrNfAW7s+",
+	"VLk7TGl/wL4WIqfI2pGCECVSBuXCDT6qNFUKqIAAGXp1gH89YAxC4mqk8BfXWZfM+wpW5Z04gZ9AkxsE",
+	"4NltbOFZIACyFUIqxSZ0UtocXMXfO4/40x15pJSGWOOG1eB+v89TT6rj5ovd1zyzLLqYhWrE7rBDBCQm",
+	"z1mwDffiqGmMg5zwfKTcMiTMSnftguppJYW6532MICZNFiqQBCstWk1Bvasvh2oGTslmDMJZ/LwRxRTC",
+	"MB0HcGryjJd5IYzZftH72i/FB5TzjTdtu+r5ffl8jD/yMX7hSXHdGAGuj3exqnyUE42i8OagOO2XbUIs",
+	"fgE2J92WN5SagEwQ3U5nmM8fUvOYNOjccIvTr31AkWlGsdZt9RR8HIiOqkvmLrOUg5CGZinuS0HJTJS9",
+	"jgNacjsneGDgELycCQvpAJgbjunvqczTADcImIV1jEbDcGQu5HLp+jaadI6gjkCgNYIGX0l8es7LheM7",
+	"/TPGFb4E2Gf9Bk4JN+ElkKbklBPFOJuWwsyZhGSlCYCVKhGlIlGakST3GV1lYJWR9Q3YK/CCXAixDLaM",
+	"yKuWCw8tLLXqYo5PFpu0n338Gu+s+OBZdOdmwa8Rhx8g6ofDLoXoIwJewrJgXcutNgkkkd+/UeJzBNc7",
+	"yQykh9pDDkFT76D57cXn/ds2am4BuvtnSoENje/U3vw2dH4KVvaUcah1MFIBGfnBMAnu3pPhsE+YxVT5",
+	"gaoINwtAQPzPErNmMN/GjWTeqPXY++LZyQMMe0TUbeV95CVrJGwmI5ULZYSvSJcwUB+hwrTI5LLUGS8g",
+	"3z3x6NdmgQjNGVSbnmhVmX4yUpNoupDyFq7nqcl0KdIzprQbt1SzAfuKLrZhcwGVJLriTnmGuCkBM4JV",
+	"ynF9xs2F+12XXTdQDzHN/S+FNHargirFzjIkL3FRETKrG1z5503FNu772h/+i+P1CJXkTWefF1Lle9cy",
+	"Qdb+rWuyscNYSo1lvmnIxyePbjniLRVRHsSY0ifvVA/lJoVQ8OjcqBLKhrn5tDgyydwYwXtbnzXd36zb",
+	"1x/8TrXtMuXP7ufL1Kfwr+nSM3sb7cWnvkttut68RLNhfWkB1Ofa7gn1QVKlrUhD2YA+FVPJbJpAyRJQ",
+	"4E+dGKlvkYn72NS42RPbquZC5Vl2RSp90BwJr3t/kjQJb/HsPshk0aFwrs9K9Z9Zqf6xlOAlpKOXy1Jk",
+	"tlixXuNU9T+scn30Bp/bA349OpmfAdj/bK5qz3E+gEfaB2yBL7rD6tS7miOAFJi/LJMd9qP+Fv/1hzdn",
+	"b1W7PidK/CGc1bcm8HfSwnbD7yKF1Tobt9l8/UA9phB1d57QeErlozBM6hBxSUx03gAQpnmJHynCfJoI",
+	"JnIINezdH/7V5wpEd5+0f8p4njv9VVzVEZeAEtOluv0AhW0+qOoWv+ITxYRvZwZU3OfPyhQ+1z7/uDwL",
+	"T3yQzDVAYMJ8dTknMCHF9RCxqeRCfCRl8QhML6t39sHdnD1WHdrG3wC775qD9qwVhImmaBwyY25T1uOw",
+	"OGdMVUXBskLwElklTqPvq/TZIlSsYz1YU6Wv+mjcjK2kqMwAboARhQAIeKXLkSogzYn1yD6atixVHt1H",
+	"hmDOgLQsSqlzmTFzJcSyi8W+9OrOV7j0H4bLvhQW+/9dslha/GDOdsIJt/Bzvstn7hlzz5cCzHJw1GMe",
+	"6qnlllwS0Pd2pIh4RNBejT2TzTnh4gVMvlhVi6L6EMnUAArbCpl7lPgBCZOQmIl9bPSm4Dg/5Dl1b9hq",
+	"kcYB3v6M/UFIsqa/ZJ1AX7erh4St93CxJf5jEnfXRRBYwJMsF7wRHo7VBzblf6uaRDGpdXMm9TMJMM/M",
+	"yJkSeRMRIyBcZrwopJrVyAeI3QxJw3N+SbjCzRRjzEXCjuJCxZhyHoUMhuzihClelvpK5CNldRTuYqhm",
+	"M150euDC9AnL0LyWmzC6+8N7hOsKWcoJCWtD4Xstue79vfceDiOP76OH98Hni85Pq5eGXekSIEUok9lA",
+	"gjXE8gEwx4CdR4tnPJ7uQkKeuPtqs5E7JpQPaemGN0Si/EMatuM5bWAKsCyfrdp/MLAfxzLauAMBarct",
+	"wfaErFhEet4mhuq4J/DITWgWVCcp96y01NoOWPpmwo0YV2XxFtKh0zf4M3xzdHmcnrGU7jEbHoInqPNN",
+	"/axXIUvd1KuyODg9iJ88SA6gfsOkwCNX/9TwKx/MrV2eHh0dn/xlMBwMB8enj4aPhm6BXocFXQ9UjBUM",
+	"1osg7sBe6h3vgGO35sZHVRubIuRoK0Mw6iJYw9bsUrQMCUXfQexbElQdWhsGzvZ4SL4A1nqPAZgNgBhi",
+	"Dhu1B8rqmBKI14TNBS8AK8PNypYyi9uSKH37+u3/FwAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

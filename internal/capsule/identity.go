@@ -10,7 +10,8 @@ import (
 //   - An item is named by its URI: the one the client gave, normalised by
 //     normalizeURI, else file:<file name> for a file and sha256:<content
 //     hash> for a text. Adding to a URI the capsule has updates that item.
-//   - Identical bytes are one item: content of a kind (file or text) that
+//   - Identical bytes are one item: content of a kind (file or text) and
+//     file type (the resolved MIME type, which decides how it is read) that
 //     the capsule already holds under another URI is that item, whatever
 //     URI or file name the new request names, so that one document sent by
 //     two routes (capsuled add's file:///abs/path, a form upload's

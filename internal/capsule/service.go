@@ -359,7 +359,7 @@ func (s *Service) AddItem(ctx context.Context, capsule string, in NewItem) (doma
 	} else if it.URI == "" {
 		it.URI = "sha256:" + hash
 	}
-	prev, err := s.st.FindItem(ctx, capsule, it.URI, it.Kind, hash)
+	prev, err := s.st.FindItem(ctx, capsule, it.URI, it.Kind, it.FileType, hash)
 	switch {
 	case err == nil && prev.ContentHash == hash:
 		// The same bytes: that item, whatever URI this request names, and

@@ -28,9 +28,9 @@ type Store interface {
 	PutItem(ctx context.Context, it domain.Item) (stored domain.Item, created bool, err error)
 	GetItem(ctx context.Context, capsule, id string) (domain.Item, error)
 	// FindItem returns the capsule's item with the URI, else its oldest
-	// item of the kind holding the content hash (see identity.go);
-	// ErrNotFound when there is neither.
-	FindItem(ctx context.Context, capsule, uri string, kind domain.ItemKind, hash string) (domain.Item, error)
+	// item of the kind and file type holding the content hash (see
+	// identity.go); ErrNotFound when there is neither.
+	FindItem(ctx context.Context, capsule, uri string, kind domain.ItemKind, fileType, hash string) (domain.Item, error)
 	ListItems(ctx context.Context, capsule string, status domain.ItemStatus, after string, limit int) ([]domain.Item, error)
 	DeleteItem(ctx context.Context, capsule, id string) (domain.Item, error)
 	RequeueItem(ctx context.Context, capsule, id string, at time.Time) (domain.Item, error)

@@ -140,25 +140,27 @@ func CapsuleStore(t *testing.T, newStore func(t *testing.T) capsule.Store) {
 			}
 		}
 		file := item("docs", "itm_5", "f", "h5")
-		file.Kind = domain.ItemFile
+		file.Kind, file.FileType = domain.ItemFile, "text/markdown"
 		if _, _, err := st.PutItem(ctx, file); err != nil {
 			t.Fatal(err)
 		}
 		for _, c := range []struct {
 			capsule, uri string
 			kind         domain.ItemKind
+			fileType     string
 			hash, want   string
 		}{
-			{"docs", "u1", domain.ItemText, "h9", "itm_1"},  // the uri, whatever the content
-			{"docs", "u1", domain.ItemText, "h2", "itm_1"},  // the uri before the content
-			{"docs", "new", domain.ItemText, "h2", "itm_2"}, // the oldest item with the bytes
-			{"docs", "new", domain.ItemFile, "h5", "itm_5"},
-			{"docs", "new", domain.ItemText, "h5", ""}, // the bytes under another kind
-			{"docs", "new", domain.ItemText, "h4", ""}, // the bytes in another capsule
-			{"docs", "u4", domain.ItemText, "h9", ""},
-			{"nope", "u1", domain.ItemText, "h1", ""},
+			{"docs", "u1", domain.ItemText, "", "h9", "itm_1"},  // the uri, whatever the content
+			{"docs", "u1", domain.ItemText, "", "h2", "itm_1"},  // the uri before the content
+			{"docs", "new", domain.ItemText, "", "h2", "itm_2"}, // the oldest item with the bytes
+			{"docs", "new", domain.ItemFile, "text/markdown", "h5", "itm_5"},
+			{"docs", "new", domain.ItemFile, "text/plain", "h5", ""}, // the bytes read as another type
+			{"docs", "new", domain.ItemText, "", "h5", ""},           // the bytes under another kind
+			{"docs", "new", domain.ItemText, "", "h4", ""},           // the bytes in another capsule
+			{"docs", "u4", domain.ItemText, "", "h9", ""},
+			{"nope", "u1", domain.ItemText, "", "h1", ""},
 		} {
-			got, err := st.FindItem(ctx, c.capsule, c.uri, c.kind, c.hash)
+			got, err := st.FindItem(ctx, c.capsule, c.uri, c.kind, c.fileType, c.hash)
 			if c.want == "" {
 				if !errors.Is(err, domain.ErrNotFound) {
 					t.Errorf("FindItem(%+v) = %s %v, want ErrNotFound", c, got.ID, err)
