@@ -79,6 +79,11 @@ type Service struct {
 
 	blobMu sync.Mutex // orders blob placement and removal with item rows
 
+	// statusMu guards the last VectorStatus and when it was counted.
+	statusMu sync.Mutex
+	status   VectorStatus
+	statusAt time.Time
+
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced whenever an item finishes
 	started bool
@@ -555,8 +560,12 @@ func (s *Service) WaitItem(ctx context.Context, capsule, id string, timeout time
 	}
 }
 
-// notify wakes the waiters of WaitItem.
+// notify wakes the waiters of WaitItem (and drops the counted
+// VectorStatus: an item changed).
 func (s *Service) notify() {
+	s.statusMu.Lock()
+	s.statusAt = time.Time{}
+	s.statusMu.Unlock()
 	s.mu.Lock()
 	close(s.changed)
 	s.changed = make(chan struct{})

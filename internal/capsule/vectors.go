@@ -164,6 +164,7 @@ func (s *Service) embedItems(ctx context.Context, items []domain.Item) (int, err
 		s.engine.ItemIndexed(done, all[i])
 		n++
 	}
+	s.notify()
 	return n, nil
 }
 
@@ -179,16 +180,29 @@ type VectorStatus struct {
 	ItemsWithout, ChunksWithout int
 }
 
+// vectorStatusTTL is how long VectorStatus reuses its last count: readiness
+// probes ask often, and on a store without a model every chunk is counted.
+const vectorStatusTTL = 2 * time.Second
+
 // VectorStatus reports the embedding model and the chunks still without
-// a vector.
+// a vector (counted at most every vectorStatusTTL).
 func (s *Service) VectorStatus(ctx context.Context) (VectorStatus, error) {
+	s.statusMu.Lock()
+	defer s.statusMu.Unlock()
+	now := time.Now()
+	if !s.statusAt.IsZero() && now.Sub(s.statusAt) < vectorStatusTTL {
+		return s.status, nil
+	}
 	st := VectorStatus{Semantic: s.emb != nil, Space: s.space()}
 	var err error
 	if st.Stored, err = s.st.EmbeddingSpace(ctx); err != nil {
 		return st, err
 	}
-	st.ItemsWithout, st.ChunksWithout, err = s.st.VectorBacklog(ctx)
-	return st, err
+	if st.ItemsWithout, st.ChunksWithout, err = s.st.VectorBacklog(ctx); err != nil {
+		return st, err
+	}
+	s.status, s.statusAt = st, now
+	return st, nil
 }
 
 // ReindexResult is what Reindex did.
