@@ -352,16 +352,23 @@ type renamed struct {
 
 func (r renamed) ModelID() string { return r.id }
 
-// scalePassages reads the SciFact and HotpotQA passages (title and text).
+// scalePassages reads the SciFact and HotpotQA passages (title and text),
+// each distinct text once: a capsule holds identical bytes as one item
+// (docs/ingestion.md, item identity), so a repeated passage would make two
+// of the bench's items one and lose the first one's metadata.
 func scalePassages(dirs ...string) ([]string, error) {
 	var out []string
+	seen := map[string]bool{}
 	for _, d := range dirs {
 		docs, err := readBEIRCorpus(filepath.Join(d, "corpus.jsonl.gz"), 0, nil)
 		if err != nil {
 			return nil, err
 		}
 		for _, doc := range docs {
-			out = append(out, doc.text)
+			if !seen[doc.text] {
+				seen[doc.text] = true
+				out = append(out, doc.text)
+			}
 		}
 	}
 	if len(out) == 0 {
