@@ -21,7 +21,7 @@ import (
 //     item's only when given.
 
 // normalizeURI is the form of a URI that identifies an item: surrounding
-// white space trimmed; for a URI with a scheme, the scheme and the host in
+// white space trimmed (before and after the rest); for a URI with a scheme, the scheme and the host in
 // lower case, file://localhost/ as file:///, and the path of a file or
 // http(s) URI with its dot segments and doubled slashes resolved. Nothing
 // is escaped or unescaped, and a string without a scheme is kept as it is
@@ -61,7 +61,9 @@ func normalizeURI(s string) string {
 	}
 	b.WriteString(p)
 	b.WriteString(tail)
-	return b.String()
+	// Resolving dot segments can leave white space at the end ("/ /." is
+	// "/ "): trim again, so that the normal form is its own normal form.
+	return strings.TrimSpace(b.String())
 }
 
 // isScheme reports whether s is a URI scheme (RFC 3986: a letter, then
