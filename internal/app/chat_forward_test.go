@@ -1,11 +1,7 @@
 package app_test
 
 import (
-	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -47,27 +43,10 @@ func TestBothChatOperationsForwardTheSameFields(t *testing.T) {
 	}))
 	t.Cleanup(up.Close)
 
-	ctx, cancel := context.WithCancel(context.Background())
-	a, err := app.New(ctx, app.Config{DataDir: t.TempDir(),
+	ctx := t.Context()
+	base, admin := serveWithAdmin(t, app.Config{
 		Chat:   app.ChatConfig{Engine: "upstream", UpstreamURL: up.URL + "/v1", UpstreamModel: "fake-llm"},
-		Memory: app.MemoryConfig{UpstreamURL: up.URL + "/v1", UpstreamModels: "fake-llm"}},
-		slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin, _, err := a.Auth().EnsureAdminKey(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- a.Serve(ctx, l) }()
-	t.Cleanup(func() { cancel(); <-done; a.Close() })
-
-	base := "http://" + l.Addr().String()
+		Memory: app.MemoryConfig{UpstreamURL: up.URL + "/v1", UpstreamModels: "fake-llm"}})
 	params := func(model string) openai.ChatCompletionNewParams {
 		return openai.ChatCompletionNewParams{Model: model, Temperature: openai.Float(0.6), Seed: openai.Int(7),
 			Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Where do bees live?"), openai.AssistantMessage("Bees live")}}
@@ -77,12 +56,12 @@ func TestBothChatOperationsForwardTheSameFields(t *testing.T) {
 		option.WithJSONSet("continue_final_message", true), option.WithJSONSet("add_generation_prompt", false),
 		option.WithJSONSet("echo", true), option.WithJSONSet("memory", map[string]any{"budget_tokens": 50})}
 
-	svc1 := openai.NewClient(append(extras, option.WithBaseURL(base+"/v1/"))...)
+	svc1 := openai.NewClient(append(extras, option.WithBaseURL(base))...)
 	if _, err := svc1.Chat.Completions.New(ctx, params("svc-1")); err != nil {
 		t.Fatal(err)
 	}
 	fromSvc1 := <-bodies
-	mem := openai.NewClient(append(extras, option.WithBaseURL(base+"/v1/memory/"), option.WithQuery("namespace", "forward"))...)
+	mem := openai.NewClient(append(extras, option.WithBaseURL(base+"memory/"), option.WithQuery("namespace", "forward"))...)
 	if _, err := mem.Chat.Completions.New(ctx, params("fake-llm")); err != nil {
 		t.Fatal(err)
 	}

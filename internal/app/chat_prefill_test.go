@@ -1,10 +1,6 @@
 package app_test
 
 import (
-	"context"
-	"io"
-	"log/slog"
-	"net"
 	"strings"
 	"testing"
 
@@ -48,23 +44,9 @@ func thinkDepth(s string) (deepest int, closed bool) {
 // never nests blocks.
 func TestPrefillAndEchoOverHTTP(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithCancel(context.Background())
-	a, err := app.New(ctx, app.Config{DataDir: t.TempDir()}, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin, _, err := a.Auth().EnsureAdminKey(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- a.Serve(ctx, l) }()
-	t.Cleanup(func() { cancel(); <-done; a.Close() })
-	client := openai.NewClient(option.WithBaseURL("http://"+l.Addr().String()+"/v1/"), option.WithAPIKey(admin), option.WithMaxRetries(0))
+	ctx := t.Context()
+	base, admin := serveWithAdmin(t, app.Config{})
+	client := openai.NewClient(option.WithBaseURL(base), option.WithAPIKey(admin), option.WithMaxRetries(0))
 
 	// reply returns the content and tool-call count of one turn, sent
 	// plainly and streamed; both must agree.

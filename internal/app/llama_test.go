@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
-	"log/slog"
 	"os"
 	"strings"
 	"testing"
@@ -35,20 +33,6 @@ func llamaURL(t *testing.T) (url, model string) {
 		model = "gemma-3-270m"
 	}
 	return url, model
-}
-
-// serveWithAdmin starts capsuled with cfg (in a temporary data directory)
-// and returns its /v1/ base URL and the admin key.
-func serveWithAdmin(t *testing.T, cfg app.Config) (base, admin string) {
-	t.Helper()
-	cfg.DataDir = t.TempDir()
-	a, url, stop := serveApp(t, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	t.Cleanup(stop)
-	admin, _, err := a.Auth().EnsureAdminKey(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return url + "/v1/", admin
 }
 
 // llamaTimeout bounds one request to llama-server: a 270M model answers in

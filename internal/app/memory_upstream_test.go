@@ -1,12 +1,8 @@
 package app_test
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
-	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -52,25 +48,10 @@ func TestMemoryChatUpstreamOverHTTP(t *testing.T) {
 	}))
 	t.Cleanup(up.Close)
 
-	ctx, cancel := context.WithCancel(context.Background())
-	a, err := app.New(ctx, app.Config{DataDir: t.TempDir(), Memory: app.MemoryConfig{UpstreamURL: up.URL + "/v1", UpstreamModels: "fake-llm", Extract: true}},
-		slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin, _, err := a.Auth().EnsureAdminKey(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- a.Serve(ctx, l) }()
-	t.Cleanup(func() { cancel(); <-done; a.Close() })
+	ctx := t.Context()
+	base, admin := serveWithAdmin(t, app.Config{Memory: app.MemoryConfig{UpstreamURL: up.URL + "/v1", UpstreamModels: "fake-llm", Extract: true}})
 
-	client := openai.NewClient(option.WithBaseURL("http://"+l.Addr().String()+"/v1/memory/"), option.WithAPIKey(admin),
+	client := openai.NewClient(option.WithBaseURL(base+"memory/"), option.WithAPIKey(admin),
 		option.WithMaxRetries(0), option.WithQuery("namespace", "upstream-http"))
 	turn := func(text string) *openai.ChatCompletion {
 		t.Helper()
@@ -98,7 +79,7 @@ func TestMemoryChatUpstreamOverHTTP(t *testing.T) {
 	}
 
 	// An unknown model is refused with 404.
-	_, err = client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: "nope",
+	_, err := client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: "nope",
 		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("x")}})
 	var apiErr *openai.Error
 	if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusNotFound {

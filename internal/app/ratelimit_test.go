@@ -1,12 +1,8 @@
 package app_test
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
-	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -30,19 +26,9 @@ import (
 // Retry-After, while another key is still admitted.
 func TestTokensPerMinuteThroughTheServer(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithCancel(context.Background())
-	a, err := app.New(ctx, app.Config{DataDir: t.TempDir(), RateLimitTPM: 20}, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- a.Serve(ctx, l) }()
-	t.Cleanup(func() { cancel(); <-done; a.Close() })
-	base := "http://" + l.Addr().String() + "/v1/"
+	ctx := t.Context()
+	a, url := startApp(t, app.Config{RateLimitTPM: 20})
+	base := url + "/v1/"
 
 	newKey := func(name string) string {
 		t.Helper()
@@ -174,25 +160,14 @@ func TestTokensPerMinuteChargesMemoryExtraction(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			up, extractions := fakeMemoryUpstream(t)
-			ctx, cancel := context.WithCancel(context.Background())
-			a, err := app.New(ctx, app.Config{DataDir: t.TempDir(), RateLimitTPM: 100,
-				Memory: app.MemoryConfig{UpstreamURL: up, UpstreamModels: "fake-model", Extract: tc.extract}},
-				slog.New(slog.NewTextHandler(io.Discard, nil)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			l, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			done := make(chan error, 1)
-			go func() { done <- a.Serve(ctx, l) }()
-			t.Cleanup(func() { cancel(); <-done; a.Close() })
+			ctx := t.Context()
+			a, url := startApp(t, app.Config{RateLimitTPM: 100,
+				Memory: app.MemoryConfig{UpstreamURL: up, UpstreamModels: "fake-model", Extract: tc.extract}})
 			_, key, err := a.Auth().CreateKey(ctx, auth.NewKey{Name: tc.name, Scopes: []domain.Scope{domain.ScopeMemory}})
 			if err != nil {
 				t.Fatal(err)
 			}
-			client := openai.NewClient(option.WithBaseURL("http://"+l.Addr().String()+"/v1/memory/"), option.WithAPIKey(key), option.WithMaxRetries(0))
+			client := openai.NewClient(option.WithBaseURL(url+"/v1/memory/"), option.WithAPIKey(key), option.WithMaxRetries(0))
 			params := openai.ChatCompletionNewParams{Model: "fake-model",
 				Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("My sister Ana keeps bees in Porto.")}}
 			var used int64

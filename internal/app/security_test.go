@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -40,24 +39,6 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
-}
-
-// serveApp starts capsuled on cfg and returns its URL and a stop function.
-func serveApp(t *testing.T, cfg app.Config, log *slog.Logger) (*app.App, string, func()) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	a, err := app.New(ctx, cfg, log)
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- a.Serve(ctx, l) }()
-	return a, "http://" + l.Addr().String(), func() { cancel(); <-done; a.Close() }
 }
 
 func mode(t *testing.T, path string) os.FileMode {
