@@ -22,10 +22,9 @@
 package reasoning
 
 import (
-	"fmt"
-	"slices"
 	"strings"
 
+	"capsuled/internal/registry"
 	"capsuled/internal/think"
 	"capsuled/internal/toolcall"
 )
@@ -47,7 +46,9 @@ func (p Parser) Split(text string) (reasoning, content string) {
 	return p.split(text)
 }
 
-var parsers = map[string]func(string) (string, string){
+// parsers is the registry: vLLM's reasoning-parser names and the functions
+// that split their formats.
+var parsers = registry.New("reasoning parser", DefaultParser, map[string]func(string) (string, string){
 	"deepseek_r1":       deepseekR1,
 	"qwen3":             qwen3,
 	"reasoning_content": func(s string) (string, string) { return "", s },
@@ -55,30 +56,20 @@ var parsers = map[string]func(string) (string, string){
 		r, rest, _ := toolcall.HarmonyReasoning(s)
 		return r, rest
 	},
-}
+})
 
 // DefaultParser is the parser of an empty name.
 const DefaultParser = "qwen3"
 
 // Names lists the registered parser names, sorted.
-func Names() []string {
-	out := make([]string, 0, len(parsers))
-	for n := range parsers {
-		out = append(out, n)
-	}
-	slices.Sort(out)
-	return out
-}
+func Names() []string { return parsers.Names() }
 
 // Lookup returns the parser registered under name ("" is DefaultParser); an
 // unknown name is an error that lists the known ones.
 func Lookup(name string) (Parser, error) {
-	if name == "" {
-		name = DefaultParser
-	}
-	f, ok := parsers[name]
-	if !ok {
-		return Parser{}, fmt.Errorf("unknown reasoning parser %q; known: %s", name, strings.Join(Names(), ", "))
+	name, f, err := parsers.Lookup(name)
+	if err != nil {
+		return Parser{}, err
 	}
 	return Parser{name: name, split: f}, nil
 }

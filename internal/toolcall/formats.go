@@ -131,7 +131,7 @@ func parseMistral(text string) ([]Call, string) {
 			name, _, _ = strings.Cut(name, "[CALL_ID]")
 			name = strings.TrimSpace(name)
 			vals, after := jsonValues(args, "")
-			if m, isObj := first(vals).(map[string]any); name != "" && isObj && len(name) <= 256 {
+			if m, isObj := first(vals).(map[string]any); isObj && validName(name, "") {
 				calls = append(calls, Call{Name: name, Arguments: argsJSON(m)})
 				rest = append(rest, after)
 				continue
@@ -207,7 +207,7 @@ func parseQwen3XML(text string) ([]Call, string) {
 		}
 		name, body, hasBody := strings.Cut(inner, ">")
 		name = strings.TrimSpace(name)
-		if !hasBody || name == "" || len(name) > 256 || strings.ContainsAny(name, "<\n") {
+		if !hasBody || !validName(name, "<\n") {
 			rest = append(rest, before+"<function="+inner)
 			s = after
 			if after == "" {
@@ -258,7 +258,7 @@ func parseGLM45(text string) ([]Call, string) {
 		}
 		name, body, _ := strings.Cut(inner, "<arg_key>")
 		name = strings.TrimSpace(name)
-		if name == "" || len(name) > 256 || strings.ContainsAny(name, "<>{}\n") {
+		if !validName(name, "<>{}\n") {
 			rest = append(rest, before+"<tool_call>"+inner+"</tool_call>")
 			s = after
 			if after == "" {
@@ -293,47 +293,48 @@ func parseGLM45(text string) ([]Call, string) {
 	return calls, join(rest...)
 }
 
-// deepseek_v3: <｜tool▁calls▁begin｜> then, per call,
-// <｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME\n```json\nARGS\n```<｜tool▁call▁end｜>
-// (V3), or <｜tool▁call▁begin｜>NAME<｜tool▁sep｜>ARGS<｜tool▁call▁end｜>
-// (V3.1), then <｜tool▁calls▁end｜>.
-func parseDeepSeekV3(text string) ([]Call, string) {
-	const (
-		begin     = "<｜tool▁calls▁begin｜>"
-		end       = "<｜tool▁calls▁end｜>"
-		callBegin = "<｜tool▁call▁begin｜>"
-		callEnd   = "<｜tool▁call▁end｜>"
-		sep       = "<｜tool▁sep｜>"
-	)
-	before, section, after, ok := between(text, begin, end)
+// maxNameLen bounds a function name read from a reply.
+const maxNameLen = 256
+
+// validName reports whether name can be a function name: not empty, not
+// longer than maxNameLen, and none of the characters in bad (the format's
+// own markup).
+func validName(name, bad string) bool {
+	return name != "" && len(name) <= maxNameLen && !strings.ContainsAny(name, bad)
+}
+
+// sectionFormat is a format of special tokens: a section between begin and
+// end holding calls, each between callBegin and callEnd; split reads one
+// call's inner text into its name and its JSON arguments.
+type sectionFormat struct {
+	begin, end, callBegin, callEnd string
+	split                          func(inner string) (name, args string, ok bool)
+}
+
+// parse reads the calls of the first section. A call it cannot read is
+// dropped (special tokens are never text); the text around the section is
+// kept.
+func (f sectionFormat) parse(text string) ([]Call, string) {
+	before, section, after, ok := between(text, f.begin, f.end)
 	if !ok {
 		return nil, text
 	}
 	var calls []Call
 	s := section
 	for len(calls) < maxCalls {
-		_, inner, next, ok := between(s, callBegin, callEnd)
+		_, inner, next, ok := between(s, f.callBegin, f.callEnd)
 		if !ok {
 			break
 		}
 		s = next
-		head, tail, ok := strings.Cut(inner, sep)
+		name, args, ok := f.split(inner)
 		if !ok {
 			continue
 		}
-		name, args := strings.TrimSpace(head), tail
-		if n, body, fenced := strings.Cut(tail, "```"); fenced && (name == "function" || name == "") {
-			name = strings.TrimSpace(n)
-			body = strings.TrimPrefix(body, "json")
-			body, _, _ = strings.Cut(body, "```")
-			args = body
-		}
 		vals, _ := jsonValues(args, "")
-		m, isObj := first(vals).(map[string]any)
-		if name == "" || len(name) > 256 || !isObj {
-			continue
+		if m, isObj := first(vals).(map[string]any); isObj && validName(name, "") {
+			calls = append(calls, Call{Name: name, Arguments: argsJSON(m)})
 		}
-		calls = append(calls, Call{Name: name, Arguments: argsJSON(m)})
 	}
 	if len(calls) == 0 {
 		return nil, text
@@ -341,49 +342,45 @@ func parseDeepSeekV3(text string) ([]Call, string) {
 	return calls, join(before, after)
 }
 
+// deepseek_v3: <｜tool▁calls▁begin｜> then, per call,
+// <｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME\n```json\nARGS\n```<｜tool▁call▁end｜>
+// (V3), or <｜tool▁call▁begin｜>NAME<｜tool▁sep｜>ARGS<｜tool▁call▁end｜>
+// (V3.1), then <｜tool▁calls▁end｜>.
+var deepSeekV3 = sectionFormat{
+	begin: "<｜tool▁calls▁begin｜>", end: "<｜tool▁calls▁end｜>",
+	callBegin: "<｜tool▁call▁begin｜>", callEnd: "<｜tool▁call▁end｜>",
+	split: func(inner string) (string, string, bool) {
+		head, tail, ok := strings.Cut(inner, "<｜tool▁sep｜>")
+		if !ok {
+			return "", "", false
+		}
+		name, args := strings.TrimSpace(head), tail
+		if n, body, fenced := strings.Cut(tail, "```"); fenced && (name == "function" || name == "") {
+			name = strings.TrimSpace(n)
+			body = strings.TrimPrefix(body, "json")
+			args, _, _ = strings.Cut(body, "```")
+		}
+		return name, args, true
+	},
+}
+
 // kimi_k2: <|tool_calls_section_begin|> then, per call,
 // <|tool_call_begin|>functions.NAME:IDX<|tool_call_argument_begin|>ARGS<|tool_call_end|>,
 // then <|tool_calls_section_end|>.
-func parseKimiK2(text string) ([]Call, string) {
-	const (
-		begin     = "<|tool_calls_section_begin|>"
-		end       = "<|tool_calls_section_end|>"
-		callBegin = "<|tool_call_begin|>"
-		callEnd   = "<|tool_call_end|>"
-		argBegin  = "<|tool_call_argument_begin|>"
-	)
-	before, section, after, ok := between(text, begin, end)
-	if !ok {
-		return nil, text
-	}
-	var calls []Call
-	s := section
-	for len(calls) < maxCalls {
-		_, inner, next, ok := between(s, callBegin, callEnd)
+var kimiK2 = sectionFormat{
+	begin: "<|tool_calls_section_begin|>", end: "<|tool_calls_section_end|>",
+	callBegin: "<|tool_call_begin|>", callEnd: "<|tool_call_end|>",
+	split: func(inner string) (string, string, bool) {
+		id, args, ok := strings.Cut(inner, "<|tool_call_argument_begin|>")
 		if !ok {
-			break
-		}
-		s = next
-		id, args, ok := strings.Cut(inner, argBegin)
-		if !ok {
-			continue
+			return "", "", false
 		}
 		name := strings.TrimSpace(id)
 		if i := strings.LastIndexByte(name, ':'); i >= 0 && allDigits(name[i+1:]) {
 			name = name[:i]
 		}
-		name = strings.TrimPrefix(name, "functions.")
-		vals, _ := jsonValues(args, "")
-		m, isObj := first(vals).(map[string]any)
-		if name == "" || len(name) > 256 || !isObj {
-			continue
-		}
-		calls = append(calls, Call{Name: name, Arguments: argsJSON(m)})
-	}
-	if len(calls) == 0 {
-		return nil, text
-	}
-	return calls, join(before, after)
+		return strings.TrimPrefix(name, "functions."), args, true
+	},
 }
 
 func allDigits(s string) bool {

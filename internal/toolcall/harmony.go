@@ -95,7 +95,7 @@ func harmonyCall(m harmonyMsg) (Call, bool) {
 		return Call{}, false
 	}
 	name := strings.TrimPrefix(m.recipient, "functions.")
-	if name == "" || len(name) > 256 {
+	if !validName(name, "") {
 		return Call{}, false
 	}
 	vals, _ := jsonValues(m.body, "")

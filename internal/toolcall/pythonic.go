@@ -82,7 +82,7 @@ func (p *pyParser) calls() ([]Call, error) {
 			return nil, errPy
 		}
 		name := p.ident()
-		if name == "" || len(name) > 256 || !p.eat('(') {
+		if !validName(name, "") || !p.eat('(') {
 			return nil, errPy
 		}
 		args := map[string]any{}

@@ -1,10 +1,6 @@
 package toolcall
 
-import (
-	"fmt"
-	"slices"
-	"strings"
-)
+import "capsuled/internal/registry"
 
 // A Parser finds the tool calls one model family writes as text, by the
 // name vLLM gives the same format (--tool-call-parser), so a deployment
@@ -30,41 +26,31 @@ func (p Parser) Parse(text string) ([]Call, string) {
 
 // parsers is the registry: vLLM's parser names and the functions that read
 // their formats.
-var parsers = map[string]func(string) ([]Call, string){
+var parsers = registry.New("tool-call parser", DefaultParser, map[string]func(string) ([]Call, string){
 	"hermes":      Parse,
 	"mistral":     parseMistral,
 	"llama3_json": parseLlama3JSON,
 	"pythonic":    parsePythonic,
 	"qwen3_xml":   parseQwen3XML,
-	"deepseek_v3": parseDeepSeekV3,
+	"deepseek_v3": deepSeekV3.parse,
 	"granite":     parseGranite,
-	"kimi_k2":     parseKimiK2,
+	"kimi_k2":     kimiK2.parse,
 	"glm45":       parseGLM45,
 	"openai":      parseHarmonyCalls,
-}
+})
 
 // DefaultParser is the parser of an empty name.
 const DefaultParser = "hermes"
 
 // Names lists the registered parser names, sorted.
-func Names() []string {
-	out := make([]string, 0, len(parsers))
-	for n := range parsers {
-		out = append(out, n)
-	}
-	slices.Sort(out)
-	return out
-}
+func Names() []string { return parsers.Names() }
 
 // Lookup returns the parser registered under name ("" is DefaultParser); an
 // unknown name is an error that lists the known ones.
 func Lookup(name string) (Parser, error) {
-	if name == "" {
-		name = DefaultParser
-	}
-	f, ok := parsers[name]
-	if !ok {
-		return Parser{}, fmt.Errorf("unknown tool-call parser %q; known: %s", name, strings.Join(Names(), ", "))
+	name, f, err := parsers.Lookup(name)
+	if err != nil {
+		return Parser{}, err
 	}
 	return Parser{name: name, parse: f}, nil
 }

@@ -92,7 +92,7 @@ func FuzzParsers(f *testing.F) {
 			}
 			for _, c := range calls {
 				var m map[string]any
-				if c.Name == "" || len(c.Name) > 256 || json.Unmarshal([]byte(c.Arguments), &m) != nil || m == nil {
+				if c.Name == "" || len(c.Name) > maxNameLen || json.Unmarshal([]byte(c.Arguments), &m) != nil || m == nil {
 					t.Fatalf("%s: bad call %+v from %q", p.Name(), c, text)
 				}
 			}

@@ -103,7 +103,7 @@ func FromObject(m map[string]any) (Call, bool) {
 	}
 	name, _ := m["name"].(string)
 	name = strings.TrimSpace(name)
-	if name == "" || len(name) > 256 {
+	if !validName(name, "") {
 		return Call{}, false
 	}
 	args, ok := m["arguments"]
