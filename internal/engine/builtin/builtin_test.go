@@ -273,7 +273,10 @@ func TestSpeaker(t *testing.T) {
 }
 
 // TestNamedSpeakerFirst: when the question names a speaker of the chat, the
-// other speakers' turns go after the named one's.
+// other speakers' turns go after the named one's among the question's own
+// hits, and every hit of the question's own search stays ahead of turns only
+// the keyword and name searches found (the loop keeps what one search
+// found).
 func TestNamedSpeakerFirst(t *testing.T) {
 	t.Parallel()
 	question := "What books has Melanie read?"
@@ -297,7 +300,7 @@ func TestNamedSpeakerFirst(t *testing.T) {
 	if len(c.ToolCalls) != 1 || json.Unmarshal([]byte(c.ToolCalls[0].Arguments), &a) != nil {
 		t.Fatalf("want the report, got %+v", c)
 	}
-	if got, want := strings.Join(a.IDs, ","), "D1:2,D1:4,D9:1,D9:2,D1:1,D1:3"; got != want {
+	if got, want := strings.Join(a.IDs, ","), "D1:2,D1:4,D1:1,D1:3,D9:1,D9:2"; got != want {
 		t.Fatalf("reported %s, want %s", got, want)
 	}
 }

@@ -39,8 +39,10 @@
 //     and the turn and call budgets last (defaults: four hops);
 //   - chat turns ("Melanie: I went camping") have no chain to follow: when
 //     most documents are turns, the policy reports after the first turn, in
-//     the order of the question's own search, with the turns of speakers the
-//     question names first;
+//     the order of the question's own search (the turns of speakers the
+//     question names first among its hits), and only then the turns the
+//     keyword and name searches added: the loop never drops a turn that
+//     one search for the question found;
 //   - last turn: report_helpful_ids with the documents that carry the
 //     evidence, ranked by fused evidence.
 //

@@ -349,16 +349,18 @@ func (e *Engine) fuse(st *state) []scored {
 		// Chat turns and notes: keep the order of the question's own search
 		// (the evidence fusion below is built for titled passages, and on
 		// such documents it does worse than that order); the other lists'
-		// documents follow it.
+		// documents follow all of its hits, so the loop never loses what
+		// that one search found.
 		for r, h := range st.lists[a].hits {
 			for i := range out {
 				if out[i].id == h.ID {
-					out[i].score += float64(100 * (len(st.lists[a].hits) - r))
+					out[i].score += 1e5 + float64(100*(len(st.lists[a].hits)-r))
 				}
 			}
 		}
 		// A turn said by someone else when the question names a speaker
-		// ("What books has Melanie read?") goes after the named speakers'.
+		// ("What books has Melanie read?") goes after the named speakers'
+		// among the question's own hits, and among the others.
 		if named := st.namedSpeakers(); len(named) > 0 {
 			for i := range out {
 				if sp := st.docs[out[i].id].spk; sp != "" && !named[sp] {
