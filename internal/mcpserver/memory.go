@@ -98,8 +98,14 @@ func (t *tools) addMemoryTools(srv *mcp.Server, readOnly bool) {
 	}, t.forget)
 }
 
-// namespace resolves and checks a namespace argument for p.
-func namespace(p *domain.Principal, ns string) (string, error) {
+// memoryNamespace checks that the call's credential has the memory scope
+// and may use the namespace argument ns ("" is the global namespace), and
+// returns the namespace: the preamble of every memory tool.
+func (t *tools) memoryNamespace(req *mcp.CallToolRequest, ns string) (string, error) {
+	p, err := t.principal(req.Extra, domain.ScopeMemory)
+	if err != nil {
+		return "", err
+	}
 	if ns == "" {
 		ns = domain.GlobalNamespace
 	}
@@ -121,11 +127,7 @@ func (t *tools) remember(ctx context.Context, req *mcp.CallToolRequest, in Remem
 	fail := func(err error) (*mcp.CallToolResult, MemoryInfo, error) {
 		return nil, MemoryInfo{}, t.toolError(ctx, "remember", err)
 	}
-	p, err := t.principal(req.Extra, domain.ScopeMemory)
-	if err != nil {
-		return fail(err)
-	}
-	ns, err := namespace(p, in.Namespace)
+	ns, err := t.memoryNamespace(req, in.Namespace)
 	if err != nil {
 		return fail(err)
 	}
@@ -140,11 +142,7 @@ func (t *tools) recall(ctx context.Context, req *mcp.CallToolRequest, in RecallI
 	fail := func(err error) (*mcp.CallToolResult, RecallOutput, error) {
 		return nil, RecallOutput{}, t.toolError(ctx, "recall", err)
 	}
-	p, err := t.principal(req.Extra, domain.ScopeMemory)
-	if err != nil {
-		return fail(err)
-	}
-	ns, err := namespace(p, in.Namespace)
+	ns, err := t.memoryNamespace(req, in.Namespace)
 	if err != nil {
 		return fail(err)
 	}
@@ -179,11 +177,7 @@ func (t *tools) forget(ctx context.Context, req *mcp.CallToolRequest, in ForgetI
 	fail := func(err error) (*mcp.CallToolResult, ForgetOutput, error) {
 		return nil, ForgetOutput{}, t.toolError(ctx, "forget", err)
 	}
-	p, err := t.principal(req.Extra, domain.ScopeMemory)
-	if err != nil {
-		return fail(err)
-	}
-	ns, err := namespace(p, in.Namespace)
+	ns, err := t.memoryNamespace(req, in.Namespace)
 	if err != nil {
 		return fail(err)
 	}
