@@ -47,6 +47,8 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	locomo := fs.String("locomo", "", "LoCoMo JSON file instead: category-1 questions over each conversation's turns")
 	twoWiki := fs.String("2wiki", "", "2WikiMultihopQA JSON file instead (its dev set's format: context, supporting_facts, type): every question over\n"+
 		"the passages of all questions' contexts; the figures per hop count (gold passages) come with it")
+	mhrag := fs.String("multihop-rag", "", "MultiHop-RAG folder instead (corpus.json and MultiHopRAG.json): every question with evidence over the 609 news\n"+
+		"articles, one item each (chunked); gold: the articles its evidence comes from, whose number is its hop count")
 	asJSON := fs.Bool("json", false, "print one JSON object as the last line")
 	limit := fs.Int("limit", 0, "answer only the first N questions (0: all); HotpotQA then ingests their passages and fills up to 10 per question with others")
 	embedder := fs.String("embedder", "onnx", "onnx (the real model) or off (keyword search only: hybrid is BM25 alone; for smoke tests)")
@@ -62,7 +64,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	cacheFile := fs.String("search-cache", "", "remember every search's result in FILE and answer it from there on the next run (for iterating on the\n"+
 		"policy over one --data-dir; latencies then leave the searches out, so never report them from such a run)")
 	perQuestion := fs.String("per-question", "", "write one JSON line per question to FILE (gold ids, one-shot and agent rankings)")
-	untitled := fs.Bool("untitled", false, "HotpotQA and 2WikiMultihopQA: ingest each passage's text without its title (file_name stays empty), as document chunks\n"+
+	untitled := fs.Bool("untitled", false, "HotpotQA, 2WikiMultihopQA and MultiHop-RAG: ingest each passage's text without its title (file_name stays empty), as document chunks\n"+
 		"and notes come; the capsule is then hotpotqa-untitled")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
@@ -75,8 +77,8 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if !explicit["data-dir"] {
 		*dataDir = ""
 	}
-	if given := btoi(*dataset != "") + btoi(*locomo != "") + btoi(*twoWiki != ""); given != 1 {
-		return errors.New("give one of --dataset (HotpotQA), --locomo or --2wiki")
+	if given := btoi(*dataset != "") + btoi(*locomo != "") + btoi(*twoWiki != "") + btoi(*mhrag != ""); given != 1 {
+		return errors.New("give one of --dataset (HotpotQA), --locomo, --2wiki or --multihop-rag")
 	}
 	var sets []benchSet
 	var err error
@@ -85,6 +87,8 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		sets, err = hotpotSets(*dataset, *limit, *untitled)
 	case *twoWiki != "":
 		sets, err = twoWikiSets(*twoWiki, *limit, *untitled)
+	case *mhrag != "":
+		sets, err = multiHopRAGSets(*mhrag, *limit, *untitled)
 	default:
 		sets, err = locomoSets(*locomo, *limit)
 	}
@@ -851,7 +855,7 @@ func printAgentBench(w io.Writer, r map[string]any) {
 		r["turns_per_question"], r["tool_calls_per_question"], r["reported_share"])
 	fmt.Fprintf(w, "  latency per question: one-shot p50 %vms p95 %vms; agent p50 %vms p95 %vms; engine time per turn p50 %vms\n",
 		r["oneshot_latency_p50_ms"], r["oneshot_latency_p95_ms"], r["agent_latency_p50_ms"], r["agent_latency_p95_ms"], r["engine_turn_p50_ms"])
-	for _, kind := range []string{"bridge", "comparison", "compositional", "inference", "bridge_comparison"} {
+	for _, kind := range []string{"bridge", "comparison", "compositional", "inference", "bridge_comparison", "temporal"} {
 		if v, ok := r["agent_both_at_10_"+kind]; ok {
 			fmt.Fprintf(w, "  %s: both@10 one-shot %v, agent %v\n", kind, r["oneshot_both_at_10_"+kind], v)
 		}

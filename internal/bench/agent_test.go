@@ -31,6 +31,8 @@ func TestBenchAgent(t *testing.T) {
 		{"locomo category 1 only", []string{"--locomo", "testdata/locomo_tiny.json"}, 2},
 		{"2wiki", []string{"--2wiki", "testdata/2wiki_tiny.json"}, 3},
 		{"2wiki untitled", []string{"--2wiki", "testdata/2wiki_tiny.json", "--untitled"}, 3},
+		{"multihop-rag", []string{"--multihop-rag", "testdata/multihoprag"}, 3}, // its null query left out
+		{"multihop-rag untitled", []string{"--multihop-rag", "testdata/multihoprag", "--untitled"}, 3},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -71,6 +73,15 @@ func TestBenchAgent(t *testing.T) {
 						t.Errorf("%s = %v, want a share in [0, 1]", k, res[k])
 					}
 				}
+			} else if strings.HasPrefix(tt.name, "multihop-rag") {
+				// one question each of 2, 3 and 4 evidence articles; the
+				// long article is more than one chunk
+				if res["questions_hops_2"] != 1.0 || res["questions_hops_3"] != 1.0 || res["questions_hops_4"] != 1.0 {
+					t.Errorf("questions per hop count: %v, %v and %v, want 1 each", res["questions_hops_2"], res["questions_hops_3"], res["questions_hops_4"])
+				}
+				if docs, chunks := res["docs"].(float64), res["chunks"].(float64); docs != 5 || chunks <= docs {
+					t.Errorf("%v documents in %v chunks, want 5 in more", docs, chunks)
+				}
 			} else if _, ok := res["questions_hops_2"]; ok {
 				t.Errorf("per-hop figures for a set without hop counts: %v", res)
 			}
@@ -78,8 +89,8 @@ func TestBenchAgent(t *testing.T) {
 			// passages in its top 10 (untitled: before the report's cut,
 			// which may leave out a passage the ranking holds).
 			key := "agent_both_at_10"
-			if slices.Contains(tt.args, "--untitled") || strings.HasPrefix(tt.name, "2wiki") {
-				key = "agent_unpruned_both_at_10" // 2wiki: four gold passages, and the cut may leave out one
+			if slices.Contains(tt.args, "--untitled") || strings.HasPrefix(tt.name, "2wiki") || strings.HasPrefix(tt.name, "multihop-rag") {
+				key = "agent_unpruned_both_at_10" // 2wiki, multihop-rag: up to four gold documents, and the cut may leave out one
 			}
 			if res[key] != 1.0 {
 				t.Errorf("%s = %v, want 1\n%v", key, res[key], res)
