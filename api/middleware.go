@@ -154,6 +154,17 @@ func (s *Server) observe(next http.Handler) http.Handler {
 	})
 }
 
+// Observe wraps a handler served beside the API (the dashboard, MCP) in the
+// API's observe layer, under route: it gets request ids, panic recovery, the
+// access log and the HTTP metrics as every operation does. Its own
+// authentication stays its own (the access log names no key for it).
+func (s *Server) Observe(route string, h http.Handler) http.Handler {
+	return s.observe(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		info(r.Context()).Route = route
+		h.ServeHTTP(w, r)
+	}))
+}
+
 func newRequestID() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])

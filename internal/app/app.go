@@ -111,13 +111,13 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 		a.Close()
 		return nil, err
 	}
-	a.handler, err = a.mountDashboard(srv.Handler(), capsules, mem)
+	a.handler, err = a.mountDashboard(srv.Handler(), srv.Observe, capsules, mem)
 	if err != nil {
 		a.Close()
 		return nil, err
 	}
 	a.mcp = a.newMCP(capsules, mem, limiter)
-	a.handler = mountMCP(a.mcp, a.handler)
+	a.handler = mountMCP(srv.Observe("mcp", a.mcp.Handler()), a.handler)
 	return a, nil
 }
 

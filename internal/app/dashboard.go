@@ -26,8 +26,9 @@ import (
 //
 // capsules and mem are the services built for the API (nil, or whatever
 // newCapsules and newMemory returned): the dashboard uses them through
-// adapters when they are the real services.
-func (a *App) mountDashboard(apiHandler http.Handler, services ...any) (http.Handler, error) {
+// adapters when they are the real services. observe puts the dashboard in
+// the API's observe layer (request ids, access log, metrics).
+func (a *App) mountDashboard(apiHandler http.Handler, observe func(route string, h http.Handler) http.Handler, services ...any) (http.Handler, error) {
 	var capsules, mem any
 	if len(services) == 2 {
 		capsules, mem = services[0], services[1]
@@ -49,8 +50,9 @@ func (a *App) mountDashboard(apiHandler http.Handler, services ...any) (http.Han
 		return nil, fmt.Errorf("dashboard: %w", err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle(dashboard.Prefix, d)
-	mux.Handle(dashboard.Prefix+"/", d)
+	od := observe("dashboard", d)
+	mux.Handle(dashboard.Prefix, od)
+	mux.Handle(dashboard.Prefix+"/", od)
 	mux.Handle("/", apiHandler)
 	return mux, nil
 }

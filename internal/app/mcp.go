@@ -22,10 +22,11 @@ func (a *App) newMCP(capsules api.Capsules, mem api.Memory, limiter mcpserver.Ra
 	return mcpserver.New(mcpserver.Config{Version: a.cfg.Version, MaxBodyBytes: a.cfg.MaxBodyBytes}, deps)
 }
 
-// mountMCP serves MCP's streamable HTTP transport at /mcp in front of next.
-func mountMCP(m *mcpserver.Server, next http.Handler) http.Handler {
+// mountMCP serves MCP's streamable HTTP transport (h) at /mcp in front of
+// next.
+func mountMCP(h, next http.Handler) http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", m.Handler())
+	mux.Handle("/mcp", h)
 	mux.Handle("/", next)
 	return mux
 }
