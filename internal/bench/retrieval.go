@@ -106,40 +106,19 @@ func runRetrieval(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	defer emb.Close()
 
-	dir := *dataDir
-	if dir == "" {
-		tmp, err := os.MkdirTemp("", "capsuled-bench-")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(tmp)
-		dir = tmp
-	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+	bs, err := openBenchStore(ctx, *dataDir, "capsuled-bench-", *storeURL, postgres.Options{FullText: postgres.FullText(*fullText)})
+	if err != nil {
 		return err
 	}
-	var st capsule.Store
-	var keys auth.Store
-	if *storeURL != "" {
-		pg, err := postgres.Open(ctx, *storeURL, postgres.Options{FullText: postgres.FullText(*fullText)})
-		if err != nil {
+	defer bs.close()
+	dir, st, keys := bs.dir, bs.caps, bs.keys
+	if bs.pg != nil {
+		fmt.Fprintf(stderr, "store: PostgreSQL, keyword ranking %s\n", bs.pg.FullText())
+	} else if *ftsTokenizer != "" {
+		if err := rebuildFTS(ctx, bs.lite, *ftsTokenizer); err != nil {
 			return err
 		}
-		defer pg.Close()
-		st, keys = pg.Capsules(), pg.Keys()
-		fmt.Fprintf(stderr, "store: PostgreSQL, keyword ranking %s\n", pg.FullText())
-	} else {
-		db, err := sqlite.Open(ctx, filepath.Join(dir, "capsuled.db"))
-		if err != nil {
-			return err
-		}
-		defer db.Close()
-		st, keys = db.Capsules(), db.Keys()
-		if *ftsTokenizer != "" {
-			if err := rebuildFTS(ctx, db, *ftsTokenizer); err != nil {
-				return err
-			}
-			fmt.Fprintf(stderr, "full-text tokenizer: %s\n", *ftsTokenizer)
-		}
+		fmt.Fprintf(stderr, "full-text tokenizer: %s\n", *ftsTokenizer)
 	}
 	rcfg := retrieval.Config{Fusion: retrieval.Fusion(*fusion), Alpha: *alpha, KeywordNorm: retrieval.KeywordNorm(*kwNorm)}
 	svc, err := capsule.New(capsule.Config{Store: st, Embedder: emb, Tokens: emb.Tokenizer(), DataDir: dir, Workers: *workers, Retrieval: rcfg, Log: log})

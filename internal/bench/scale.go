@@ -34,7 +34,6 @@ import (
 	"capsuled/internal/rank"
 	"capsuled/internal/retrieval"
 	"capsuled/internal/store/postgres"
-	"capsuled/internal/store/sqlite"
 	"capsuled/internal/vecmath"
 )
 
@@ -60,7 +59,7 @@ func runScale(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	target := fs.Int("chunks", 10000, "chunks in the capsule (items are added until the chunker's count reaches it)")
 	storeURL := fs.String("store", "sqlite", "sqlite (in --data-dir, else a temporary folder) or postgres://… (an empty database or schema, or one a run with the same --chunks and --vectors built)")
 	replicas := fs.Int("replicas", 1, "server processes started on the built capsule (above 1: PostgreSQL only; 0: none)")
-	vectors := fs.String("vectors", "synthetic", "model (the real embedding model; about 30 chunks/s on 2 cores) or synthetic (a hashed bag of words of the same dimension: see synthEmbedder)")
+	vectors := fs.String("vectors", "synthetic", "model (the real embedding model; about 30 chunks/s on 2 cores), synthetic (a hashed bag of words of the same dimension whose variance decays over the coordinates as a model's does: see synthEmbedder) or synthetic-flat (the same without the decay: far harder for graph indexes than real embeddings)")
 	dataDir := fs.String("data-dir", "", "keep the database (SQLite) and blobs in this folder; a capsule built there with the same --chunks and --vectors is reused (ingestion is then not measured)")
 	scifact := fs.String("scifact", "../shared/data/beir/scifact", "SciFact BEIR folder (passages and queries)")
 	hotpot := fs.String("hotpotqa", "../shared/data/hotpotqa", "HotpotQA BEIR folder (passages and queries)")
@@ -72,6 +71,9 @@ func runScale(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	workers := fs.Int("ingest-workers", capsule.DefaultWorkers, "ingestion jobs worked at once")
 	rerank := fs.Int("approx-rerank", 0, "in-process figures only: chunks each worker of the approximate dense scan scores exactly (0: the engine's default, retrieval.DefaultApproxRerank)")
 	modeList := fs.String("modes", "hybrid,semantic,keyword", "search modes timed in process (comma-separated)")
+	deferIdx := fs.Bool("defer-indexes", false, "PostgreSQL: drop the chunks' search indexes (HNSW, BM25, GIN) before ingestion and build them after it with CREATE INDEX (postgres.DB.DeferIndexes), reported as index_build_s apart from ingest_s")
+	idxWorkers := fs.Int("index-workers", 2, "PostgreSQL: parallel maintenance workers of each index build after --defer-indexes (max_parallel_maintenance_workers)")
+	idxMem := fs.String("index-memory", "4GB", "PostgreSQL: maintenance_work_mem of each index build after --defer-indexes (the HNSW graph is built in memory within it: about 2 kB a chunk)")
 	asJSON := fs.Bool("json", false, "print one JSON object as the last line")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
@@ -84,8 +86,10 @@ func runScale(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("--store %q: want sqlite or a postgres:// URL", *storeURL)
 	case *replicas < 0 || (*replicas > 1 && !isPG):
 		return fmt.Errorf("--replicas %d: want 0 or 1 on SQLite, 0 or more on PostgreSQL", *replicas)
-	case *vectors != "model" && *vectors != "synthetic":
-		return fmt.Errorf("--vectors %q: want model or synthetic", *vectors)
+	case *vectors != "model" && *vectors != "synthetic" && *vectors != "synthetic-flat":
+		return fmt.Errorf("--vectors %q: want model, synthetic or synthetic-flat", *vectors)
+	case *deferIdx && !isPG:
+		return errors.New("--defer-indexes: PostgreSQL only")
 	case *nq < 1 || *nRecall < 1:
 		return errors.New("--queries and --recall-queries must be at least 1")
 	}
@@ -128,40 +132,25 @@ func runScale(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		defer o.Close()
 		model = o.ModelID()
 		emb = renamed{o, "openai:" + model}
+	} else if *vectors == "synthetic" {
+		model = fmt.Sprintf("synthetic-bow-decay%d-384", synthDecay)
+		emb = newSynthEmbedder(384, "openai:"+model, synthDecay)
 	} else {
 		model = "synthetic-bow-384"
-		emb = newSynthEmbedder(384, "openai:"+model)
+		emb = newSynthEmbedder(384, "openai:"+model, 0)
 	}
 	res["model"] = emb.ModelID()
 
-	dir := *dataDir
-	if dir == "" {
-		tmp, err := os.MkdirTemp("", "capsuled-scale-")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(tmp)
-		dir = tmp
-	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+	pgURL := ""
+	if isPG {
+		pgURL = *storeURL
+	}
+	bs, err := openBenchStore(ctx, *dataDir, "capsuled-scale-", pgURL, postgres.Options{})
+	if err != nil {
 		return err
 	}
-	var st capsule.Store
-	var keys auth.Store
-	var closeStore func() error
-	if isPG {
-		pg, err := postgres.Open(ctx, *storeURL, postgres.Options{})
-		if err != nil {
-			return err
-		}
-		st, keys, closeStore = pg.Capsules(), pg.Keys(), pg.Close
-	} else {
-		db, err := sqlite.Open(ctx, filepath.Join(dir, "capsuled.db"))
-		if err != nil {
-			return err
-		}
-		st, keys, closeStore = db.Capsules(), db.Keys(), db.Close
-	}
-	defer func() { closeStore() }()
+	defer func() { bs.close() }()
+	dir, st, keys := bs.dir, bs.caps, bs.keys
 
 	// Build.
 	svc, err := capsule.New(capsule.Config{Store: st, Embedder: emb, DataDir: dir, Workers: *workers, Log: log})
@@ -171,16 +160,15 @@ func runScale(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := svc.Start(ctx); err != nil {
 		return err
 	}
-	// A capsule built by an earlier run with the same vectors is reused,
-	// and grown to the target when it is smaller.
 	desc := fmt.Sprintf("bench scale: %s vectors", emb.ModelID())
+	// A capsule built by an earlier run with the same vectors is reused,
+	// and grown to the target when it is smaller; one built with other
+	// vectors is left alone (it may have taken hours to build).
 	c, err := st.GetCapsule(ctx, scaleCapsule)
-	reused := err == nil && strings.HasPrefix(c.Description, "bench scale: ") && strings.HasSuffix(c.Description, " "+emb.ModelID()+" vectors")
-	if err == nil && !reused {
-		if err := svc.DeleteCapsule(ctx, scaleCapsule); err != nil {
-			svc.Close()
-			return err
-		}
+	reused := err == nil
+	if reused && c.Description != desc {
+		svc.Close()
+		return fmt.Errorf("capsule %s exists with description %q, not %q: choose --vectors to match it, or another --data-dir or PostgreSQL schema", scaleCapsule, c.Description, desc)
 	} else if err != nil && !errors.Is(err, domain.ErrNotFound) {
 		svc.Close()
 		return err
@@ -195,6 +183,14 @@ func runScale(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stderr, "reusing capsule %s (%d items, %d chunks): ingestion not measured\n", scaleCapsule, c.ItemCount, c.ChunkCount)
 	} else {
 		before := c.ChunkCount
+		if *deferIdx {
+			dropped, err := bs.pg.DeferIndexes(ctx)
+			if err != nil {
+				svc.Close()
+				return err
+			}
+			fmt.Fprintf(stderr, "indexes deferred until after ingestion: %s\n", strings.Join(dropped, ", "))
+		}
 		took, err := buildScale(ctx, svc, st, passages, c.ItemCount, c.ChunkCount, *target, stderr)
 		if err != nil {
 			svc.Close()
@@ -212,6 +208,13 @@ func runScale(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			c.ChunkCount-before, took.Round(time.Millisecond), res["ingest_chunks_per_s"], c.ItemCount, c.ChunkCount)
 	}
 	res["reused_capsule"] = reused
+	if bs.pg != nil {
+		// Indexes this run or an interrupted earlier one deferred.
+		if err := buildIndexes(ctx, bs.pg, postgres.BuildOptions{Workers: *idxWorkers, MaintenanceWorkMem: *idxMem}, res, stderr); err != nil {
+			svc.Close()
+			return err
+		}
+	}
 	res["items"], res["chunks"] = c.ItemCount, c.ChunkCount
 	if err := svc.Close(); err != nil {
 		return err
@@ -340,6 +343,45 @@ func runScale(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *asJSON {
 		b, _ := json.Marshal(res)
 		fmt.Fprintln(stdout, string(b))
+	}
+	return nil
+}
+
+// buildIndexes builds the indexes DeferIndexes deferred, if any, and
+// records how long each took (index_build_s: their total, with the load
+// average at its end), printing the build's progress every minute.
+func buildIndexes(ctx context.Context, pg *postgres.DB, opts postgres.BuildOptions, res map[string]any, stderr io.Writer) error {
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(time.Minute):
+			}
+			var phase string
+			var blocks, blocksTotal, tuples, tuplesTotal int64
+			err := pg.Pool().QueryRow(ctx, `SELECT p.phase, p.blocks_done, p.blocks_total, p.tuples_done, p.tuples_total
+				FROM pg_stat_progress_create_index p WHERE p.relid = to_regclass('chunks')`).Scan(&phase, &blocks, &blocksTotal, &tuples, &tuplesTotal)
+			if err == nil {
+				fmt.Fprintf(stderr, "index build: %s, blocks %d/%d, tuples %d/%d, load %.1f\n", phase, blocks, blocksTotal, tuples, tuplesTotal, loadAvg())
+			}
+		}
+	}()
+	t0 := time.Now()
+	built, err := pg.BuildIndexes(ctx, opts)
+	for _, b := range built {
+		res["index_build_"+b.Name+"_s"] = round4(b.Took.Seconds())
+		fmt.Fprintf(stderr, "built %s in %s (load %.1f)\n", b.Name, b.Took.Round(time.Millisecond), loadAvg())
+	}
+	if err != nil {
+		return err
+	}
+	if len(built) > 0 {
+		res["index_build_s"] = round4(time.Since(t0).Seconds())
+		res["index_build_workers"], res["index_build_memory"] = opts.Workers, opts.MaintenanceWorkMem
+		res["load_avg_index_build"] = loadAvg()
 	}
 	return nil
 }

@@ -85,6 +85,13 @@ func TestScale(t *testing.T) {
 		if again["reused_capsule"] != true || again["chunks"] != res["chunks"] {
 			t.Errorf("second run: reused %v, chunks %v (first %v)", again["reused_capsule"], again["chunks"], res["chunks"])
 		}
+		// Other vectors than the capsule's: refused, the capsule kept.
+		if code, _, stderr := runBench(t, append(common, "--data-dir", data, "--vectors", "synthetic-flat")...); code != 1 || stderr == "" {
+			t.Errorf("other vectors: exit %d, stderr %q; want 1 and a message", code, stderr)
+		}
+		if third := run(t, "--data-dir", data, "--replicas", "0"); third["reused_capsule"] != true {
+			t.Errorf("after the refused run: reused %v", third["reused_capsule"])
+		}
 	})
 
 	t.Run("postgres, two replicas", func(t *testing.T) {
@@ -92,14 +99,25 @@ func TestScale(t *testing.T) {
 		if base == "" {
 			t.Skip("CAPSULED_TEST_POSTGRES is not set: run `bash .ci/postgres.sh` and source .cache/pg/env.sh")
 		}
-		res := run(t, "--store", scaleSchema(t, base), "--replicas", "2")
+		store := scaleSchema(t, base)
+		res := run(t, "--store", store, "--replicas", "2", "--defer-indexes", "--index-memory", "64MB")
 		check(t, res, 2)
+		for _, k := range []string{"index_build_s", "index_build_chunks_hnsw_s", "index_build_chunks_tsv_s"} {
+			if f, _ := res[k].(float64); f <= 0 {
+				t.Errorf("%s: %v, want a time", k, res[k])
+			}
+		}
+		again := run(t, "--store", store, "--replicas", "0")
+		if again["reused_capsule"] != true || again["index_build_s"] != nil {
+			t.Errorf("second run: reused %v, index build %v; want the capsule and its indexes reused", again["reused_capsule"], again["index_build_s"])
+		}
 	})
 
 	t.Run("usage errors", func(t *testing.T) {
 		for _, args := range [][]string{
 			{"scale", "--replicas", "2"},       // two replicas need PostgreSQL
 			{"scale", "--vectors", "random"},   // model or synthetic
+			{"scale", "--defer-indexes"},       // PostgreSQL only
 			{"scale", "--store", "mysql://x"},  // sqlite or postgres://
 			{"scale", "--chunks", "0"},         // at least one chunk
 			{"scale", "--scifact", "/nowhere"}, // unreadable passages

@@ -26,14 +26,33 @@ const synthBuckets = 1 << 15
 // an approximate index against exact search on it means something, which
 // uniform random vectors would not. Deterministic: the same text always gets
 // the same vector, in every process.
+//
+// With a decay τ > 0, coordinate j of every word vector is scaled by
+// 1/(1 + j/τ), so that the variance falls off over the coordinates as a
+// model's does over its principal directions. Real sentence embeddings have
+// far fewer effective dimensions than their width, and graph indexes (HNSW)
+// find neighbours much more easily in them: on SciFact's 12,098 chunks the
+// participation ratio of the covariance's spectrum, (Σλ)²/Σλ², is 71 for
+// all-MiniLM-L6-v2, 282 for these vectors without decay and 78 with τ = 32
+// (synthDecay); pgvector's HNSW (m 16, ef_construction 64) finds recall@10
+// against exact of 0.996 / 0.999 at ef_search 40 / 100 on the model's
+// vectors, 0.70 / 0.87 on the flat ones and 0.90 / 0.97 with τ = 32 (still
+// the harder of the two).
 type synthEmbedder struct {
 	dim    int
 	id     string
 	table  []int8 // synthBuckets rows of dim
 	shared []float32
+	scale  []float32 // per coordinate; nil: 1
 }
 
-func newSynthEmbedder(dim int, id string) *synthEmbedder {
+// synthDecay is the decay τ of `bench scale --vectors synthetic`; the flat
+// vectors (τ 0) are --vectors synthetic-flat.
+const synthDecay = 32
+
+// newSynthEmbedder returns the embedder of the given width and model id;
+// decay is τ above (0: none).
+func newSynthEmbedder(dim int, id string, decay float64) *synthEmbedder {
 	r := rand.New(rand.NewPCG(18, 2026))
 	s := &synthEmbedder{dim: dim, id: id, table: make([]int8, synthBuckets*dim), shared: make([]float32, dim)}
 	for i := range s.table {
@@ -43,6 +62,12 @@ func newSynthEmbedder(dim int, id string) *synthEmbedder {
 		s.shared[j] = float32(r.NormFloat64())
 	}
 	vecmath.Normalize(s.shared)
+	if decay > 0 {
+		s.scale = make([]float32, dim)
+		for j := range s.scale {
+			s.scale[j] = float32(1 / (1 + float64(j)/decay))
+		}
+	}
 	return s
 }
 
@@ -67,8 +92,14 @@ func (s *synthEmbedder) vector(text string) []float32 {
 		h := fnv.New32a()
 		h.Write([]byte(w))
 		row := s.table[int(h.Sum32()%synthBuckets)*s.dim:][:s.dim]
-		for j, x := range row {
-			v[j] += float32(x)
+		if s.scale == nil {
+			for j, x := range row {
+				v[j] += float32(x)
+			}
+		} else {
+			for j, x := range row {
+				v[j] += float32(x) * s.scale[j]
+			}
 		}
 	}
 	n := float32(vecmath.Norm(v))

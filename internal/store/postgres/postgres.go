@@ -122,7 +122,10 @@ func redact(s string) string {
 
 func (db *DB) resolveFullText(ctx context.Context, want FullText) (FullText, error) {
 	var bm25 bool
-	if err := db.pool.QueryRow(ctx, "SELECT to_regclass('chunks_bm25') IS NOT NULL").Scan(&bm25); err != nil {
+	// A BM25 index that a bulk load deferred counts: it is built again
+	// after the load (DeferIndexes).
+	if err := db.pool.QueryRow(ctx, `SELECT to_regclass('chunks_bm25') IS NOT NULL
+		OR EXISTS (SELECT FROM deferred_indexes WHERE name = 'chunks_bm25')`).Scan(&bm25); err != nil {
 		return "", fmt.Errorf("postgres: %w", err)
 	}
 	switch want {
