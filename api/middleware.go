@@ -86,7 +86,7 @@ type metrics struct {
 	inflight prometheus.Gauge
 }
 
-func newMetrics() *metrics {
+func newMetrics(ingest IngestCounter) *metrics {
 	m := &metrics{
 		registry: prometheus.NewRegistry(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -105,7 +105,33 @@ func newMetrics() *metrics {
 	}
 	m.registry.MustRegister(m.requests, m.latency, m.inflight,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if ingest != nil {
+		m.registry.MustRegister(ingestCollectors(ingest)...)
+	}
 	return m
+}
+
+// ingestCollectors export the ingestion counters, read at each scrape.
+func ingestCollectors(ingest IngestCounter) []prometheus.Collector {
+	items := func(outcome string, count func(domain.IngestCounts) int64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name:        "capsuled_ingest_items_total",
+			Help:        "Items this process's ingestion jobs finished, by outcome (indexed or failed).",
+			ConstLabels: prometheus.Labels{"outcome": outcome},
+		}, func() float64 { return float64(count(ingest.IngestCounts())) })
+	}
+	return []prometheus.Collector{
+		items("indexed", func(c domain.IngestCounts) int64 { return c.Indexed }),
+		items("failed", func(c domain.IngestCounts) int64 { return c.Failed }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "capsuled_ingest_chunks_total",
+			Help: "Chunks of the items this process's ingestion jobs indexed.",
+		}, func() float64 { return float64(ingest.IngestCounts().Chunks) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "capsuled_ingest_seconds_total",
+			Help: "Time this process's ingestion jobs spent on the items they finished (extraction, chunking, embedding, writing).",
+		}, func() float64 { return ingest.IngestCounts().Seconds }),
+	}
 }
 
 // observe wraps next with request ids, panic recovery, the access log and metrics.

@@ -101,6 +101,13 @@ type Deps struct {
 	Capsules Capsules
 	Chat     Chat
 	Memory   Memory
+	// Ingest counts ingestion outcomes for /metrics (nil: not exported).
+	Ingest IngestCounter
+}
+
+// IngestCounter reports this process's ingestion outcomes (capsule.Service).
+type IngestCounter interface {
+	IngestCounts() domain.IngestCounts
 }
 
 // Server implements the generated strict server interface.
@@ -134,7 +141,7 @@ func NewServer(cfg Config, spec *Spec, deps Deps, log *slog.Logger) (*Server, er
 		log:               log,
 		spec:              spec,
 		validationOptions: newValidationOptions(),
-		metrics:           newMetrics(),
+		metrics:           newMetrics(deps.Ingest),
 		auth:              deps.Auth,
 		checks:            deps.Checks,
 		models:            deps.Models,

@@ -89,6 +89,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 		a.Close()
 		return nil, err
 	}
+	ingest, _ := capsules.(api.IngestCounter)
 	limiter := ratelimit.New(ratelimit.Limits{RequestsPerMinute: cfg.RateLimitRPM, TokensPerMinute: cfg.RateLimitTPM}, cfg.Now)
 	srv, err := api.NewServer(api.Config{
 		MaxBodyBytes:           cfg.MaxBodyBytes,
@@ -106,6 +107,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 		Capsules: capsules,
 		Chat:     chat,
 		Memory:   mem,
+		Ingest:   ingest,
 	}, log)
 	if err != nil {
 		a.Close()

@@ -42,6 +42,17 @@ func TestDashboardAndMCPAreObserved(t *testing.T) {
 			t.Errorf("%s %s: status %d, X-Request-Id %q; want a request id", c.method, c.path, resp.StatusCode, id)
 		}
 	}
+	metrics := scrape(t, url)
+	for _, route := range []string{`route="dashboard"`, `route="mcp"`} {
+		if !strings.Contains(metrics, "capsuled_http_requests_total{method=") || !strings.Contains(metrics, route) {
+			t.Errorf("metrics lack requests with %s", route)
+		}
+	}
+}
+
+// scrape returns the server's /metrics text (url is http://host:port).
+func scrape(t *testing.T, url string) string {
+	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), "GET", url+"/metrics", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -51,13 +62,9 @@ func TestDashboardAndMCPAreObserved(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	metrics, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /metrics: %d %v", resp.StatusCode, err)
 	}
-	for _, route := range []string{`route="dashboard"`, `route="mcp"`} {
-		if !strings.Contains(string(metrics), "capsuled_http_requests_total{method=") || !strings.Contains(string(metrics), route) {
-			t.Errorf("metrics lack requests with %s", route)
-		}
-	}
+	return string(b)
 }

@@ -286,6 +286,14 @@ func TestAttackIngestionBounds(t *testing.T) {
 		if status, reason := add(t, base, admin, "few", "A short note about tides."); status != "ready" {
 			t.Fatalf("an ordinary item: %s %q", status, reason)
 		}
+		// Both outcomes are in the ingestion metrics.
+		metrics := scrape(t, strings.TrimSuffix(base, "/v1/"))
+		for _, want := range []string{"capsuled_ingest_items_total{outcome=\"failed\"} 1\n", "capsuled_ingest_items_total{outcome=\"indexed\"} 1\n",
+			"capsuled_ingest_chunks_total 1\n", "capsuled_ingest_seconds_total "} {
+			if !strings.Contains(metrics, want) {
+				t.Errorf("metrics lack %q", want)
+			}
+		}
 	})
 	t.Run("job time limit", func(t *testing.T) {
 		t.Parallel()

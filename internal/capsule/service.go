@@ -87,6 +87,8 @@ type Service struct {
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced whenever an item finishes
 	started bool
+
+	counts ingestCounts
 }
 
 // DefaultWorkers is the default Config.Workers.

@@ -36,6 +36,7 @@ func (s *Service) ingestItem(ctx context.Context, itemID, hash string) error {
 		return fmt.Errorf("start item %s: %w", itemID, err)
 	}
 	p := prepared{it: it}
+	start := time.Now()
 	jctx, cancel := context.WithTimeout(ctx, s.cfg.JobTimeout)
 	defer cancel()
 	p.text, p.chunks, p.err = s.prepare(jctx, it)
@@ -54,7 +55,7 @@ func (s *Service) ingestItem(ctx context.Context, itemID, hash string) error {
 		p.err = &domain.Error{Kind: domain.KindUnprocessable, Code: "ingestion_timeout",
 			Message: fmt.Sprintf("ingesting the item took longer than the limit of %s", s.cfg.JobTimeout)}
 	}
-	err = s.finish(ctx, p)
+	err = s.finish(ctx, p, time.Since(start))
 	s.notify()
 	return err
 }
@@ -69,7 +70,7 @@ type prepared struct {
 
 // finish writes one item's outcome; it returns only the errors that
 // deserve another try (the store's), not the item's own.
-func (s *Service) finish(ctx context.Context, p prepared) error {
+func (s *Service) finish(ctx context.Context, p prepared, took time.Duration) error {
 	now := s.cfg.Now().UTC()
 	it := p.it
 	if p.err != nil {
@@ -78,6 +79,7 @@ func (s *Service) finish(ctx context.Context, p prepared) error {
 		switch {
 		case ferr == nil:
 			s.engine.ItemRemoved(failed.Capsule, failed.ID)
+			s.counts.failed(took)
 			s.log.Info("item failed", "capsule", it.Capsule, "item", it.ID, "reason", reason)
 		case errors.Is(ferr, domain.ErrConflict):
 		default:
@@ -93,6 +95,7 @@ func (s *Service) finish(ctx context.Context, p prepared) error {
 		return fmt.Errorf("index item %s: %w", it.ID, err)
 	default:
 		s.engine.ItemIndexed(done, p.chunks)
+		s.counts.indexed(len(p.chunks), took)
 		s.log.Debug("item ready", "capsule", it.Capsule, "item", it.ID, "chunks", len(p.chunks))
 	}
 	return nil

@@ -103,3 +103,10 @@ type Hit struct {
 	Content string
 	Score   float64 // in [0, 1], higher is better
 }
+
+// IngestCounts are one process's ingestion outcomes since it started: items
+// indexed and failed, the chunks indexed, and the seconds the jobs took.
+type IngestCounts struct {
+	Indexed, Failed, Chunks int64
+	Seconds                 float64
+}
