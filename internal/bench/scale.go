@@ -13,6 +13,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -74,6 +75,7 @@ func runScale(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	deferIdx := fs.Bool("defer-indexes", false, "PostgreSQL: drop the chunks' search indexes (HNSW, BM25, GIN) before ingestion and build them after it with CREATE INDEX (postgres.DB.DeferIndexes), reported as index_build_s apart from ingest_s")
 	idxWorkers := fs.Int("index-workers", 2, "PostgreSQL: parallel maintenance workers of each index build after --defer-indexes (max_parallel_maintenance_workers)")
 	idxMem := fs.String("index-memory", "4GB", "PostgreSQL: maintenance_work_mem of each index build after --defer-indexes (the HNSW graph is built in memory within it: about 2 kB a chunk)")
+	efList := fs.String("ef-search", "", "PostgreSQL: also measure recall and semantic and hybrid latency with each of these hnsw.ef_search floors (comma-separated; the store asks for at least 100 and twice the candidates)")
 	asJSON := fs.Bool("json", false, "print one JSON object as the last line")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
@@ -90,8 +92,18 @@ func runScale(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("--vectors %q: want model, synthetic or synthetic-flat", *vectors)
 	case *deferIdx && !isPG:
 		return errors.New("--defer-indexes: PostgreSQL only")
+	case *efList != "" && !isPG:
+		return errors.New("--ef-search: PostgreSQL only")
 	case *nq < 1 || *nRecall < 1:
 		return errors.New("--queries and --recall-queries must be at least 1")
+	}
+	var efs []int
+	for _, f := range strings.FieldsFunc(*efList, func(r rune) bool { return r == ',' }) {
+		ef, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || ef < 1 || ef > 1000 {
+			return fmt.Errorf("--ef-search: %q is not a number from 1 to 1000", f)
+		}
+		efs = append(efs, ef)
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	res := map[string]any{"chunks_target": *target, "vectors": *vectors, "cpus": runtime.NumCPU(), "replicas": *replicas}
@@ -289,33 +301,51 @@ func runScale(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	res["exact_scan_s"] = round4(time.Since(t0).Seconds())
-	for _, filtered := range []bool{false, true} {
-		w, want, name := domain.Wishlist{Mode: domain.ModeSemantic}, exact, "dense_recall_at_10"
-		if filtered {
-			w.Metadata, want, name = filter, exactFiltered, "dense_recall_at_10_filtered"
-		}
-		found, total := 0, 0
-		for i, q := range rq {
-			hits, err := eng.Search(ctx, scaleCapsule, domain.Query{Text: q, Limit: 10, Wishlist: w})
-			if err != nil {
-				return err
-			}
-			in := map[chunkRef]bool{}
-			for _, r := range want[i] {
-				in[r] = true
-			}
-			for _, h := range hits {
-				if in[chunkRef{h.Item.ID, h.Idx}] {
-					found++
-				}
-			}
-			total += len(want[i])
-		}
-		if total > 0 {
-			res[name] = round4(float64(found) / float64(total))
-		}
+	if err := denseRecall(ctx, eng, rq, filter, exact, exactFiltered, res, ""); err != nil {
+		return err
 	}
 	fmt.Fprintf(stderr, "dense recall@10 against exact: %v, with the 1%% filter %v\n", res["dense_recall_at_10"], res["dense_recall_at_10_filtered"])
+	// The same, and semantic and hybrid latency, at other hnsw.ef_search
+	// floors: each through a store whose sessions start with that setting.
+	for _, ef := range efs {
+		u, err := url.Parse(*storeURL)
+		if err != nil {
+			return err
+		}
+		q := u.Query()
+		q.Set("hnsw.ef_search", strconv.Itoa(ef))
+		u.RawQuery = q.Encode()
+		pg, err := postgres.Open(ctx, u.String(), postgres.Options{})
+		if err != nil {
+			return err
+		}
+		efEng := retrieval.New(pg.Capsules(), memo, emb.Dim(), retrieval.Config{})
+		prefix := fmt.Sprintf("ef%d_", ef)
+		err = denseRecall(ctx, efEng, rq, filter, exact, exactFiltered, res, prefix)
+		for _, mode := range []domain.SearchMode{domain.ModeSemantic, domain.ModeHybrid} {
+			for _, filtered := range []bool{false, true} {
+				if err != nil {
+					break
+				}
+				w := domain.Wishlist{Mode: mode}
+				name := prefix + string(mode)
+				if filtered {
+					w.Metadata, name = filter, name+"_filtered"
+				}
+				var lat []time.Duration
+				if lat, _, _, err = timeQueries(ctx, efEng, qtexts[:*nq], w); err == nil {
+					res[name+"_p50_ms"], res[name+"_p99_ms"] = pct(lat, 50), pct(lat, 99)
+				}
+			}
+		}
+		pg.Close()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "hnsw.ef_search %d: recall@10 %v (filtered %v); semantic p50 %v ms (filtered %v); hybrid p50 %v ms (filtered %v); load %.1f\n", ef,
+			res[prefix+"dense_recall_at_10"], res[prefix+"dense_recall_at_10_filtered"], res[prefix+"semantic_p50_ms"], res[prefix+"semantic_filtered_p50_ms"],
+			res[prefix+"hybrid_p50_ms"], res[prefix+"hybrid_filtered_p50_ms"], loadAvg())
+	}
 	runtime.GC()
 	res["bench_rss_mb"] = rssMB()
 	eng = nil
@@ -382,6 +412,39 @@ func buildIndexes(ctx context.Context, pg *postgres.DB, opts postgres.BuildOptio
 		res["index_build_s"] = round4(time.Since(t0).Seconds())
 		res["index_build_workers"], res["index_build_memory"] = opts.Workers, opts.MaintenanceWorkMem
 		res["load_avg_index_build"] = loadAvg()
+	}
+	return nil
+}
+
+// denseRecall measures the engine's semantic recall@10 against the exact
+// top 10 of each query, without and with the filter, into res (keys
+// prefixed with prefix).
+func denseRecall(ctx context.Context, eng *retrieval.Engine, rq []string, filter []domain.MetadataFilter, exact, exactFiltered [][]chunkRef, res map[string]any, prefix string) error {
+	for _, filtered := range []bool{false, true} {
+		w, want, name := domain.Wishlist{Mode: domain.ModeSemantic}, exact, prefix+"dense_recall_at_10"
+		if filtered {
+			w.Metadata, want, name = filter, exactFiltered, prefix+"dense_recall_at_10_filtered"
+		}
+		found, total := 0, 0
+		for i, q := range rq {
+			hits, err := eng.Search(ctx, scaleCapsule, domain.Query{Text: q, Limit: 10, Wishlist: w})
+			if err != nil {
+				return err
+			}
+			in := map[chunkRef]bool{}
+			for _, r := range want[i] {
+				in[r] = true
+			}
+			for _, h := range hits {
+				if in[chunkRef{h.Item.ID, h.Idx}] {
+					found++
+				}
+			}
+			total += len(want[i])
+		}
+		if total > 0 {
+			res[name] = round4(float64(found) / float64(total))
+		}
 	}
 	return nil
 }

@@ -107,20 +107,27 @@ func TestScale(t *testing.T) {
 				t.Errorf("%s: %v, want a time", k, res[k])
 			}
 		}
-		again := run(t, "--store", store, "--replicas", "0")
+		again := run(t, "--store", store, "--replicas", "0", "--ef-search", "200")
 		if again["reused_capsule"] != true || again["index_build_s"] != nil {
 			t.Errorf("second run: reused %v, index build %v; want the capsule and its indexes reused", again["reused_capsule"], again["index_build_s"])
+		}
+		for _, k := range []string{"ef200_dense_recall_at_10", "ef200_dense_recall_at_10_filtered", "ef200_semantic_p50_ms", "ef200_hybrid_filtered_p99_ms"} {
+			if _, ok := again[k].(float64); !ok {
+				t.Errorf("%s: %v, want a number", k, again[k])
+			}
 		}
 	})
 
 	t.Run("usage errors", func(t *testing.T) {
 		for _, args := range [][]string{
-			{"scale", "--replicas", "2"},       // two replicas need PostgreSQL
-			{"scale", "--vectors", "random"},   // model or synthetic
-			{"scale", "--defer-indexes"},       // PostgreSQL only
-			{"scale", "--store", "mysql://x"},  // sqlite or postgres://
-			{"scale", "--chunks", "0"},         // at least one chunk
-			{"scale", "--scifact", "/nowhere"}, // unreadable passages
+			{"scale", "--replicas", "2"},                                // two replicas need PostgreSQL
+			{"scale", "--vectors", "random"},                            // model or synthetic
+			{"scale", "--defer-indexes"},                                // PostgreSQL only
+			{"scale", "--ef-search", "200"},                             // PostgreSQL only
+			{"scale", "--store", "postgres://x", "--ef-search", "2000"}, // at most 1000
+			{"scale", "--store", "mysql://x"},                           // sqlite or postgres://
+			{"scale", "--chunks", "0"},                                  // at least one chunk
+			{"scale", "--scifact", "/nowhere"},                          // unreadable passages
 		} {
 			if code, _, stderr := runBench(t, args...); code != 1 || stderr == "" {
 				t.Errorf("bench %q: exit %d, stderr %q; want 1 and a message", args, code, stderr)
