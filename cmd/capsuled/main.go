@@ -50,6 +50,7 @@ func commands() map[string]command {
 		"ask":         {"run the svc-1 retrieval loop over a capsule (ask NAME \"question\")", runAsk},
 		"models":      {"convert the embedding model to ONNX, or fetch it (convert|fetch)", runModels},
 		"reindex":     {"embed the items without vectors now, or move the store to another embedding model", runReindex},
+		"indexes":     {"PostgreSQL bulk loads: drop the chunk search indexes, then build them (defer|build)", runIndexes},
 		"memory":      {"manage memory namespaces on a running server (namespaces|export|import|delete)", runMemory},
 		"mcp":         {"serve MCP over stdio: relay to a server (--url, --key) or serve a data directory (--data)", runMCP},
 		"bench":       {"benchmarks: retrieval, agent, memory, load", bench.Run},

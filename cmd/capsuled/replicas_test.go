@@ -314,3 +314,54 @@ func waitReady(t *testing.T, r *replica, key, capsule, id string) {
 	}
 	t.Fatalf("item %s not ready", id)
 }
+
+// TestIndexesCommands defers the chunk search indexes of a PostgreSQL store
+// and builds them again, and refuses what it cannot do.
+func TestIndexesCommands(t *testing.T) {
+	for _, args := range [][]string{
+		{"indexes"},         // a subcommand
+		{"indexes", "drop"}, // defer or build
+		{"indexes", "defer", "--store", "sqlite"}, // PostgreSQL only
+		{"indexes", "build", "--store", "postgres://x", "extra"},
+	} {
+		if code, _, stderr := runCLI(t, args...); code != 1 || stderr == "" {
+			t.Errorf("%q: exit %d, stderr %q; want 1 and a message", args, code, stderr)
+		}
+	}
+	base := os.Getenv("CAPSULED_TEST_POSTGRES")
+	if base == "" {
+		t.Skip("CAPSULED_TEST_POSTGRES is not set: source .cache/pg/env.sh")
+	}
+	store, conn := replicaSchema(t, base)
+	exists := func() bool {
+		t.Helper()
+		var ok bool
+		if err := conn.QueryRow(context.Background(), "SELECT EXISTS (SELECT FROM pg_indexes WHERE indexname = 'chunks_hnsw' AND schemaname = (current_schemas(false))[1])").Scan(&ok); err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	code, out, stderr := runCLI(t, "indexes", "defer", "--store", store)
+	if code != 0 || !strings.Contains(out, "chunks_hnsw") {
+		t.Fatalf("defer: %d %q %q", code, out, stderr)
+	}
+	if exists() {
+		t.Fatal("chunks_hnsw still exists after defer")
+	}
+	if code, out, _ := runCLI(t, "indexes", "defer", "--store", store); code != 0 || !strings.Contains(out, "no index") {
+		t.Errorf("defer again: %d %q", code, out)
+	}
+	if code, _, stderr := runCLI(t, "indexes", "build", "--store", store, "--maintenance-work-mem", "lots"); code != 1 || !strings.Contains(stderr, "maintenance_work_mem") {
+		t.Errorf("build with a bad maintenance_work_mem: %d %q", code, stderr)
+	}
+	code, out, stderr = runCLI(t, "indexes", "build", "--store", store, "--workers", "2", "--maintenance-work-mem", "128MB")
+	if code != 0 || !strings.Contains(out, "built chunks_hnsw") {
+		t.Fatalf("build: %d %q %q", code, out, stderr)
+	}
+	if !exists() {
+		t.Fatal("chunks_hnsw missing after build")
+	}
+	if code, out, _ := runCLI(t, "indexes", "build", "--store", store); code != 0 || !strings.Contains(out, "no deferred index") {
+		t.Errorf("build again: %d %q", code, out)
+	}
+}
