@@ -164,10 +164,11 @@ type doc struct {
 	first   int // order of first sight
 	hop     int // hop of the first result list that showed it
 	// derived once the conversation is read (see state.finish)
-	low  string // the text lower-cased
-	key  string // the subject as mentions look for it (subjectKey)
-	spk  string // the speaker of a chat turn, or ""
-	qhas []bool // which of the question's terms (state.qt) its title or text contains; nil until asked (state.has)
+	low  string   // the text lower-cased
+	key  string   // the subject as mentions look for it (subjectKey)
+	alt  []string // shorter forms of a subject read from the text ("vernon sewell" for "Vernon Campbell Sewell")
+	spk  string   // the speaker of a chat turn, or ""
+	qhas []bool   // which of the question's terms (state.qt) its title or text contains; nil until asked (state.has)
 }
 
 // state is what the messages say happened.
@@ -305,6 +306,9 @@ func (st *state) finish() {
 		}
 		d.low = strings.ToLower(d.text)
 		d.key = subjectKey(d.subject)
+		if d.title == "" {
+			d.alt = shortForms(d.key)
+		}
 		if d.spk = speaker(d.text); d.spk != "" {
 			turns++
 		}

@@ -407,3 +407,75 @@ func TestLinkedNoteNeedsTheQuestionsRelation(t *testing.T) {
 		t.Errorf("keeper: reported %v, want n-router and n-marta\n%s", ids, why)
 	}
 }
+
+// TestReportHoldsBothChains: a question comparing two chains (the managers
+// of two offices, then what each manager speaks) over untitled notes
+// finds and reports the four notes of the chains, though the second
+// manager's note shares few of the question's words.
+func TestReportHoldsBothChains(t *testing.T) {
+	t.Parallel()
+	corpus := fakeCorpus{
+		"n-oslo":   "The Oslo office opened in 2015 and is managed by Ingrid Berg. It has twelve desks and a small kitchen.",
+		"n-lyon":   "The Lyon office is managed by Paul Martin since the merger with the old branch.",
+		"n-ingrid": "Ingrid Berg speaks Norwegian and English, and joined the company in 2012.",
+		"n-paul":   "Paul Martin speaks French and some Italian; he moved to Lyon from Marseille.",
+		"n-policy": "Every office follows one language policy: managers write reports in English.",
+		"n-meet":   "Office managers meet every quarter to speak about budgets and hiring.",
+		"n-desks":  "The Oslo office ordered new desks; the Lyon office asked for a bigger kitchen.",
+	}
+	ids, _, why := corpus.run(t, New(Config{}), "Do the managers of the Oslo office and the Lyon office speak the same language?")
+	for _, want := range []string{"n-oslo", "n-lyon", "n-ingrid", "n-paul"} {
+		if !slices.Contains(ids, want) {
+			t.Errorf("the report %v lacks %q (one of the two chains)\n%s", ids, want, why)
+		}
+	}
+}
+
+// TestReportChainsOverUntitledChunks: document chunks without titles, where
+// a person's own chunk starts with the full name ("Miriam Adaeze Okafor")
+// and the report naming her uses the short one ("Miriam Okafor"): both arms
+// of the question and both hops are reported.
+func TestReportChainsOverUntitledChunks(t *testing.T) {
+	t.Parallel()
+	corpus := fakeCorpus{
+		"c-northwind": "Northwind Audit is a 2021 internal report authored by Miriam Okafor for the finance group.",
+		"c-harbor":    "Harbor Review is a 2019 report on port costs, authored by Jonas Feld.",
+		"c-miriam":    "Miriam Adaeze Okafor trained at the University of Ghent before she joined the finance group.",
+		"c-jonas":     "Jonas Feld trained at the University of Leiden and later taught statistics.",
+		"c-yearly":    "The finance group publishes an audit report every year; its authors rotate.",
+		"c-fees":      "Harbor fees rose in 2019, according to the port authority's yearly report.",
+	}
+	ids, _, why := corpus.run(t, New(Config{}), "Were the authors of the reports Northwind Audit and Harbor Review trained at the same university?")
+	for _, want := range []string{"c-northwind", "c-harbor", "c-miriam", "c-jonas"} {
+		if !slices.Contains(ids, want) {
+			t.Errorf("the report %v lacks %q (one of the two chains)\n%s", ids, want, why)
+		}
+	}
+}
+
+func TestArmsAndShortForms(t *testing.T) {
+	t.Parallel()
+	st := readState(conv("Do the managers of the Oslo office and the Lyon office speak the same language?"), nil)
+	for key, want := range map[string]bool{"oslo": true, "lyon": true, "office": false, "language": false, "": false} {
+		if got := st.arm(&doc{key: key}); got != want {
+			t.Errorf("arm(%q) = %v, want %v", key, got, want)
+		}
+	}
+	for key, want := range map[string]string{
+		"vernon campbell sewell":   "vernon sewell|campbell sewell",
+		"sir peter robert jackson": "sir jackson|peter jackson",
+		"ed wood":                  "",
+		"":                         "",
+	} {
+		if got := strings.Join(shortForms(key), "|"); got != want {
+			t.Errorf("shortForms(%q) = %q, want %q", key, got, want)
+		}
+	}
+	// a link needs the name written as one, in the slot of the question's relation
+	st.stems = relationStems(st.question)
+	d := &doc{text: "The Lyon office is managed by Paul Martin since the merger."}
+	d.low = strings.ToLower(d.text)
+	if !st.slotMention(d, "paul martin", true) || st.slotMention(d, "office", true) {
+		t.Errorf("slotMention: want Paul Martin (managed by …) and not office")
+	}
+}

@@ -31,9 +31,11 @@
 //     they fill the slot of one of the question's relations ("directed by
 //     ___" for "the director of"), and how specific they are; after the first
 //     hop the best documents the last hop found (the chain's frontier) give
-//     bridges too. A document's subject (its title, a title read from a
-//     "title text" lead, or else the name its text starts with) is never its
-//     own bridge and links documents that name it;
+//     bridges too, and so do the documents whose subject the question names
+//     (each arm of a comparison gives its own hop). A document's subject
+//     (its title, a title read from a "title text" lead, or else the name
+//     its text starts with) is never its own bridge and links documents
+//     that name it;
 //   - the hops go on while the evidence does not cover the question's terms,
 //     each hop adds a document to the best ReportLimit (the evidence grows),
 //     and the turn and call budgets last (defaults: four hops);
@@ -56,7 +58,17 @@
 // relations, in the same sentence ("Marta Ruiz keeps the spare unit" for
 // "who keeps the spare router", not "… fails halfway. Marta Ruiz keeps …"
 // for "how do I bring the router back"). The first MinReport (2) always
-// are, in rank order.
+// are, in rank order. Then the report is sized to the chains the loop
+// resolved: from the top document and from each reported document whose
+// subject the question names as a name (an arm: "film A" and "film B" in
+// "Are the directors of films A and B from the same country?"), the
+// best-ranked document it names as a name in the slot of one of the
+// question's relations ("directed by Tim Burton") is reported too, and from
+// that one the next, one per hop the loop made: a two-armed question
+// reports its four documents, a bridge question its two. A subject read
+// from a document's own lead may be named by its shorter form elsewhere
+// ("Vernon Campbell Sewell" as "Vernon Sewell"): its first or second word
+// with its last count too.
 // Documents seen below the cut are left out, so the report is the answer's
 // evidence rather than everything seen. Chat turns are reported in the
 // question's order, up to ReportLimit, without the cut. A negative ReportCut

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"capsuled/internal/domain"
 )
@@ -372,12 +374,29 @@ func (e *Engine) fuse(st *state) []scored {
 		return out
 	}
 	sortScored(out, st)
-	// link bonus: documents named by (or naming) the top document
+	// link bonus: documents named by (or naming) the top document, and
+	// those another arm of the question (a document whose subject the
+	// question names, as "film B" in "Are the directors of films A and B
+	// from the same country?") names as a name in the slot of one of the
+	// question's relations ("directed by …"): each arm's next hop
 	if len(out) > 1 {
 		top := st.docs[out[0].id]
+		arms := []*doc{top}
+		for _, r := range out[1:min(e.cfg.ReportLimit, len(out))] {
+			if d := st.docs[r.id]; st.arm(d) {
+				arms = append(arms, d)
+			}
+		}
 		for i := 1; i < len(out); i++ {
 			d := st.docs[out[i].id]
-			if mentionsKey(top.low, d.key) || mentionsKey(d.low, top.key) {
+			named := false
+			for k, a := range arms {
+				if a != d && (k == 0 && mentionsDoc(a.low, d) || k > 0 && st.slotMentionDoc(a, d, true)) {
+					named = true
+					break
+				}
+			}
+			if named || mentionsKey(d.low, top.key) {
 				out[i].score += e.cfg.LinkWeight
 				out[i].base += e.cfg.LinkWeight
 			}
@@ -466,7 +485,13 @@ func (st *state) names(d *doc, key string, inSlot bool) bool {
 	return st.namesInSlot(d, key)
 }
 
-func (st *state) namesInSlot(d *doc, key string) bool {
+func (st *state) namesInSlot(d *doc, key string) bool { return st.slotMention(d, key, false) }
+
+// slotMention says whether d names key in the sentence slot of one of the
+// question's relations; asName asks that it be written as a name there
+// (its first letter upper-case or a digit: "the Lyon office" names no
+// subject "Office").
+func (st *state) slotMention(d *doc, key string, asName bool) bool {
 	if !mentionsKey(d.low, key) {
 		return false
 	}
@@ -479,7 +504,7 @@ func (st *state) namesInSlot(d *doc, key string) bool {
 			return false
 		}
 		i += off
-		if inSentenceSlot(d.text, i, i+len(key), st.stems) {
+		if (!asName || startsName(d.text[i:])) && inSentenceSlot(d.text, i, i+len(key), st.stems) {
 			return true
 		}
 		off = i + len(key)
@@ -545,7 +570,9 @@ type bridge struct {
 }
 
 // bridges ranks the candidates of the evidence's documents (the top three,
-// and after the first hop the two best documents the last hop found) by how
+// the other documents of the best ReportLimit whose subject the question
+// names (its arms), and after the first hop the two best documents the last
+// hop found) by how
 // they connect the question to the evidence: the rank of the documents that
 // state them, how early they come there, whether they sit in the slot of one
 // of the question's relations ("directed by ___" for "the director of"),
@@ -558,6 +585,11 @@ func (e *Engine) bridges(st *state, ranked []scored) []bridge {
 	inSrc := map[string]bool{}
 	for _, r := range ranked[:min(3, len(ranked))] {
 		srcs, inSrc[r.id] = append(srcs, r.id), true
+	}
+	for _, r := range ranked[:min(e.cfg.ReportLimit, len(ranked))] { // the question's other arms
+		if !inSrc[r.id] && st.arm(st.docs[r.id]) {
+			srcs, inSrc[r.id] = append(srcs, r.id), true
+		}
 	}
 	if st.turns >= 2 { // the frontier: what the last hop found
 		n := 0
@@ -685,8 +717,10 @@ func (e *Engine) feedbackQuery(st *state, ranked []scored) string {
 // reported when its evidence score is at least ReportCut times the best
 // document's, or at least ReportLinkCut times it and the document is linked
 // to the chain (the question or the top document names its subject, or it
-// names the top document's subject); the first MinReport always are. Chat
-// turns are not cut.
+// names the top document's subject); the first MinReport always are. Then
+// the report is sized to the chains the evidence resolved (chain): each
+// reported arm of the question brings the document of each hop it
+// resolved, whatever its score. Chat turns are not cut.
 func (e *Engine) reportIDs(st *state, ranked []scored) []string {
 	n := min(e.cfg.ReportLimit, len(ranked))
 	if e.cfg.ReportCut <= 0 || n == 0 || st.chat {
@@ -697,18 +731,61 @@ func (e *Engine) reportIDs(st *state, ranked []scored) []string {
 		top = max(top, r.base)
 	}
 	first := st.docs[ranked[0].id]
-	out := make([]string, 0, n)
+	keep := make([]bool, n)
 	for i, r := range ranked[:n] {
 		d := st.docs[r.id]
 		// a document that shares none of the question's terms is on the
 		// chain only when the link sits in the slot of one of its relations
 		inSlot := r.cov == 0
-		linked := mentionsKey(st.qlow, d.key) || i > 0 && (st.names(first, d.key, inSlot) || st.names(d, first.key, inSlot))
-		if i < e.cfg.MinReport || r.base >= e.cfg.ReportCut*top || linked && r.base >= e.cfg.ReportLinkCut*top {
+		linked := mentionsKey(st.qlow, d.key) || i > 0 && (st.namesDoc(first, d, inSlot) || st.names(d, first.key, inSlot))
+		keep[i] = i < e.cfg.MinReport || r.base >= e.cfg.ReportCut*top || linked && r.base >= e.cfg.ReportLinkCut*top
+	}
+	st.chain(ranked[:n], keep)
+	out := make([]string, 0, n)
+	for i, r := range ranked[:n] {
+		if keep[i] {
 			out = append(out, r.id)
 		}
 	}
 	return out
+}
+
+// chain adds to keep the documents of the chains the evidence resolved:
+// from the top document and each other reported document whose subject the
+// question names (an arm of the question, see arm), the best-ranked
+// document it names as a name in the slot of one of the question's
+// relations, within the same sentence ("directed by Tim Burton" for "the
+// director of"; "managed by Ingrid Berg" for "the managers of"), and from
+// that one the next, for as many hops as the loop made (at least one). The
+// report's size thus follows the chain rather than a fixed share of the
+// best score: a question comparing two chains ("Are the directors of films
+// A and B from the same country?") reports the four documents of its two
+// arms and their hops, a plain bridge question its two. The rule reads only
+// the documents' text, so it holds for notes and untitled chunks (their
+// subject is the name their text starts with, see leadEntity).
+func (st *state) chain(ranked []scored, keep []bool) {
+	depth := max(1, st.turns-1)
+	for s := range ranked {
+		if !keep[s] || s > 0 && !st.arm(st.docs[ranked[s].id]) {
+			continue
+		}
+		cur := st.docs[ranked[s].id]
+		for range depth {
+			next := -1
+			for j, r := range ranked {
+				d := st.docs[r.id]
+				if j != s && d != cur && d.key != "" && d.key != cur.key && !st.arm(d) && st.slotMentionDoc(cur, d, true) {
+					next = j
+					break
+				}
+			}
+			if next < 0 {
+				break
+			}
+			keep[next] = true
+			cur = st.docs[ranked[next].id]
+		}
+	}
 }
 
 func topIDs(ranked []scored, n int) []string {
@@ -755,4 +832,94 @@ func describe(d *doc) string {
 		return d.id + " (" + d.subject + ")"
 	}
 	return d.id
+}
+
+// arm says whether the question names d's subject, written as a name
+// ("Oslo" in "the managers of the Oslo office and the Lyon office"): a
+// chain of the question starts at d. A subject the question merely
+// contains as a word ("office") does not make one.
+func (st *state) arm(d *doc) bool {
+	if !mentionsKey(st.qlow, d.key) {
+		return false
+	}
+	if len(st.qlow) != len(st.question) { // lower-casing moved the offsets
+		return true
+	}
+	for off := 0; ; {
+		i := strings.Index(st.qlow[off:], d.key)
+		if i < 0 {
+			return false
+		}
+		i += off
+		if startsName(st.question[i:]) {
+			return true
+		}
+		off = i + len(d.key)
+	}
+}
+
+// startsName says whether s starts as a name does: an upper-case letter or
+// a digit.
+func startsName(s string) bool {
+	r, _ := utf8.DecodeRuneInString(s)
+	return unicode.IsUpper(r) || unicode.IsDigit(r)
+}
+
+// shortForms are the shorter forms a text may use for a subject of three
+// or more words read from a document's own lead: its first or second word
+// with its last ("Vernon Campbell Sewell" is named "Vernon Sewell", "Sir
+// Peter Robert Jackson" "Peter Jackson").
+func shortForms(key string) []string {
+	ws := strings.Fields(key)
+	if len(ws) < 3 {
+		return nil
+	}
+	last := ws[len(ws)-1]
+	var out []string
+	for _, w := range ws[:2] {
+		if len(w) > 2 {
+			out = append(out, w+" "+last)
+		}
+	}
+	return out
+}
+
+// mentionsDoc says whether a lower-cased text names d's subject, in full or
+// in one of its shorter forms.
+func mentionsDoc(low string, d *doc) bool {
+	if mentionsKey(low, d.key) {
+		return true
+	}
+	for _, k := range d.alt {
+		if mentionsKey(low, k) {
+			return true
+		}
+	}
+	return false
+}
+
+// namesDoc is names for d's subject and its shorter forms.
+func (st *state) namesDoc(x, d *doc, inSlot bool) bool {
+	if st.names(x, d.key, inSlot) {
+		return true
+	}
+	for _, k := range d.alt {
+		if st.names(x, k, inSlot) {
+			return true
+		}
+	}
+	return false
+}
+
+// slotMentionDoc is slotMention for d's subject and its shorter forms.
+func (st *state) slotMentionDoc(x, d *doc, asName bool) bool {
+	if st.slotMention(x, d.key, asName) {
+		return true
+	}
+	for _, k := range d.alt {
+		if st.slotMention(x, k, asName) {
+			return true
+		}
+	}
+	return false
 }
