@@ -200,6 +200,7 @@ func (s *Service) Start(ctx context.Context) error {
 // Close stops working jobs: running ones get Config.StopTimeout to finish,
 // then are cancelled, their items left indexing until their jobs run again.
 func (s *Service) Close() error {
+	s.engine.Close() // background graph builds
 	s.mu.Lock()
 	started := s.started
 	s.started = false

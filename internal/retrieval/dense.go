@@ -93,14 +93,11 @@ func denseTopK(ci *capIndex, q []float32, dim, k int, pred Predicate, approxMin,
 	for _, p := range parts {
 		all = append(all, p...)
 	}
-	rank.SortBest(all, worse)
-	all = all[:min(k, len(all))]
-	out := make([]*cand, len(all))
-	for i, c := range all {
-		out[i] = &cand{ref: c.ref(), en: c.en, dense: float64(c.s), hasDense: true}
-	}
-	return out
+	return topCands(all, k)
 }
+
+// sortScored sorts best first.
+func sortScored(all []scored) { rank.SortBest(all, worse) }
 
 // exactScan scores every chunk of the entries pred accepts.
 func exactScan(list []*entry, q []float32, dim, k int, pred Predicate) []scored {

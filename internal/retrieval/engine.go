@@ -133,6 +133,14 @@ type Config struct {
 	// ApproxRerank is how many Hamming-nearest chunks each approximate scan
 	// scores exactly. Default DefaultApproxRerank.
 	ApproxRerank int
+	// GraphMin is the number of chunks from which a capsule's dense search
+	// goes through an HNSW graph, built in the background (the scan serves
+	// until it is ready) and kept current item by item; negative: never.
+	// Default DefaultGraphMin.
+	GraphMin int
+	// GraphEf is the graph search's beam width (at least the requested
+	// depth). Default DefaultGraphEf.
+	GraphEf int
 	// Depth is the least number of candidates each retriever contributes
 	// to hybrid fusion. Default 100.
 	Depth int
@@ -179,6 +187,12 @@ func (c Config) withDefaults() Config {
 	if c.ApproxRerank <= 0 {
 		c.ApproxRerank = DefaultApproxRerank
 	}
+	if c.GraphMin == 0 {
+		c.GraphMin = DefaultGraphMin
+	}
+	if c.GraphEf <= 0 {
+		c.GraphEf = DefaultGraphEf
+	}
 	if c.Depth <= 0 {
 		c.Depth = 100
 	}
@@ -212,6 +226,12 @@ type Engine struct {
 	boundsMu  sync.Mutex
 	bounds    map[boundKey]float64
 	boundsGen int64
+
+	// Background graph builds: life ends with Close.
+	graphCost int // the filter cut-off's unit, defaultGraphCost (tests lower it)
+	life      context.Context
+	stop      context.CancelFunc
+	builds    sync.WaitGroup
 }
 
 type boundKey struct{ capsule, term string }
@@ -288,7 +308,8 @@ func (e *Engine) termBounds(ctx context.Context, capsule string, terms []string)
 // New returns an Engine over src. emb may be nil (keyword search only); dim
 // is its vector width.
 func New(src Source, emb QueryEmbedder, dim int, cfg Config) *Engine {
-	return &Engine{cfg: cfg.withDefaults(), src: src, emb: emb, dim: dim, index: map[string]*capIndex{}}
+	life, stop := context.WithCancel(context.Background())
+	return &Engine{cfg: cfg.withDefaults(), src: src, emb: emb, dim: dim, index: map[string]*capIndex{}, graphCost: defaultGraphCost, life: life, stop: stop}
 }
 
 // Semantic reports whether dense retrieval is available.
@@ -315,6 +336,9 @@ type capIndex struct {
 	snapMu sync.Mutex // guards list and spans, built lazily by readers
 	list   []*entry
 	spans  []span
+
+	graph *graph      // the HNSW graph of large capsules, nil until built
+	build *graphBuild // the graph being built, nil when none
 }
 
 // entry is one item with its chunk vectors, row idx i at vecs[i*dim:], and
@@ -394,6 +418,8 @@ func (e *Engine) load(ctx context.Context, name string) (*capIndex, error) {
 	}
 	ci.invalidate()
 	ci.loaded, ci.gen = true, gen
+	ci.stopGraph()
+	e.maybeBuild(ci)
 	return ci, nil
 }
 
@@ -427,6 +453,7 @@ func (e *Engine) ItemIndexed(it domain.Item, chunks []domain.Chunk) {
 		}
 	}
 	ci.put(en)
+	e.graphChanged(ci, it.ID)
 }
 
 // recodeMax is the number of chunks from which a capsule's mean vector is
@@ -455,6 +482,7 @@ func (e *Engine) ItemRemoved(capsule, id string) {
 		ci.chunks -= len(en.idxs)
 		delete(ci.items, id)
 		ci.drop(id)
+		e.graphChanged(ci, id)
 	}
 }
 
@@ -462,9 +490,15 @@ func (e *Engine) ItemRemoved(capsule, id string) {
 func (e *Engine) CapsuleRemoved(capsule string) {
 	e.changed()
 	e.mu.Lock()
-	defer e.mu.Unlock()
+	ci := e.index[capsule]
 	delete(e.index, capsule)
 	delete(e.gens, capsule)
+	e.mu.Unlock()
+	if ci != nil {
+		ci.mu.Lock()
+		ci.stopGraph()
+		ci.mu.Unlock()
+	}
 }
 
 // Stats reports the indexed items and vectors of a loaded capsule.
@@ -671,7 +705,7 @@ func (e *Engine) retrieve(ctx context.Context, ci *capIndex, capsule, text strin
 			// waits for the other while it holds it (a writer queued
 			// between two read locks would otherwise deadlock them).
 			ci.mu.RLock()
-			r.dense = denseTopK(ci, vs[0], e.dim, p.depth, pred, e.cfg.ApproxMin, e.cfg.ApproxRerank)
+			r.dense = e.denseSearch(ci, vs[0], p.depth, pred)
 			ci.mu.RUnlock()
 			r.qvec = vs[0]
 			return nil

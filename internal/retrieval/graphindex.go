@@ -1,0 +1,176 @@
+package retrieval
+
+import (
+	"context"
+	"slices"
+)
+
+// Defaults of the graph index (see the package documentation).
+const (
+	DefaultGraphMin = 100000
+	DefaultGraphEf  = 256
+)
+
+// defaultGraphCost is about how many nodes an unfiltered graph search scores, the
+// unit of the filter cut-off: a filter passing a share s of a capsule's
+// chunks makes the graph search score about graphCost/s nodes (most fail the
+// filter) while the scan scores s·chunks, so the graph is used when
+// s·chunks > graphCost/s.
+const defaultGraphCost = 16384
+
+// graphBuild is a graph being built in the background; pending names the
+// items changed since its entries were taken, applied when it is installed.
+type graphBuild struct {
+	cancel  context.CancelFunc
+	pending map[string]bool
+	done    chan struct{}
+}
+
+// Close stops the background graph builds and waits for them to end. The
+// Engine still answers queries afterwards, by scanning.
+func (e *Engine) Close() {
+	e.stop()
+	e.builds.Wait()
+}
+
+// graphChanged keeps the capsule's graph current after item id changed
+// (indexed anew, or removed: ci.items holds its entry, or none), and starts
+// a build where one is due. Callers hold ci.mu for writing.
+func (e *Engine) graphChanged(ci *capIndex, id string) {
+	if g := ci.graph; g != nil {
+		g.removeItem(id)
+		if en := ci.items[id]; en != nil {
+			g.addEntry(id, en)
+		}
+	}
+	if ci.chunks < e.cfg.GraphMin/2 {
+		ci.stopGraph() // small again: the scan serves, and the memory goes
+	}
+	if ci.build != nil {
+		ci.build.pending[id] = true
+	}
+	e.maybeBuild(ci)
+}
+
+// maybeBuild starts building the capsule's graph in the background when it
+// has at least GraphMin chunks and no graph, or a graph a quarter of whose
+// nodes are dead; until the build ends the scan (or the old graph) serves.
+// Callers hold ci.mu for writing.
+func (e *Engine) maybeBuild(ci *capIndex) {
+	if e.emb == nil || e.cfg.GraphMin <= 0 || ci.chunks < e.cfg.GraphMin || ci.build != nil {
+		return
+	}
+	if g := ci.graph; g != nil && 4*g.dead < len(g.nodes) {
+		return
+	}
+	list, _ := ci.snapshot()
+	ens := slices.Clone(list) // put and drop change ci.list in place
+	ids := make([]string, len(ens))
+	for i, en := range ens {
+		ids[i] = en.item.ID
+	}
+	ctx, cancel := context.WithCancel(e.life)
+	b := &graphBuild{cancel: cancel, pending: map[string]bool{}, done: make(chan struct{})}
+	ci.build = b
+	e.builds.Add(1)
+	go func() {
+		defer e.builds.Done()
+		defer close(b.done)
+		defer cancel()
+		g, err := buildGraph(ctx, e.dim, ids, ens)
+		if err != nil {
+			return
+		}
+		ci.mu.Lock()
+		defer ci.mu.Unlock()
+		if ci.build != b {
+			return // stopped meanwhile
+		}
+		changed := make([]string, 0, len(b.pending))
+		for id := range b.pending {
+			changed = append(changed, id)
+		}
+		slices.Sort(changed)
+		for _, id := range changed {
+			g.removeItem(id)
+			if en := ci.items[id]; en != nil {
+				g.addEntry(id, en)
+			}
+		}
+		ci.graph, ci.build = g, nil
+	}()
+}
+
+// stopGraph drops the capsule's graph and cancels its build; callers hold
+// ci.mu for writing.
+func (ci *capIndex) stopGraph() {
+	if ci.build != nil {
+		ci.build.cancel()
+		ci.build = nil
+	}
+	ci.graph = nil
+}
+
+// denseSearch is the capsule's dense top k: through its graph where it has
+// one (it has at least GraphMin/2 chunks then) and pred passes enough of
+// them, else the scan (denseTopK). Either way the scores are the exact cosines and ties
+// break as in the scan. Callers hold ci.mu for reading.
+func (e *Engine) denseSearch(ci *capIndex, q []float32, k int, pred Predicate) []*cand {
+	g := ci.graph
+	if g == nil {
+		return denseTopK(ci, q, e.dim, k, pred, e.cfg.ApproxMin, e.cfg.ApproxRerank)
+	}
+	ef := max(e.cfg.GraphEf, k)
+	accept := func(id uint32) bool { return !g.nodes[id].dead }
+	maxVisit := 0
+	if pred != nil {
+		list, _ := ci.snapshot()
+		share := passShare(list, pred)
+		if share*float64(ci.chunks) <= float64(e.graphCost)/max(share, 1e-9) {
+			return denseTopK(ci, q, e.dim, k, pred, e.cfg.ApproxMin, e.cfg.ApproxRerank)
+		}
+		accept = func(id uint32) bool { n := &g.nodes[id]; return !n.dead && pred(&n.en.item) }
+		maxVisit = int(4 * float64(e.graphCost) / share)
+	}
+	res, complete := g.search(q, ef, accept, maxVisit)
+	if !complete {
+		// The filter passed fewer chunks near q than estimated: scan.
+		return denseTopK(ci, q, e.dim, k, pred, e.cfg.ApproxMin, e.cfg.ApproxRerank)
+	}
+	all := make([]scored, len(res))
+	for j, c := range res {
+		n := &g.nodes[c.id]
+		all[j] = scored{c.s, n.en, int(n.i)}
+	}
+	return topCands(all, k)
+}
+
+// topCands sorts scan or graph results best first (cosine, then ref) and
+// keeps the first k as candidates.
+func topCands(all []scored, k int) []*cand {
+	sortScored(all)
+	all = all[:min(k, len(all))]
+	out := make([]*cand, len(all))
+	for i, c := range all {
+		out[i] = &cand{ref: c.ref(), en: c.en, dense: float64(c.s), hasDense: true}
+	}
+	return out
+}
+
+// passShare estimates the share of the capsule's chunks whose items pred
+// accepts from at most 256 entries spread evenly over list.
+func passShare(list []*entry, pred Predicate) float64 {
+	if len(list) == 0 {
+		return 0
+	}
+	step := max(1, len(list)/256)
+	pass, all := 0, 0
+	for i := 0; i < len(list); i += step {
+		en := list[i]
+		all += len(en.idxs)
+		if pred(&en.item) {
+			pass += len(en.idxs)
+		}
+	}
+	return float64(pass) / float64(max(all, 1))
+}
