@@ -174,3 +174,22 @@ func passShare(list []*entry, pred Predicate) float64 {
 	}
 	return float64(pass) / float64(max(all, 1))
 }
+
+// GraphReady waits until the capsule's graph build, if one is running, has
+// ended (installed, or stopped), or ctx is done. Benchmarks call it so as to
+// measure the graph rather than the scan that serves meanwhile.
+func (e *Engine) GraphReady(ctx context.Context, capsule string) error {
+	ci := e.capsule(capsule)
+	ci.mu.RLock()
+	b := ci.build
+	ci.mu.RUnlock()
+	if b == nil {
+		return nil
+	}
+	select {
+	case <-b.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

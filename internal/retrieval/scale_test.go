@@ -182,14 +182,14 @@ func BenchmarkDenseScan(b *testing.B) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	approx := New(src, fixedEmbedder{qs[0]}, dim, Config{ApproxMin: 1})
+	approx := New(src, fixedEmbedder{qs[0]}, dim, Config{ApproxMin: 1, GraphMin: -1})
 	if _, err := approx.load(ctx, "c"); err != nil {
 		b.Fatal(err)
 	}
 	runtime.GC()
 	runtime.ReadMemStats(&after)
 	perHundredK := float64(after.HeapAlloc-before.HeapAlloc) / (float64(items*per) / 100000) / (1 << 20)
-	exact := New(src, fixedEmbedder{qs[0]}, dim, Config{ApproxMin: -1})
+	exact := New(src, fixedEmbedder{qs[0]}, dim, Config{ApproxMin: -1, GraphMin: -1})
 	shard3 := domain.Wishlist{Mode: domain.ModeSemantic, Metadata: []domain.MetadataFilter{{Key: "shard", Op: domain.OpEq, Value: 3.0}}}
 	recall := recallAt10(b, exact, approx, qs, nil)
 	recallFiltered := recallAt10(b, exact, approx, qs, Compile(shard3))
