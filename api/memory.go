@@ -17,6 +17,9 @@ type Memory interface {
 	// Models are the model ids the memory operation accepts.
 	Models() []string
 	Chat(ctx context.Context, in memory.ChatInput) (memory.ChatResult, error)
+	// NewTurns are the request's messages whose turns the namespace does
+	// not hold yet (those Chat would embed).
+	NewTurns(ctx context.Context, ns, conversationID string, msgs []domain.Message) ([]domain.Message, error)
 
 	Namespaces(ctx context.Context, allowed func(string) bool) ([]domain.NamespaceStats, error)
 	Namespace(ctx context.Context, ns string) (domain.NamespaceStats, error)
@@ -42,7 +45,7 @@ func (s *Server) CreateMemoryChatCompletion(ctx context.Context, in gen.CreateMe
 	if err != nil {
 		return nil, err
 	}
-	if err := s.checkChatTokens(req, s.cfg.MaxMemoryRequestTokens); err != nil {
+	if err := s.checkChatTokens(req, s.cfg.MaxRequestTokens); err != nil {
 		return nil, err
 	}
 	ns := domain.GlobalNamespace
@@ -61,6 +64,13 @@ func (s *Server) CreateMemoryChatCompletion(ctx context.Context, in gen.CreateMe
 	}
 	mi := memory.ChatInput{Namespace: ns, Request: *req}
 	if err := memoryOptionsFromWire(info(ctx).Value, &mi); err != nil {
+		return nil, err
+	}
+	turns, err := s.memory.NewTurns(ctx, ns, mi.ConversationID, req.Messages)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.checkNewTurnTokens(turns); err != nil {
 		return nil, err
 	}
 	if req.Stream {

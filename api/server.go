@@ -29,7 +29,8 @@ type Config struct {
 	Version string
 	// MaxMessageTokens bounds the tokens of one chat message (svc-1 and the
 	// memory operation), MaxRequestTokens those of all the messages of one
-	// svc-1 request, MaxMemoryRequestTokens of one memory request (413
+	// request (both operations), MaxMemoryRequestTokens those of the turns
+	// of one memory request that the namespace does not hold yet (413
 	// beyond). Defaults DefaultMaxMessageTokens, DefaultMaxRequestTokens
 	// and DefaultMaxMemoryRequestTokens.
 	MaxMessageTokens       int

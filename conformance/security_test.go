@@ -336,7 +336,9 @@ func TestAttackNonCanonicalTokenSignature(t *testing.T) {
 // Attack 7: a 4 MB memory chat of 1,024 messages took 127 s of CPU. The
 // tokens of one message and of one request are bounded (BERT pre-tokens:
 // "x." is two) before any other work: 413 with the limit in the message,
-// streamed or not, on svc-1 and the memory operation.
+// streamed or not, on svc-1 and the memory operation; on the memory
+// operation so are the tokens of the turns its namespace does not hold yet
+// (those it embeds), so a resent conversation pays only for its new turns.
 func TestAttackTooManyTokens(t *testing.T) {
 	t.Parallel()
 	tokens := func(n int) string { return strings.Repeat("x.", n/2) } // n tokens in n bytes
@@ -344,7 +346,9 @@ func TestAttackTooManyTokens(t *testing.T) {
 		var out []map[string]any
 		for i, n := range sizes {
 			role := []string{"user", "assistant"}[i%2]
-			out = append(out, map[string]any{"role": role, "content": tokens(n)})
+			// Each message its own text (one more token): equal turns of one
+			// conversation are remembered once.
+			out = append(out, map[string]any{"role": role, "content": fmt.Sprintf("m%d ", i) + tokens(n)})
 		}
 		return out
 	}
@@ -359,7 +363,8 @@ func TestAttackTooManyTokens(t *testing.T) {
 		{"svc-1: a later message over 32,768, streamed", "/v1/chat/completions", msgs(10, 20, 32770), true, "message_too_long", "messages[2]"},
 		{"svc-1: 131,072 in all", "/v1/chat/completions", msgs(32000, 32000, 32000, 32000, 32000), false, "too_many_tokens", "messages"},
 		{"memory: one message over 32,768", "/v1/memory/chat/completions?namespace=tokens", msgs(32770), false, "message_too_long", "messages[0]"},
-		{"memory: 32,768 in all", "/v1/memory/chat/completions?namespace=tokens", msgs(12000, 12000, 12000), true, "too_many_tokens", "messages"},
+		{"memory: 32,768 in new turns", "/v1/memory/chat/completions?namespace=tokens", msgs(12000, 12000, 12000), true, "too_many_tokens", "messages"},
+		{"memory: 131,072 in all", "/v1/memory/chat/completions?namespace=tokens", msgs(32000, 32000, 32000, 32000, 32000), false, "too_many_tokens", "messages"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			resp := expect(t, do(t, req{method: "POST", path: tc.path, cred: srv.admin,
@@ -375,6 +380,16 @@ func TestAttackTooManyTokens(t *testing.T) {
 		body: map[string]any{"model": "svc-1", "messages": msgs(32000, 32000, 32000, 32000, 2000)}}), http.StatusOK)
 	expect(t, do(t, req{method: "POST", path: "/v1/memory/chat/completions?namespace=tokens", cred: srv.admin,
 		body: map[string]any{"model": "svc-1", "messages": msgs(12000, 12000, 8000)}}), http.StatusOK)
+	// The same conversation resent with two new turns: 37,010 tokens in all,
+	// but only 5,010 not yet remembered.
+	expect(t, do(t, req{method: "POST", path: "/v1/memory/chat/completions?namespace=tokens", cred: srv.admin,
+		body: map[string]any{"model": "svc-1", "messages": msgs(12000, 12000, 8000, 10, 5000)}}), http.StatusOK)
+	// In another namespace none of it is remembered.
+	resp := expect(t, do(t, req{method: "POST", path: "/v1/memory/chat/completions?namespace=tokens-other", cred: srv.admin,
+		body: map[string]any{"model": "svc-1", "messages": msgs(12000, 12000, 8000, 10, 5000)}}), http.StatusRequestEntityTooLarge)
+	if e := resp.Err(t); *e.Error.Code != "too_many_tokens" || !strings.Contains(e.Error.Message, "not yet remembered") {
+		t.Fatalf("error %+v", e.Error)
+	}
 }
 
 // Attack 7, continued: a 1.9 MB CSV of 200,000 columns was still indexing

@@ -3511,12 +3511,16 @@ type ClientInterface interface {
 	// Authenticates with an access token, or an API key with the `memory` scope;
 	// the namespace must be in the credential's allow-list (403 otherwise).
 	//
-	// **Limits.** Every new turn is embedded when it is persisted, so a
-	// request may hold at most 32,768 tokens in all its messages (413 with
-	// code `too_many_tokens`, param `messages`; `--max-memory-request-tokens`
-	// changes it), and a message at most 32,768 (413 `message_too_long`,
-	// param `messages[i]`), counted as for chat completions. A client need
-	// not resend a long conversation: its earlier turns are in memory.
+	// **Limits.** Every new turn is embedded when it is persisted, so the
+	// turns of a request that the namespace does not hold yet in its
+	// conversation may hold at most 32,768 tokens (413 with code
+	// `too_many_tokens`, param `messages`; `--max-memory-request-tokens`
+	// changes it). Turns already remembered do not count: a client may
+	// resend its whole conversation each time, up to 131,072 tokens in all
+	// as for chat completions (`--max-request-tokens`; 413
+	// `too_many_tokens`). A message holds at most 32,768 (413
+	// `message_too_long`, param `messages[i]`). Tokens are counted as for
+	// chat completions.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3533,12 +3537,16 @@ type ClientInterface interface {
 	// Authenticates with an access token, or an API key with the `memory` scope;
 	// the namespace must be in the credential's allow-list (403 otherwise).
 	//
-	// **Limits.** Every new turn is embedded when it is persisted, so a
-	// request may hold at most 32,768 tokens in all its messages (413 with
-	// code `too_many_tokens`, param `messages`; `--max-memory-request-tokens`
-	// changes it), and a message at most 32,768 (413 `message_too_long`,
-	// param `messages[i]`), counted as for chat completions. A client need
-	// not resend a long conversation: its earlier turns are in memory.
+	// **Limits.** Every new turn is embedded when it is persisted, so the
+	// turns of a request that the namespace does not hold yet in its
+	// conversation may hold at most 32,768 tokens (413 with code
+	// `too_many_tokens`, param `messages`; `--max-memory-request-tokens`
+	// changes it). Turns already remembered do not count: a client may
+	// resend its whole conversation each time, up to 131,072 tokens in all
+	// as for chat completions (`--max-request-tokens`; 413
+	// `too_many_tokens`). A message holds at most 32,768 (413
+	// `message_too_long`, param `messages[i]`). Tokens are counted as for
+	// chat completions.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -4534,12 +4542,16 @@ func (c *Client) GetKey(ctx context.Context, key string, reqEditors ...RequestEd
 // Authenticates with an access token, or an API key with the `memory` scope;
 // the namespace must be in the credential's allow-list (403 otherwise).
 //
-// **Limits.** Every new turn is embedded when it is persisted, so a
-// request may hold at most 32,768 tokens in all its messages (413 with
-// code `too_many_tokens`, param `messages`; `--max-memory-request-tokens`
-// changes it), and a message at most 32,768 (413 `message_too_long`,
-// param `messages[i]`), counted as for chat completions. A client need
-// not resend a long conversation: its earlier turns are in memory.
+// **Limits.** Every new turn is embedded when it is persisted, so the
+// turns of a request that the namespace does not hold yet in its
+// conversation may hold at most 32,768 tokens (413 with code
+// `too_many_tokens`, param `messages`; `--max-memory-request-tokens`
+// changes it). Turns already remembered do not count: a client may
+// resend its whole conversation each time, up to 131,072 tokens in all
+// as for chat completions (`--max-request-tokens`; 413
+// `too_many_tokens`). A message holds at most 32,768 (413
+// `message_too_long`, param `messages[i]`). Tokens are counted as for
+// chat completions.
 //
 // Takes any type of body and a specified content type.
 //
@@ -4566,12 +4578,16 @@ func (c *Client) CreateMemoryChatCompletionWithBody(ctx context.Context, params 
 // Authenticates with an access token, or an API key with the `memory` scope;
 // the namespace must be in the credential's allow-list (403 otherwise).
 //
-// **Limits.** Every new turn is embedded when it is persisted, so a
-// request may hold at most 32,768 tokens in all its messages (413 with
-// code `too_many_tokens`, param `messages`; `--max-memory-request-tokens`
-// changes it), and a message at most 32,768 (413 `message_too_long`,
-// param `messages[i]`), counted as for chat completions. A client need
-// not resend a long conversation: its earlier turns are in memory.
+// **Limits.** Every new turn is embedded when it is persisted, so the
+// turns of a request that the namespace does not hold yet in its
+// conversation may hold at most 32,768 tokens (413 with code
+// `too_many_tokens`, param `messages`; `--max-memory-request-tokens`
+// changes it). Turns already remembered do not count: a client may
+// resend its whole conversation each time, up to 131,072 tokens in all
+// as for chat completions (`--max-request-tokens`; 413
+// `too_many_tokens`). A message holds at most 32,768 (413
+// `message_too_long`, param `messages[i]`). Tokens are counted as for
+// chat completions.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -7130,12 +7146,16 @@ type ClientWithResponsesInterface interface {
 	// Authenticates with an access token, or an API key with the `memory` scope;
 	// the namespace must be in the credential's allow-list (403 otherwise).
 	//
-	// **Limits.** Every new turn is embedded when it is persisted, so a
-	// request may hold at most 32,768 tokens in all its messages (413 with
-	// code `too_many_tokens`, param `messages`; `--max-memory-request-tokens`
-	// changes it), and a message at most 32,768 (413 `message_too_long`,
-	// param `messages[i]`), counted as for chat completions. A client need
-	// not resend a long conversation: its earlier turns are in memory.
+	// **Limits.** Every new turn is embedded when it is persisted, so the
+	// turns of a request that the namespace does not hold yet in its
+	// conversation may hold at most 32,768 tokens (413 with code
+	// `too_many_tokens`, param `messages`; `--max-memory-request-tokens`
+	// changes it). Turns already remembered do not count: a client may
+	// resend its whole conversation each time, up to 131,072 tokens in all
+	// as for chat completions (`--max-request-tokens`; 413
+	// `too_many_tokens`). A message holds at most 32,768 (413
+	// `message_too_long`, param `messages[i]`). Tokens are counted as for
+	// chat completions.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7152,12 +7172,16 @@ type ClientWithResponsesInterface interface {
 	// Authenticates with an access token, or an API key with the `memory` scope;
 	// the namespace must be in the credential's allow-list (403 otherwise).
 	//
-	// **Limits.** Every new turn is embedded when it is persisted, so a
-	// request may hold at most 32,768 tokens in all its messages (413 with
-	// code `too_many_tokens`, param `messages`; `--max-memory-request-tokens`
-	// changes it), and a message at most 32,768 (413 `message_too_long`,
-	// param `messages[i]`), counted as for chat completions. A client need
-	// not resend a long conversation: its earlier turns are in memory.
+	// **Limits.** Every new turn is embedded when it is persisted, so the
+	// turns of a request that the namespace does not hold yet in its
+	// conversation may hold at most 32,768 tokens (413 with code
+	// `too_many_tokens`, param `messages`; `--max-memory-request-tokens`
+	// changes it). Turns already remembered do not count: a client may
+	// resend its whole conversation each time, up to 131,072 tokens in all
+	// as for chat completions (`--max-request-tokens`; 413
+	// `too_many_tokens`). A message holds at most 32,768 (413
+	// `message_too_long`, param `messages[i]`). Tokens are counted as for
+	// chat completions.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -12080,12 +12104,16 @@ func (c *ClientWithResponses) GetKeyWithResponse(ctx context.Context, key string
 // Authenticates with an access token, or an API key with the `memory` scope;
 // the namespace must be in the credential's allow-list (403 otherwise).
 //
-// **Limits.** Every new turn is embedded when it is persisted, so a
-// request may hold at most 32,768 tokens in all its messages (413 with
-// code `too_many_tokens`, param `messages`; `--max-memory-request-tokens`
-// changes it), and a message at most 32,768 (413 `message_too_long`,
-// param `messages[i]`), counted as for chat completions. A client need
-// not resend a long conversation: its earlier turns are in memory.
+// **Limits.** Every new turn is embedded when it is persisted, so the
+// turns of a request that the namespace does not hold yet in its
+// conversation may hold at most 32,768 tokens (413 with code
+// `too_many_tokens`, param `messages`; `--max-memory-request-tokens`
+// changes it). Turns already remembered do not count: a client may
+// resend its whole conversation each time, up to 131,072 tokens in all
+// as for chat completions (`--max-request-tokens`; 413
+// `too_many_tokens`). A message holds at most 32,768 (413
+// `message_too_long`, param `messages[i]`). Tokens are counted as for
+// chat completions.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -12108,12 +12136,16 @@ func (c *ClientWithResponses) CreateMemoryChatCompletionWithBodyWithResponse(ctx
 // Authenticates with an access token, or an API key with the `memory` scope;
 // the namespace must be in the credential's allow-list (403 otherwise).
 //
-// **Limits.** Every new turn is embedded when it is persisted, so a
-// request may hold at most 32,768 tokens in all its messages (413 with
-// code `too_many_tokens`, param `messages`; `--max-memory-request-tokens`
-// changes it), and a message at most 32,768 (413 `message_too_long`,
-// param `messages[i]`), counted as for chat completions. A client need
-// not resend a long conversation: its earlier turns are in memory.
+// **Limits.** Every new turn is embedded when it is persisted, so the
+// turns of a request that the namespace does not hold yet in its
+// conversation may hold at most 32,768 tokens (413 with code
+// `too_many_tokens`, param `messages`; `--max-memory-request-tokens`
+// changes it). Turns already remembered do not count: a client may
+// resend its whole conversation each time, up to 131,072 tokens in all
+// as for chat completions (`--max-request-tokens`; 413
+// `too_many_tokens`). A message holds at most 32,768 (413
+// `message_too_long`, param `messages[i]`). Tokens are counted as for
+// chat completions.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -24053,45 +24085,46 @@ var swaggerSpec = []string{
 	"dF39dH743/nhL8PDv75+c5w8vP/2Xw46kA2Ip2Mx2RvEmb3kizp9F+t3kFxBuz7jBusnRb0ldP2EuK6g",
 	"C7MnltWgx1BVC24IwmCJW1kbruv6t1QzwvpAEAB4NpZVRpTeVJMwqbB2JMQoSEVmKzTYo1VnKUrjC4+B",
 	"E/NSlAZtrIRPHd4JpquoRr73R3HVkGIJVZFvV4ZnzcLwZzjsekZQLWsi/GtruLM7O4ooNO1pWPlUiSu8",
-	"dElDxnGfYowlLWjaIsfqE7URb8FXzYKfTTsambccpw32sJ63c3kXVdvQlbCWVS09Y8HO5JakbVMaKTQq",
-	"GSZtqE3irXytgaGpcM2Sl4xUtynPu2A4hpS1SXTAzn1goxIiH4FDrhRGwBggrTQmklNYCsHLQlL9tVBc",
-	"Bqe22Rj2DH5fM4ndLLD0O08+gHr8wapefLapfbap/f/CpvanLBhWw7i+OTgHSfXK8dmD059ev03eHJwv",
-	"pVM73acGzOt5mzliiF4puHc/eNlJlegBpaUWl5GmhA9s0JXox7dNTST0E9v4mkeTEGVR4AU5CoNEuJVG",
-	"+CENEoARWCkyXeaOv1PGAAQicllUpegHYNYEPRoYxt2Q1m1IUiyFVBmBIQWzQk94EQ1KGqoxkOJPnfD8",
-	"bj4oFb6rJ/8BGWp4yzYrZj3lz3i1zSvCLY9VQLclgoxoKsKQWseue6czdPQm/L3VaIO5wiaEcrhuEgJk",
-	"Ji0fD44/LGuaeQJlkSFcrOTKcArnhdwJj/pTnws8p0rbuVSzrjOBA2qdio9yKChjvetc/OiLAOefs9r/",
-	"GIcu4JbWpAeHDegciA/jYm584JJu0bQXua8RO5Rf+viU/kRN9U72/5nGf+80/lyJNnljuN2tJMmtb6LN",
-	"xMWtkuhIXDtVf6OC91UkhdZNQD1xvZQlhSmZymmjwkkmb1hy17Mir4vHYo5W+oysMJQYgAlbrNfAW7s+",
-	"VLk7TGl/wL4WIqfI2pGCECVSBuXCDT6qNFUKqIAAGXp1gH89YAxC4mqk8BfXWZfM+wpW5Z04gZ9AkxsE",
-	"4NltbOFZIACyFUIqxSZ0UtocXMXfO4/40x15pJSGWOOG1eB+v89TT6rj5ovd1zyzLLqYhWrE7rBDBCQm",
-	"z1mwDffiqGmMg5zwfKTcMiTMSnftguppJYW6532MICZNFiqQBCstWk1Bvasvh2oGTslmDMJZ/LwRxRTC",
-	"MB0HcGryjJd5IYzZftH72i/FB5TzjTdtu+r5ffl8jD/yMX7hSXHdGAGuj3exqnyUE42i8OagOO2XbUIs",
-	"fgE2J92WN5SagEwQ3U5nmM8fUvOYNOjccIvTr31AkWlGsdZt9RR8HIiOqkvmLrOUg5CGZinuS0HJTJS9",
-	"jgNacjsneGDgELycCQvpAJgbjunvqczTADcImIV1jEbDcGQu5HLp+jaadI6gjkCgNYIGX0l8es7LheM7",
-	"/TPGFb4E2Gf9Bk4JN+ElkKbklBPFOJuWwsyZhGSlCYCVKhGlIlGakST3GV1lYJWR9Q3YK/CCXAixDLaM",
-	"yKuWCw8tLLXqYo5PFpu0n338Gu+s+OBZdOdmwa8Rhx8g6ofDLoXoIwJewrJgXcutNgkkkd+/UeJzBNc7",
-	"yQykh9pDDkFT76D57cXn/ds2am4BuvtnSoENje/U3vw2dH4KVvaUcah1MFIBGfnBMAnu3pPhsE+YxVT5",
-	"gaoINwtAQPzPErNmMN/GjWTeqPXY++LZyQMMe0TUbeV95CVrJGwmI5ULZYSvSJcwUB+hwrTI5LLUGS8g",
-	"3z3x6NdmgQjNGVSbnmhVmX4yUpNoupDyFq7nqcl0KdIzprQbt1SzAfuKLrZhcwGVJLriTnmGuCkBM4JV",
-	"ynF9xs2F+12XXTdQDzHN/S+FNHargirFzjIkL3FRETKrG1z5503FNu772h/+i+P1CJXkTWefF1Lle9cy",
-	"Qdb+rWuyscNYSo1lvmnIxyePbjniLRVRHsSY0ifvVA/lJoVQ8OjcqBLKhrn5tDgyydwYwXtbnzXd36zb",
-	"1x/8TrXtMuXP7ufL1Kfwr+nSM3sb7cWnvkttut68RLNhfWkB1Ofa7gn1QVKlrUhD2YA+FVPJbJpAyRJQ",
-	"4E+dGKlvkYn72NS42RPbquZC5Vl2RSp90BwJr3t/kjQJb/HsPshk0aFwrs9K9Z9Zqf6xlOAlpKOXy1Jk",
-	"tlixXuNU9T+scn30Bp/bA349OpmfAdj/bK5qz3E+gEfaB2yBL7rD6tS7miOAFJi/LJMd9qP+Fv/1hzdn",
-	"b1W7PidK/CGc1bcm8HfSwnbD7yKF1Tobt9l8/UA9phB1d57QeErlozBM6hBxSUx03gAQpnmJHynCfJoI",
-	"JnIINezdH/7V5wpEd5+0f8p4njv9VVzVEZeAEtOluv0AhW0+qOoWv+ITxYRvZwZU3OfPyhQ+1z7/uDwL",
-	"T3yQzDVAYMJ8dTknMCHF9RCxqeRCfCRl8QhML6t39sHdnD1WHdrG3wC775qD9qwVhImmaBwyY25T1uOw",
-	"OGdMVUXBskLwElklTqPvq/TZIlSsYz1YU6Wv+mjcjK2kqMwAboARhQAIeKXLkSogzYn1yD6atixVHt1H",
-	"hmDOgLQsSqlzmTFzJcSyi8W+9OrOV7j0H4bLvhQW+/9dslha/GDOdsIJt/Bzvstn7hlzz5cCzHJw1GMe",
-	"6qnlllwS0Pd2pIh4RNBejT2TzTnh4gVMvlhVi6L6EMnUAArbCpl7lPgBCZOQmIl9bPSm4Dg/5Dl1b9hq",
-	"kcYB3v6M/UFIsqa/ZJ1AX7erh4St93CxJf5jEnfXRRBYwJMsF7wRHo7VBzblf6uaRDGpdXMm9TMJMM/M",
-	"yJkSeRMRIyBcZrwopJrVyAeI3QxJw3N+SbjCzRRjzEXCjuJCxZhyHoUMhuzihClelvpK5CNldRTuYqhm",
-	"M150euDC9AnL0LyWmzC6+8N7hOsKWcoJCWtD4Xstue79vfceDiOP76OH98Hni85Pq5eGXekSIEUok9lA",
-	"gjXE8gEwx4CdR4tnPJ7uQkKeuPtqs5E7JpQPaemGN0Si/EMatuM5bWAKsCyfrdp/MLAfxzLauAMBarct",
-	"wfaErFhEet4mhuq4J/DITWgWVCcp96y01NoOWPpmwo0YV2XxFtKh0zf4M3xzdHmcnrGU7jEbHoInqPNN",
-	"/axXIUvd1KuyODg9iJ88SA6gfsOkwCNX/9TwKx/MrV2eHh0dn/xlMBwMB8enj4aPhm6BXocFXQ9UjBUM",
-	"1osg7sBe6h3vgGO35sZHVRubIuRoK0Mw6iJYw9bsUrQMCUXfQexbElQdWhsGzvZ4SL4A1nqPAZgNgBhi",
-	"Dhu1B8rqmBKI14TNBS8AK8PNypYyi9uSKH37+u3/FwAA//8=",
+	"dElDxnGfYowlLWjaIgfHG8ydgq6wKh5uawj1q0cZgIyhKuhKWLInt9ZuwVfNuqFNc1yvbYlr28YS1jLE",
+	"pWcsmKbcKrbNUCOFdijDpO0P2CuYjE/m82UoRc5yDaMHK9gp4z6IccFXUP1DUADw1VwXYMKsp4SeCrkQ",
+	"CVXj6LT8jRTHWLU27YMrosN+dsbuH9/rWAFwH3jLJqIHtNayhw3XjJhrawdGzAF7VdsUvR8Kxwpr1xjs",
+	"ZhPeM1j9NUPezcJhv/PkBFjNH6xWx2dL4GdL4P8vLIF/yjJnNfjsm4NzkK/AwA5Of3r9NnlzcL6UTll2",
+	"nxrgtOdtzotSzAkC05T4VD8fsGVqIR/pd/jABg2Pfnzb1J9CP7Flsnk0CQcXxXSQqzDIwObroEkaJMA5",
+	"sFJkusxFPlKU5wDhk1wWVSn6AU42QT8MBp83pHcbSBULOFVGYCDErNATXkSDkoYqI6T4U2dRATcflArf",
+	"1ZP/gAw1vGWb7bWe8meU3ebF5pbHKmDyEkFGNBUhX60j7r3TGTp6E/7eamrCDGcTAlBcNwnBSNPdBA+O",
+	"Pyxr94kEijlDkFvJleEUhAwZHx6rqD4XeE6VtnOpZl1nAgfUOhUf5VBQnn3XufjRly7OP+fi/zEOXUBb",
+	"rUkPDhvQORAf3r5ufOCSbtG0F7mvETsUjfr4lP5ETfVO9v+Zxn/vNP5ciTZ5Y5DgrSTJrW+izXTLrZLo",
+	"SFw7VX+jgvdVJIXWDVc9cb2UJQVXmcppo8JJJm8Oc9ezIq9L3mJmWfqMbEeUzoBpZqzXQIm7PlS5O0zu",
+	"sv+1EDnFA48UBFaRMigXbvBRfaxSQN0GyCus0xLqAWPoFFcjhb+4zrpk3lewKu/ECfwEmtwgwOVuYwvP",
+	"AgGQhRMSQDZhqtLm4Cr+3nnEn+7II6U0xBo3rIYk/H2eelIdN1/svuaZZdHFLNRQdocd4jYx5c+CRbsX",
+	"x3pj9OaE5yPlliEBO2POoOZbSQH6eR/jnkmThbopwbaMtl5Q7+rLoZqBK7UZOXEWP29EMYXgUccBnJo8",
+	"42VeCGO2X/S+9kvxAeV8403brnp+Xz4f4498jF94Ulw3RpAf4fZWlY9yolEU3hzKp/2yTTjLL8DmpNvy",
+	"hhIqkAmis+wMUQhCQiGTBuOq3eL0a89VZJpRrHVbPYXAY8R01SVzl1nKnEhDsxT3paAULMq5xwEtuZ0T",
+	"qDFwCF7OhAUvBGa0Y9J+KvM0+FUAabGOLGkYjsyFXC5d30aTzhHUEQgPR6jjK4lPz3m5cHynf8a4wpcA",
+	"+6zfwClNKLwEkquccqIYZ9NSmDmTkGI1AYhVJaIEKkqOkuT0o6sMrDKyPu8xuhBiGWwZkfMnFx4QWWrV",
+	"xRyfLDZpP/v4Nd5Z8cGz6M7Ngl9j9QAA1h8OuxSijwjTCcuC1Ti32iSQRH7/RonPcWfvJDOQHmq/PoR6",
+	"vYPmtxef92/bqLkFwPGfKXE3NL5TxyC0Af9TsLKnjEOFhpEKeM4Phklw1Z4Mh31CWqZ6FVT7uFm2AqKW",
+	"lpjrg1lCbiTzRoXK3hfPTh5gsCZihSvv2S9ZI800GalcKCN8Hb2EgfoIdbFFJpelzngBWfqJx+w2C8SV",
+	"zqBG9kSryvSTkZpE0wX3d7iepybTpUjPmNJu3FLNBuwrutiGzQUsleiKO+UZor0EpAtWKcf1GTcX7ndd",
+	"dt1APTA2978U0titCqoUO4unvMRFRaCvbkjonzeVCLnvK5b4L47X42qSN519XkiV712BBVn7t67Jxg5j",
+	"KTWW+aYhH588uuWIt9RxeRAjYZ+8UxWXm5RvwaNzo/otG+bmk/nIJHNj3PFtfdZ0f7NuX3/wO9W2y5Q/",
+	"u58vU5/Cv6ZLz+xttBef+i616XrzEs2G9aUFsKpruydUNUmVtiINxQ76VAIms2kChVZAgT91YqS+RSbu",
+	"Y1PjZk9sqwYNFZXZFan0QTM7vO79SZI7vMWz+yCTRQd347NS/adWqn8sJXgJ6ejlshSZLVas1zhV/Q+r",
+	"XB+9wef2AI2PTuZn2Pg/m6vac5wP4JH2AVsYgLxudepdzRH2CsxflskO+1F/i//6w5uzt6pdn9M7/hDO",
+	"6lsT+DtpYbtBg5HCap2N22y+fqAeU5S8O09oPKWiVxgmdYhoKiY6bwBj07zEjxQhVU0EEzmEGvbuD//q",
+	"Mxyiu0/aP2U8z53+Kq7qiEvAtulS3X6AcjwfVHWLX/GJYsK3MwMqSfRnZQqfK7Z/XJ6FJz5I5hrWMGG+",
+	"Jp4TmJCYe4iIWnIhPpKyeASml9U7++Buzh6rDm3jb4A4eM1Be9YKwkRTNA6ZMbcp63FYnDOmqqJgWSF4",
+	"iawSp9H3tQVtEerssR6sqdJXfTRuxlZSVGYA7cCIQgBwvdLlSBWQnMV6ZB9NW5Yqj0kkQzBnwIcWpdS5",
+	"zJi5EmLZxWJfenXnK1z6D8NlXwqL/f8uWSwtfjBnO+GEW/g53+Uz94y550sBZjk46jEP9dRySy4JmIE7",
+	"UkQ8jmmvRszJ5pzQ/AKSYKyqRVF9iL9qADtuhcw9SvyA/ExIJ8U+NnpTcJwf8py6N2y1SOMAb3/G/iAk",
+	"WdNfsk6gr9s1T8LWe5DbEv8xibvrInQtoGCWC94ID8eaCZuy1lVNopiGujn/+5kEcGpm5EyJvInjEXA5",
+	"M14UUs1qvAZEnIZU5zm/JDTkZmI05iJhR3F5ZUyUj0IGQ050whQvS30l8pGyOgp3MVRpGi86PXBh+jRr",
+	"aF7LTRjd/eE9QqOF3OqEhLWh8L2WXPf+3nsPh5HH99HD++DzReen1UvDrnQJQCiUf20gLRxi+QBOZMDO",
+	"o8UzHgV4ISG73X212cgdE8qHtHTDGyJR/iEN2/GcNjAFWJbPVu0/GESRYxlttIQAENyWYHsCbSwiPW8T",
+	"Q3XcE3jkJgwOqu6Ue1Zaam0HLH0z4UaMq7J4C+nQ6Rv8Gb45ujxOz1hK95gND8ET1PmmftZrp6Vu6lVZ",
+	"HJwexE8eJAdQdWJS4JGrf2r4lQ/m1i5Pj46OT/4yGA6Gg+PTR8NHQ7dAr8OCrgcqxgoG60XAfGAv9Y53",
+	"QN9bc+Ojqo1NESi1lSEYdRGsYWt2KVqGhKLvIPYtCaoOrQ0DZ3s8JF+2a73HACcHYNIxh43aA2V1TAnE",
+	"a8LmgheA8OFmZUuZxW1JlL59/fb/CwAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -146,37 +146,7 @@ func (s *Service) Persist(ctx context.Context, in PersistInput) ([]domain.Memory
 	if at.IsZero() {
 		at = s.cfg.Now()
 	}
-	now := s.cfg.Now()
-	var recs []domain.MemoryRecord
-	var saids []string
-	for _, m := range in.Messages {
-		text := strings.TrimSpace(m.Text())
-		if !isTurnRole(m.Role) || text == "" {
-			continue
-		}
-		if m.Role == domain.RoleAssistant {
-			text = strings.TrimSpace(think.Strip(text))
-			if text == "" || IsExtractiveReply(text) {
-				continue
-			}
-		}
-		meta := map[string]any{}
-		said := text
-		if m.Name != "" {
-			meta["name"] = m.Name
-			said = m.Name + ": " + text
-		}
-		saids = append(saids, said)
-		t := at.Add(time.Duration(len(recs)) * time.Millisecond)
-		recs = append(recs, domain.MemoryRecord{
-			Memory: domain.Memory{
-				ID: newID("mem_"), Namespace: in.Namespace, Kind: domain.MemoryTurn, Role: m.Role, Content: text,
-				Conversation: in.Conversation, Metadata: meta, CreatedAt: now, UpdatedAt: now, ValidFrom: t,
-			},
-			SearchText: said,
-			DedupeKey:  dedupeKey(m.Role, text),
-		})
-	}
+	recs, saids, _ := turnRecords(in, at, s.cfg.Now())
 	if len(recs) == 0 {
 		return nil, nil, nil
 	}
@@ -216,6 +186,81 @@ func (s *Service) Persist(ctx context.Context, in PersistInput) ([]domain.Memory
 		s.log.WarnContext(ctx, "memory: embedding new turns failed", "namespace", in.Namespace, "err", err)
 	}
 	return out, created, nil
+}
+
+// turnRecords are the records Persist stores for in's messages: the user
+// and assistant turns with text (an assistant's reasoning stripped,
+// extractive replies left out), each with its dedupe key; saids are their
+// texts with the speaker's name, src the index of each one's message.
+func turnRecords(in PersistInput, at, now time.Time) (recs []domain.MemoryRecord, saids []string, src []int) {
+	for i, m := range in.Messages {
+		text := strings.TrimSpace(m.Text())
+		if !isTurnRole(m.Role) || text == "" {
+			continue
+		}
+		if m.Role == domain.RoleAssistant {
+			text = strings.TrimSpace(think.Strip(text))
+			if text == "" || IsExtractiveReply(text) {
+				continue
+			}
+		}
+		meta := map[string]any{}
+		said := text
+		if m.Name != "" {
+			meta["name"] = m.Name
+			said = m.Name + ": " + text
+		}
+		saids = append(saids, said)
+		src = append(src, i)
+		t := at.Add(time.Duration(len(recs)) * time.Millisecond)
+		recs = append(recs, domain.MemoryRecord{
+			Memory: domain.Memory{
+				ID: newID("mem_"), Namespace: in.Namespace, Kind: domain.MemoryTurn, Role: m.Role, Content: text,
+				Conversation: in.Conversation, Metadata: meta, CreatedAt: now, UpdatedAt: now, ValidFrom: t,
+			},
+			SearchText: said,
+			DedupeKey:  dedupeKey(m.Role, text),
+		})
+	}
+	return recs, saids, src
+}
+
+// NewTurns returns the messages of a memory chat request whose turns the
+// namespace does not hold yet in the request's conversation (derived as Chat
+// derives it when conversationID is ""): those Chat would store and embed.
+// The HTTP layer bounds their tokens; turns already remembered cost nothing.
+func (s *Service) NewTurns(ctx context.Context, ns, conversationID string, msgs []domain.Message) ([]domain.Message, error) {
+	if ns == "" {
+		ns = domain.GlobalNamespace
+	}
+	if err := checkNamespace(ns); err != nil {
+		return nil, err
+	}
+	conv := conversationID
+	if conv == "" {
+		conv = deriveConversation(msgs)
+	}
+	now := s.cfg.Now()
+	recs, _, src := turnRecords(PersistInput{Namespace: ns, Conversation: conv, Messages: msgs}, now, now)
+	if len(recs) == 0 {
+		return nil, nil
+	}
+	keys := make([]string, len(recs))
+	for i, r := range recs {
+		keys[i] = r.DedupeKey
+	}
+	stored, err := s.store.StoredTurnKeys(ctx, ns, conv, keys)
+	if err != nil {
+		return nil, fmt.Errorf("memory: stored turns: %w", err)
+	}
+	var out []domain.Message
+	for i, k := range keys {
+		if !stored[k] {
+			stored[k] = true // a turn repeated in the request is stored once
+			out = append(out, msgs[src[i]])
+		}
+	}
+	return out, nil
 }
 
 // embedRecords computes and stores the vectors of recs.

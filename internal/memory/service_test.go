@@ -150,6 +150,45 @@ func TestResentHistoryIsStoredOnce(t *testing.T) {
 	}
 }
 
+// NewTurns names exactly the turns Chat would store: not those the
+// conversation holds, not system messages or extractive replies, a repeated
+// turn once; another conversation or namespace holds none of them.
+func TestNewTurnsAreTheOnesChatStores(t *testing.T) {
+	t.Parallel()
+	b := setup(t, memory.Deps{}, memory.Config{})
+	ctx := context.Background()
+	texts := func(msgs []domain.Message) []string {
+		var out []string
+		for _, m := range msgs {
+			out = append(out, m.Text())
+		}
+		return out
+	}
+	first := []domain.Message{domain.TextMessage(domain.RoleSystem, "be brief"), user("my bees live in Porto")}
+	if got, err := b.svc.NewTurns(ctx, "g", "", first); err != nil || fmt.Sprint(texts(got)) != "[my bees live in Porto]" {
+		t.Fatalf("before any turn: %q, %v", texts(got), err)
+	}
+	res := chat(t, b, "g", first...)
+	resent := append(first, domain.TextMessage(domain.RoleAssistant, res.Completion.Choices[0].Content),
+		domain.TextMessage(domain.RoleAssistant, "<think>they asked about bees</think>Noted."), user("and my hives are blue"), user("and my hives are blue"))
+	got, err := b.svc.NewTurns(ctx, "g", "", resent)
+	if err != nil || fmt.Sprint(texts(got)) != "[<think>they asked about bees</think>Noted. and my hives are blue]" {
+		t.Fatalf("resent: %q, %v; want the new assistant turn and the new user turn once", texts(got), err)
+	}
+	res, err = b.svc.Chat(ctx, memory.ChatInput{Namespace: "g", Request: domain.ChatRequest{Model: memory.ExtractiveModel, Messages: resent}})
+	if err != nil || len(res.Written) != len(got) {
+		t.Fatalf("Chat wrote %v (%v), want the %d new turns", res.Written, err, len(got))
+	}
+	for _, c := range []struct{ ns, conv string }{{"g", "elsewhere"}, {"other", ""}} {
+		if got, err := b.svc.NewTurns(ctx, c.ns, c.conv, resent); err != nil || len(got) != 3 {
+			t.Fatalf("namespace %s conversation %q: %q, %v; want the three distinct turns", c.ns, c.conv, texts(got), err)
+		}
+	}
+	if _, err := b.svc.NewTurns(ctx, "Bad Name!", "", resent); err == nil {
+		t.Fatal("a bad namespace was accepted")
+	}
+}
+
 func TestConcurrentTurnsLoseNothing(t *testing.T) {
 	t.Parallel()
 	b := setup(t, memory.Deps{Embedder: fakeEmbedder{}}, memory.Config{})

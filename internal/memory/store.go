@@ -16,6 +16,10 @@ type Store interface {
 	// stored again: its result names the existing memory with Created false.
 	// An id stored in another namespace is a domain.ErrConflict.
 	InsertMemories(ctx context.Context, recs []domain.MemoryRecord) ([]domain.StoredMemory, error)
+	// StoredTurnKeys returns which of the dedupe keys a memory of the
+	// namespace and conversation already holds (a key absent from the map
+	// is not stored).
+	StoredTurnKeys(ctx context.Context, ns, conversation string, keys []string) (map[string]bool, error)
 	// GetMemory returns one memory of the namespace (domain.ErrNotFound
 	// when it is not in that namespace).
 	GetMemory(ctx context.Context, ns, id string) (domain.Memory, error)

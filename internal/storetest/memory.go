@@ -79,6 +79,26 @@ func MemoryStore(t *testing.T, newStore func(t *testing.T) memory.Store) {
 		if !first[0].Created || again[0].Created || again[0].ID != "mem_1" || !again[1].Created || again[1].ID != "mem_3" {
 			t.Fatalf("first %+v again %+v", first, again)
 		}
+		// Which keys a conversation holds: only its own, in its namespace.
+		for _, c := range []struct {
+			ns, conv string
+			want     bool
+		}{{"a", "c1", true}, {"a", "c2", true}, {"a", "c3", false}, {"a", "", false}, {"b", "c1", false}} {
+			got, err := st.StoredTurnKeys(ctx, c.ns, c.conv, []string{"user:hash1", "user:hash2"})
+			if err != nil || got["user:hash1"] != c.want || got["user:hash2"] {
+				t.Fatalf("StoredTurnKeys(%q, %q) = %v, %v; want user:hash1 %v, user:hash2 false", c.ns, c.conv, got, err, c.want)
+			}
+		}
+		if got, err := st.StoredTurnKeys(ctx, "a", "c1", nil); err != nil || len(got) != 0 {
+			t.Fatalf("StoredTurnKeys of no keys = %v, %v", got, err)
+		}
+		many := make([]string, 1200) // more than one statement's worth
+		for i := range many {
+			many[i] = fmt.Sprintf("user:other%d", i)
+		}
+		if got, err := st.StoredTurnKeys(ctx, "a", "c1", append(many, "user:hash1")); err != nil || len(got) != 1 || !got["user:hash1"] {
+			t.Fatalf("StoredTurnKeys of 1,201 keys = %v, %v; want user:hash1 alone", got, err)
+		}
 		// The same id twice in one namespace is kept once; in another, a conflict.
 		if got := insert(t, st, rec("a", "mem_9", "x", t0), rec("a", "mem_9", "x", t0)); !got[0].Created || got[1].Created {
 			t.Fatalf("same id: %+v", got)

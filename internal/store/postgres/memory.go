@@ -25,6 +25,32 @@ func (db *DB) Memory() *MemoryStore { return &MemoryStore{db: db} }
 
 const memoryColumns = "id, namespace, kind, role, content, conversation, metadata, created_at, updated_at, valid_from, invalid_from, superseded_by, expires_at"
 
+// StoredTurnKeys returns which of keys the namespace's conversation holds
+// (see memory.Store).
+func (s *MemoryStore) StoredTurnKeys(ctx context.Context, ns, conversation string, keys []string) (map[string]bool, error) {
+	out := map[string]bool{}
+	if len(keys) == 0 {
+		return out, nil
+	}
+	rows, err := s.db.pool.Query(ctx, `SELECT dedupe_key FROM memories WHERE namespace = $1 AND coalesce(conversation, '') = $2 AND dedupe_key = ANY($3)`,
+		ns, conversation, keys)
+	if err != nil {
+		return nil, fmt.Errorf("stored turn keys: %w", interpret(err))
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var k string
+		if err := rows.Scan(&k); err != nil {
+			return nil, fmt.Errorf("stored turn keys: %w", interpret(err))
+		}
+		out[k] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("stored turn keys: %w", interpret(err))
+	}
+	return out, nil
+}
+
 // InsertMemories stores recs in one transaction (see memory.Store). Two
 // replicas inserting the same record at once store it once.
 func (s *MemoryStore) InsertMemories(ctx context.Context, recs []domain.MemoryRecord) ([]domain.StoredMemory, error) {

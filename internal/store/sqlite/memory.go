@@ -23,6 +23,38 @@ func (db *DB) Memory() *MemoryStore { return &MemoryStore{db: db} }
 
 const memoryColumns = "id, namespace, kind, role, content, conversation, metadata, created_at, updated_at, valid_from, invalid_from, superseded_by, expires_at"
 
+// StoredTurnKeys returns which of keys the namespace's conversation holds
+// (see memory.Store), in statements of at most 500 keys.
+func (s *MemoryStore) StoredTurnKeys(ctx context.Context, ns, conversation string, keys []string) (map[string]bool, error) {
+	out := map[string]bool{}
+	for start := 0; start < len(keys); start += 500 {
+		group := keys[start:min(start+500, len(keys))]
+		args := []any{ns, memNullString(conversation)}
+		for _, k := range group {
+			args = append(args, k)
+		}
+		rows, err := s.db.read.QueryContext(ctx, "SELECT dedupe_key FROM memories WHERE namespace = ? AND conversation IS ? AND dedupe_key IN (?"+
+			strings.Repeat(", ?", len(group)-1)+")", args...)
+		if err != nil {
+			return nil, fmt.Errorf("stored turn keys: %w", interpret(err))
+		}
+		for rows.Next() {
+			var k string
+			if err := rows.Scan(&k); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("stored turn keys: %w", interpret(err))
+			}
+			out[k] = true
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, fmt.Errorf("stored turn keys: %w", interpret(err))
+		}
+	}
+	return out, nil
+}
+
 // InsertMemories stores recs in one transaction (see memory.Store).
 func (s *MemoryStore) InsertMemories(ctx context.Context, recs []domain.MemoryRecord) ([]domain.StoredMemory, error) {
 	tx, err := s.db.write.BeginTx(ctx, nil)
