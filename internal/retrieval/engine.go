@@ -45,6 +45,16 @@ type KeywordPager interface {
 	KeywordN(ctx context.Context, capsule string, terms []string, want int, fn func(itemID string, idx int, score float64) bool) error
 }
 
+// KeywordTopper is a Source that streams the keyword ranking without
+// scoring every match, given each term's bound (as KeywordBounder gives
+// it): the ranking of the terms in bound order, best first, equal to the
+// last bit to what Keyword streams for them in that order. items, when not
+// nil, restricts it to those items' chunks (a selective filter's items);
+// want is the number of hits the caller expects to need.
+type KeywordTopper interface {
+	KeywordTop(ctx context.Context, capsule string, terms []string, bounds []float64, items []string, want int, fn func(itemID string, idx int, score float64) bool) error
+}
+
 // ChunkTexter is a Source that reads several chunks' texts in one call:
 // texts[i] is the text of chunk idxs[i] of item itemIDs[i], found[i] false
 // where that chunk no longer exists. Without it the Engine calls ChunkText
@@ -678,7 +688,22 @@ type retrieved struct {
 func (e *Engine) retrieve(ctx context.Context, ci *capIndex, capsule, text string, p plan, pred Predicate) (retrieved, error) {
 	var r retrieved
 	g, gctx := errgroup.WithContext(ctx)
-	if p.mode != domain.ModeSemantic {
+	if _, top := e.src.(KeywordTopper); top && p.mode != domain.ModeSemantic {
+		// The ranking needs the terms' bounds first; the normalisation
+		// reads the same ones.
+		ts := terms.Capsule(text)
+		g.Go(func() error {
+			bounds, err := e.termBounds(gctx, capsule, ts)
+			if err != nil {
+				return err
+			}
+			if e.cfg.KeywordNorm != KeywordNormSaturate {
+				r.kw = e.keywordNorm(ts, bounds)
+			}
+			r.kwHits, err = e.keywordTopHits(gctx, ci, capsule, ts, bounds, p.depth, pred)
+			return err
+		})
+	} else if p.mode != domain.ModeSemantic {
 		ts := terms.Capsule(text)
 		if e.cfg.KeywordNorm != KeywordNormSaturate {
 			g.Go(func() (err error) {
@@ -865,6 +890,48 @@ func (e *Engine) keywordHits(ctx context.Context, ci *capIndex, capsule string, 
 	return hits, err
 }
 
+// selectiveShare: a filter that passes at most this share of a capsule's
+// items has the keyword search score its items' matches only
+// (KeywordTopper's items); a broader one reads the unfiltered ranking
+// until enough hits pass.
+const selectiveShare = 0.1
+
+// keywordTopHits is keywordHits over a KeywordTopper, with the terms'
+// bounds.
+func (e *Engine) keywordTopHits(ctx context.Context, ci *capIndex, capsule string, terms []string, bounds []float64, depth int, pred func(*domain.Item) bool) ([]kwHit, error) {
+	kt := e.src.(KeywordTopper)
+	ci.mu.RLock()
+	defer ci.mu.RUnlock()
+	want := depth
+	var items []string
+	if pred != nil {
+		want *= 2 // a filter rejects some hits: ask for more than depth
+		for id, en := range ci.items {
+			if pred(&en.item) {
+				items = append(items, id)
+			}
+		}
+		if float64(len(items)) <= selectiveShare*float64(len(ci.items)) {
+			want = depth
+			if items == nil {
+				items = []string{} // none passes
+			}
+		} else {
+			items = nil
+		}
+	}
+	var hits []kwHit
+	err := kt.KeywordTop(ctx, capsule, terms, bounds, items, want, func(id string, idx int, score float64) bool {
+		en := ci.items[id]
+		if en == nil || (pred != nil && !pred(&en.item)) {
+			return true
+		}
+		hits = append(hits, kwHit{ref: ref{id, idx}, en: en, score: score})
+		return len(hits) < depth
+	})
+	return hits, err
+}
+
 func less(a, b *cand) bool {
 	if a.score != b.score {
 		return a.score > b.score
@@ -893,6 +960,14 @@ func (e *Engine) queryKeywordNorm(ctx context.Context, capsule string, terms []s
 	if err != nil {
 		return kwNorm{}, err
 	}
+	return e.keywordNorm(terms, bounds), nil
+}
+
+// keywordNorm is queryKeywordNorm from the terms' bounds.
+func (e *Engine) keywordNorm(terms []string, bounds []float64) kwNorm {
+	if len(terms) == 0 {
+		return kwNorm{}
+	}
 	n := kwNorm{max: rank.QueryMaxBM25(bounds)}
 	// The coverage counts the ordinary words only (WordKnower).
 	if wk, ok := e.emb.(WordKnower); ok {
@@ -908,7 +983,7 @@ func (e *Engine) queryKeywordNorm(ctx context.Context, capsule string, terms []s
 	if len(bounds) > 0 {
 		n.cover = rank.QueryCoverage(bounds)
 	}
-	return n, nil
+	return n
 }
 
 // keywordScore maps a raw BM25 score to [0, 1].

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strconv"
@@ -113,6 +114,241 @@ func (s *CapsuleStore) KeywordN(ctx context.Context, capsule string, terms []str
 			return nil // that was every match
 		}
 	}
+}
+
+// KeywordTop is KeywordN for a caller that knows each term's bound, and
+// optionally restricted to some items: bounds[i] is the best score terms[i]
+// alone reaches in the capsule (KeywordBounds; 0 where it matches nothing),
+// and items, when not nil, are the only items whose chunks it returns (the
+// capsule's items that pass a filter). It streams the same ranking as
+// KeywordN over the terms in TopOrder, less the chunks of other items: the
+// same rows, the same scores to the last bit, the same order of ties.
+//
+// What costs in FTS5 is scoring a row (BM25 reads the row's length from the
+// docsize table; the rank sorter sorts every scored row), not finding it:
+// walking the matches of common terms unscored is about twenty times
+// cheaper. So KeywordTop walks every match of the full query, in the same
+// phrase order as KeywordN (so the scores are the same), but scores only the
+// candidates, a "+rowid IN" test SQLite applies before it asks for the rank:
+//
+//   - with items, the chunks of those items (a selective filter scores only
+//     the matches that pass it, instead of paging through the unfiltered
+//     ranking until enough pass);
+//   - without, the rows whose terms' bounds sum to at least θ (MaxScore's
+//     bound at the level of the row): FTS5 finds them unscored through an
+//     expression of the term sets that reach θ (a term whose bound alone
+//     does, or pairs, triples… of lower ones). Any other row scores below
+//     θ, so every candidate that scores θ or more ranks exactly where full
+//     scoring puts it. θ starts at the best term's bound and falls fourfold
+//     while the consumer wants more than the candidates above it; under the
+//     lowest bound, every match is a candidate.
+//
+// A bound lower than the term's true best (a stale one, after a write the
+// caller has not seen) can drop rows; callers keep bounds per index state
+// (as retrieval.Engine does).
+func (s *CapsuleStore) KeywordTop(ctx context.Context, capsule string, terms []string, bounds []float64, items []string, want int, fn func(itemID string, idx int, score float64) bool) error {
+	if len(bounds) != len(terms) {
+		return fmt.Errorf("keyword top: %d bounds for %d terms", len(bounds), len(terms))
+	}
+	ts, us := TopOrder(terms, bounds)
+	if len(ts) == 0 || (items != nil && len(items) == 0) {
+		return nil
+	}
+	sc, err := s.keywordScope(ctx, capsule)
+	if err != nil {
+		return err
+	}
+	if sc.lo == 0 {
+		return nil
+	}
+	match := "body : (" + quoteTerms(ts) + ")"
+	if !sc.exclusive {
+		match = "cap : " + capToken(sc.capID) + " AND " + match
+	}
+	var itemList string
+	if items != nil {
+		b, err := json.Marshal(items)
+		if err != nil {
+			return fmt.Errorf("keyword top: %w", err)
+		}
+		itemList = string(b)
+	}
+	theta := 0.0
+	if items == nil && len(ts) > 1 {
+		theta = us[0]
+	}
+	sent := map[int64]bool{}
+	emitted := 0
+	limit := max(want, 1) + 1
+	for {
+		cands := ""
+		if theta > 0 {
+			if cands = candidateMatch(ts, us, theta); cands == "" {
+				theta = 0 // every match is a candidate
+			}
+		}
+		page, err := s.keywordCandidates(ctx, match, sc, cands, itemList, limit)
+		if err != nil {
+			return err
+		}
+		cut := len(page) == limit
+		for _, h := range page {
+			if sent[h.rowid] {
+				continue
+			}
+			if h.score < theta || (cut && h.score <= page[limit-1].score) {
+				break // sorted: the rest wait too
+			}
+			sent[h.rowid] = true
+			emitted++
+			if !fn(h.itemID, h.idx, h.score) {
+				return nil
+			}
+		}
+		switch {
+		case cut && page[limit-1].score >= theta:
+			limit *= 4
+		case theta > 0:
+			theta /= 4
+			if theta < us[len(us)-1] {
+				theta = 0
+			}
+		default:
+			return nil // every match was sent
+		}
+	}
+}
+
+// maxClauses bounds the candidate expression of KeywordTop; past it the
+// candidates are coarser (still every row that can reach θ).
+const maxClauses = 24
+
+// candidateMatch is an FTS5 expression that every row whose terms' bounds
+// sum (in order, as FTS5 sums) to θ or more matches: the OR of the minimal
+// sets of terms that reach θ, at most maxClauses of them; past that, every
+// term of the shortest prefix of ts whose rest cannot reach θ. "" when
+// every match is a candidate anyway (each term's bound reaches θ).
+func candidateMatch(ts []string, us []float64, theta float64) string {
+	n := len(ts)
+	if us[n-1] >= theta {
+		return ""
+	}
+	// reach(sum, j): the sum with every term from j on added (monotone:
+	// no set that extends the current one past j sums higher).
+	reach := func(sum float64, j int) float64 {
+		for _, u := range us[j:] {
+			sum += u
+		}
+		return sum
+	}
+	var clauses [][]int
+	visits := 0
+	overflow := false
+	var walk func(set []int, sum float64, from int)
+	walk = func(set []int, sum float64, from int) {
+		for j := from; j < n && !overflow; j++ {
+			if visits++; visits > 4096 || len(clauses) >= maxClauses {
+				overflow = true
+				return
+			}
+			if reach(sum, j) < theta {
+				return // neither this term nor any later one gets there
+			}
+			next := append(set[:len(set):len(set)], j)
+			if s := sum + us[j]; s >= theta {
+				clauses = append(clauses, next)
+			} else {
+				walk(next, s, j+1)
+			}
+		}
+	}
+	walk(nil, 0, 0)
+	var b strings.Builder
+	b.WriteString("body : (")
+	if overflow {
+		// The coarser set: rows that match some term of the shortest prefix
+		// whose rest, all of it, stays below θ.
+		p := 1
+		for p < n && reach(0, p) >= theta {
+			p++
+		}
+		b.WriteString(quoteTerms(ts[:p]))
+	} else {
+		for i, c := range clauses {
+			if i > 0 {
+				b.WriteString(" OR ")
+			}
+			b.WriteString("(")
+			for k, j := range c {
+				if k > 0 {
+					b.WriteString(" AND ")
+				}
+				b.WriteString(quoteTerms(ts[j : j+1]))
+			}
+			b.WriteString(")")
+		}
+	}
+	b.WriteString(")")
+	return b.String()
+}
+
+// keywordCandidates is keywordPage with the scoring restricted: the best
+// limit rows of the MATCH within the scope that also match cands (an FTS5
+// expression; "" for any) and belong to the items of itemList (a JSON array;
+// "" for any). The "+" keeps SQLite from handing the rowid test to FTS5
+// (which would run the MATCH once per rowid), and ordering by -rank (not
+// rank) keeps FTS5's own sorter, which scores every match, out of it: SQLite
+// asks for the rank of the rows that pass the tests only.
+func (s *CapsuleStore) keywordCandidates(ctx context.Context, match string, sc keywordScope, cands, itemList string, limit int) ([]keywordHit, error) {
+	var q strings.Builder
+	q.WriteString(`SELECT f.rowid, f.s, k.item_id, k.idx FROM (
+		SELECT rowid, -rank AS s FROM chunks_fts WHERE chunks_fts MATCH ?1 AND rank MATCH 'bm25(1.0, 0.0)'
+		AND rowid BETWEEN ?2 AND ?3`)
+	args := []any{match, sc.lo, sc.hi, limit}
+	if cands != "" {
+		args = append(args, cands)
+		fmt.Fprintf(&q, ` AND +rowid IN (SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ?%d AND rowid BETWEEN ?2 AND ?3)`, len(args))
+	}
+	if itemList != "" {
+		args = append(args, itemList)
+		fmt.Fprintf(&q, ` AND +rowid IN (SELECT id FROM chunks WHERE item_id IN (SELECT value FROM json_each(?%d)))`, len(args))
+	}
+	q.WriteString(` ORDER BY s DESC LIMIT ?4) f JOIN chunks k ON k.id = f.rowid`)
+	rows, err := s.db.read.QueryContext(ctx, q.String(), args...)
+	if err != nil {
+		return nil, fmt.Errorf("keyword search: %w", interpret(err))
+	}
+	defer rows.Close()
+	var page []keywordHit
+	for rows.Next() {
+		var h keywordHit
+		if err := rows.Scan(&h.rowid, &h.score, &h.itemID, &h.idx); err != nil {
+			return nil, fmt.Errorf("keyword search: %w", err)
+		}
+		page = append(page, h)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("keyword search: %w", interpret(err))
+	}
+	sortHits(page)
+	return page, nil
+}
+
+// TopOrder is the order of KeywordTop's phrases: the terms that match
+// something (bound above 0), by bound, best first, equal bounds in the
+// given order; us are their bounds.
+func TopOrder(terms []string, bounds []float64) (ts []string, us []float64) {
+	idx := make([]int, 0, len(terms))
+	for i := range terms {
+		if bounds[i] > 0 {
+			idx = append(idx, i)
+		}
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return bounds[idx[a]] > bounds[idx[b]] })
+	for _, i := range idx {
+		ts, us = append(ts, terms[i]), append(us, bounds[i])
+	}
+	return ts, us
 }
 
 // KeywordBounds returns, for each term, the best BM25 score the term alone
@@ -227,8 +463,14 @@ func (s *CapsuleStore) keywordPage(ctx context.Context, match string, sc keyword
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("keyword search: %w", interpret(err))
 	}
-	sort.Slice(page, func(i, j int) bool {
-		a, b := page[i], page[j]
+	sortHits(page)
+	return page, nil
+}
+
+// sortHits orders hits best first, equal scores by item id, then idx.
+func sortHits(hs []keywordHit) {
+	sort.Slice(hs, func(i, j int) bool {
+		a, b := hs[i], hs[j]
 		if a.score != b.score {
 			return a.score > b.score
 		}
@@ -237,7 +479,6 @@ func (s *CapsuleStore) keywordPage(ctx context.Context, match string, sc keyword
 		}
 		return a.idx < b.idx
 	})
-	return page, nil
 }
 
 // quoteTerms ORs the terms, each an FTS5 string (so never syntax).
