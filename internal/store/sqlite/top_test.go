@@ -57,10 +57,10 @@ func TestKeywordTopExact(t *testing.T) {
 		prev = cs
 		return cs
 	}
-	for i := range 200 {
+	for i := range 100 {
 		addItem(t, st, "solo", fmt.Sprintf("itm_s%03d", i), chunks()...)
 	}
-	for i := range 150 {
+	for i := range 60 {
 		addItem(t, st, "a", fmt.Sprintf("itm_a%03d", i), chunks()...)
 		addItem(t, st, "b", fmt.Sprintf("itm_b%03d", i), chunks()...)
 	}
@@ -74,7 +74,7 @@ func TestKeywordTopExact(t *testing.T) {
 		}
 		return out
 	}
-	for round := range 120 {
+	for round := range 60 {
 		capsule := []string{"solo", "a", "b"}[round%3]
 		ts := make([]string, 1+rng.IntN(8))
 		for i := range ts {
@@ -97,7 +97,7 @@ func TestKeywordTopExact(t *testing.T) {
 		if round%3 == 1 {
 			chosen := map[string]bool{}
 			for range 1 + rng.IntN(40) {
-				id := fmt.Sprintf("itm_%s%03d", capsule[:1], rng.IntN(150))
+				id := fmt.Sprintf("itm_%s%03d", capsule[:1], rng.IntN(60))
 				chosen[id] = true
 				items = append(items, id)
 			}
@@ -105,7 +105,7 @@ func TestKeywordTopExact(t *testing.T) {
 			keep = func(id string) bool { return chosen[id] }
 		}
 		var ref []string
-		if err := st.KeywordN(ctx, capsule, ordered, 10, func(id string, idx int, score float64) bool {
+		if err := st.KeywordN(ctx, capsule, ordered, 1000, func(id string, idx int, score float64) bool {
 			if keep(id) {
 				ref = append(ref, fmt.Sprintf("%s/%d %x", id, idx, math.Float64bits(score)))
 			}
