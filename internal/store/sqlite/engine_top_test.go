@@ -55,7 +55,7 @@ func TestEngineKeywordTop(t *testing.T) {
 	rng := rand.New(rand.NewPCG(18, 3))
 	zipf := rand.NewZipf(rand.New(rand.NewPCG(18, 4)), 1.2, 2, 39)
 	word := func() string { return fmt.Sprintf("v%02dq", zipf.Uint64()) }
-	for i := range 200 {
+	for i := range 140 {
 		id := fmt.Sprintf("itm_%03d", i)
 		hash := "h_" + id
 		if _, _, err := st.PutItem(ctx, domain.Item{ID: id, Capsule: "c", Kind: domain.ItemText, URI: id, ContentHash: hash,
@@ -88,7 +88,7 @@ func TestEngineKeywordTop(t *testing.T) {
 		{{Key: "group", Op: domain.OpLt, Value: 10.0}}, // half: the ranking, filtered
 		{{Key: "group", Op: domain.OpEq, Value: 99.0}}, // none
 	}
-	for round := range 40 {
+	for round := range 32 {
 		ws := make([]string, 1+rng.IntN(6))
 		for i := range ws {
 			ws[i] = word()

@@ -178,7 +178,6 @@ func (s *CapsuleStore) KeywordTop(ctx context.Context, capsule string, terms []s
 		theta = us[0]
 	}
 	sent := map[int64]bool{}
-	emitted := 0
 	limit := max(want, 1) + 1
 	for {
 		cands := ""
@@ -200,7 +199,6 @@ func (s *CapsuleStore) KeywordTop(ctx context.Context, capsule string, terms []s
 				break // sorted: the rest wait too
 			}
 			sent[h.rowid] = true
-			emitted++
 			if !fn(h.itemID, h.idx, h.score) {
 				return nil
 			}

@@ -57,10 +57,10 @@ func TestKeywordTopExact(t *testing.T) {
 		prev = cs
 		return cs
 	}
-	for i := range 100 {
+	for i := range 80 {
 		addItem(t, st, "solo", fmt.Sprintf("itm_s%03d", i), chunks()...)
 	}
-	for i := range 60 {
+	for i := range 40 {
 		addItem(t, st, "a", fmt.Sprintf("itm_a%03d", i), chunks()...)
 		addItem(t, st, "b", fmt.Sprintf("itm_b%03d", i), chunks()...)
 	}
@@ -74,7 +74,7 @@ func TestKeywordTopExact(t *testing.T) {
 		}
 		return out
 	}
-	for round := range 60 {
+	for round := range 45 {
 		capsule := []string{"solo", "a", "b"}[round%3]
 		ts := make([]string, 1+rng.IntN(8))
 		for i := range ts {
@@ -97,7 +97,7 @@ func TestKeywordTopExact(t *testing.T) {
 		if round%3 == 1 {
 			chosen := map[string]bool{}
 			for range 1 + rng.IntN(40) {
-				id := fmt.Sprintf("itm_%s%03d", capsule[:1], rng.IntN(60))
+				id := fmt.Sprintf("itm_%s%03d", capsule[:1], rng.IntN(40))
 				chosen[id] = true
 				items = append(items, id)
 			}
