@@ -72,10 +72,10 @@ func runScale(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	workers := fs.Int("ingest-workers", capsule.DefaultWorkers, "ingestion jobs worked at once")
 	rerank := fs.Int("approx-rerank", 0, "in-process figures only: chunks each worker of the approximate dense scan scores exactly (0: the engine's default, retrieval.DefaultApproxRerank)")
 	modeList := fs.String("modes", "hybrid,semantic,keyword", "search modes timed in process (comma-separated)")
-	deferIdx := fs.Bool("defer-indexes", false, "PostgreSQL: drop the chunks' search indexes (HNSW, BM25, GIN) before ingestion and build them after it with CREATE INDEX (postgres.DB.DeferIndexes), reported as index_build_s apart from ingest_s")
+	deferIdx := fs.Bool("defer-indexes", false, "PostgreSQL: drop the chunks' search indexes (HNSW, BM25, GIN) before ingestion and build them after it with CREATE INDEX (postgres.DB.DeferIndexes), reported as index_build_s apart from ingest_s; on a reused capsule, build the indexes an earlier run left deferred (without it they are reported as indexes_deferred and searches go on without them)")
 	idxWorkers := fs.Int("index-workers", 2, "PostgreSQL: parallel maintenance workers of each index build after --defer-indexes (max_parallel_maintenance_workers)")
 	idxMem := fs.String("index-memory", "4GB", "PostgreSQL: maintenance_work_mem of each index build after --defer-indexes (the HNSW graph is built in memory within it: about 2 kB a chunk)")
-	efList := fs.String("ef-search", "", "PostgreSQL: also measure recall and semantic and hybrid latency with each of these hnsw.ef_search floors (comma-separated; the store asks for at least 100 and twice the candidates)")
+	efList := fs.String("ef-search", "", "PostgreSQL: also measure recall, and the latency of the --modes semantic and hybrid, with each of these hnsw.ef_search floors (comma-separated; the store asks for at least 100 and twice the candidates)")
 	asJSON := fs.Bool("json", false, "print one JSON object as the last line")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
@@ -220,11 +220,23 @@ func runScale(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			c.ChunkCount-before, took.Round(time.Millisecond), res["ingest_chunks_per_s"], c.ItemCount, c.ChunkCount)
 	}
 	res["reused_capsule"] = reused
-	if bs.pg != nil {
+	if bs.pg != nil && *deferIdx {
 		// Indexes this run or an interrupted earlier one deferred.
 		if err := buildIndexes(ctx, bs.pg, postgres.BuildOptions{Workers: *idxWorkers, MaintenanceWorkMem: *idxMem}, res, stderr); err != nil {
 			svc.Close()
 			return err
+		}
+	} else if bs.pg != nil {
+		// Without --defer-indexes, indexes another process is building (or
+		// left deferred) are reported, not built: searches go on without.
+		var deferred []string
+		if err := bs.pg.Pool().QueryRow(ctx, "SELECT coalesce(array_agg(name ORDER BY name), '{}') FROM deferred_indexes").Scan(&deferred); err != nil {
+			svc.Close()
+			return err
+		}
+		if len(deferred) > 0 {
+			res["indexes_deferred"] = deferred
+			fmt.Fprintf(stderr, "indexes still deferred (measured without them): %s\n", strings.Join(deferred, ", "))
 		}
 	}
 	res["items"], res["chunks"] = c.ItemCount, c.ChunkCount
@@ -335,9 +347,9 @@ func runScale(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		efEng := retrieval.New(pg.Capsules(), memo, emb.Dim(), retrieval.Config{})
 		prefix := fmt.Sprintf("ef%d_", ef)
 		err = denseRecall(ctx, efEng, rq, filter, exact, exactFiltered, res, prefix)
-		for _, mode := range []domain.SearchMode{domain.ModeSemantic, domain.ModeHybrid} {
+		for _, mode := range modes {
 			for _, filtered := range []bool{false, true} {
-				if err != nil {
+				if err != nil || mode == domain.ModeKeyword {
 					break
 				}
 				w := domain.Wishlist{Mode: mode}

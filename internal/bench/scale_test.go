@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+
+	"capsuled/internal/store/postgres"
 )
 
 // TestScale runs `capsuled bench scale` on a small capsule end to end: the
@@ -115,6 +117,25 @@ func TestScale(t *testing.T) {
 			if _, ok := again[k].(float64); !ok {
 				t.Errorf("%s: %v, want a number", k, again[k])
 			}
+		}
+		// Indexes left deferred: reported and not built without
+		// --defer-indexes (semantic search scans), built with it.
+		pg, err := postgres.Open(context.Background(), store, postgres.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = pg.DeferIndexes(context.Background())
+		pg.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		third := run(t, "--store", store, "--replicas", "0", "--modes", "semantic")
+		if l, _ := third["indexes_deferred"].([]any); len(l) < 2 || third["dense_recall_at_10"] != 1.0 {
+			t.Errorf("deferred indexes: reported %v, recall %v; want them listed, and exact search", third["indexes_deferred"], third["dense_recall_at_10"])
+		}
+		fourth := run(t, "--store", store, "--replicas", "0", "--defer-indexes")
+		if fourth["indexes_deferred"] != nil || fourth["index_build_s"] == nil {
+			t.Errorf("with --defer-indexes: deferred %v, build %v; want them built", fourth["indexes_deferred"], fourth["index_build_s"])
 		}
 	})
 
