@@ -14,8 +14,15 @@ import (
 // Yashunin 2016) over a capsule's chunk vectors: the dense search of large
 // capsules. It stores no vector: a node names its chunk by entry and row,
 // so the vectors are the flat index's own (one copy in memory). A node is
-// 4·(2·graphM) bytes of level-0 links plus 40 bytes, about 17 MiB per
-// 100,000 chunks at graphM 16.
+// 4·(2·graphM) bytes of level-0 links plus about 40 bytes and its item's
+// map entry: 18.6 MiB per 100,000 chunks measured at graphM 16.
+//
+// It is the project's own rather than a library's: github.com/coder/hnsw
+// v0.6.1, the maintained Go candidate, found recall@10 0.036 against exact
+// on BenchmarkDenseGraph's 100,000 vectors at every ef (its layer search
+// stops at the first expansion that does not improve its best result), has
+// no filtered search, and keeps neighbours in maps (93.6 MiB per 100,000
+// chunks besides the vectors).
 //
 // Removing an item only marks its nodes dead: they keep routing searches and
 // are never returned; the capsule index rebuilds the graph once a quarter of
