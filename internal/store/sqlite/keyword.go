@@ -352,7 +352,9 @@ func TopOrder(terms []string, bounds []float64) (ts []string, us []float64) {
 // KeywordBounds returns, for each term, the best BM25 score the term alone
 // reaches in the capsule (0 where it matches nothing): the query-relative
 // keyword bound. One statement answers every term (FTS5 still scores each
-// term's matching rows, keeping only the best), in the same scope as Keyword.
+// term's matching rows), in the same scope as Keyword. max(-rank), not
+// ORDER BY rank LIMIT 1: the same value without FTS5's rank sorter, which
+// sorts every scored row (about 40% less CPU for a common term).
 func (s *CapsuleStore) KeywordBounds(ctx context.Context, capsule string, terms []string) ([]float64, error) {
 	out := make([]float64, len(terms))
 	if len(terms) == 0 {
@@ -377,8 +379,8 @@ func (s *CapsuleStore) KeywordBounds(ctx context.Context, capsule string, terms 
 		if i > 0 {
 			q.WriteString(", ")
 		}
-		fmt.Fprintf(&q, `coalesce((SELECT -rank FROM chunks_fts WHERE chunks_fts MATCH ?%d AND rank MATCH 'bm25(1.0, 0.0)'
-			AND rowid BETWEEN ?1 AND ?2 ORDER BY rank LIMIT 1), 0)`, i+3)
+		fmt.Fprintf(&q, `coalesce((SELECT max(-rank) FROM chunks_fts WHERE chunks_fts MATCH ?%d AND rank MATCH 'bm25(1.0, 0.0)'
+			AND rowid BETWEEN ?1 AND ?2), 0)`, i+3)
 	}
 	dest := make([]any, len(terms))
 	for i := range out {
