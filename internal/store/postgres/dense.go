@@ -22,11 +22,17 @@ var (
 const hnswDim = 384
 
 // maxEfSearch is pgvector's largest hnsw.ef_search; minEfSearch is the
-// least capsuled asks for (pgvector's default, 40, gave recall@10 0.98
-// against exact search on SciFact's 12,098 chunks).
+// least capsuled asks for. pgvector's default, 40, gave recall@10 0.98
+// against exact search on SciFact's 12,098 chunks (0.995 at 100); on
+// 1,100,628 chunks of `bench scale`'s synthetic vectors (m 16,
+// ef_construction 64) recall@10 was 0.67 / 0.80 / 0.90 at 100 / 200 / 400
+// for a semantic p50 of 13 / 15 / 42 ms: 200 buys most of the recall a
+// limit-10 query can have within its latency, and a hybrid query (100
+// candidates) asks for 200 anyway. Operators who want more recall raise
+// the server's hnsw.ef_search, which is the floor (docs/deploy.md).
 const (
 	maxEfSearch = 1000
-	minEfSearch = 100
+	minEfSearch = 200
 )
 
 // smallCapsule is the number of chunks below which a capsule's dense search
@@ -51,7 +57,7 @@ func itemsWhere(cond string) string {
 // first.
 //
 // For 384-dimensional vectors it reads the HNSW index chunks_hnsw, in a
-// transaction that sets hnsw.ef_search to 2k (at least 100 and the
+// transaction that sets hnsw.ef_search to 2k (at least minEfSearch and the
 // server's own setting, at most 1000) and hnsw.iterative_scan to relaxed_order, so that
 // pgvector keeps walking the graph while the capsule and the filters reject
 // what it finds, up to hnsw.max_scan_tuples (the server's setting). The
