@@ -87,6 +87,10 @@ type Service struct {
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced whenever an item finishes
 	started bool
+	// stopBackground cancels the work Start began in the background (the
+	// blob clean-up); background waits for it.
+	stopBackground context.CancelFunc
+	background     sync.WaitGroup
 
 	counts ingestCounts
 }
@@ -162,14 +166,12 @@ func (s *Service) Semantic() bool { return s.emb != nil }
 func (s *Service) Engine() *retrieval.Engine { return s.engine }
 
 // Start checks the store's embedding model (see vectors.go: a store whose
-// vectors another model made is refused with ModelChangedError), removes
-// orphaned blobs and starts working the store's jobs (jobs a stopped
+// vectors another model made is refused with ModelChangedError), starts
+// removing blobs no item holds in the background (collectBlobs) and
+// starts working the store's jobs (jobs a stopped
 // process left are run again: see Jobs), until Close; with an embedding
 // model it queues the embedding of searchable chunks without a vector.
 func (s *Service) Start(ctx context.Context) error {
-	if err := s.collectBlobs(ctx); err != nil {
-		s.log.Warn("blob clean-up failed", "err", err)
-	}
 	var embed func(context.Context) (bool, error)
 	if s.emb != nil {
 		if err := s.checkSpace(ctx); err != nil {
@@ -191,9 +193,15 @@ func (s *Service) Start(ctx context.Context) error {
 			s.log.Warn("could not queue the embedding of items without vectors", "err", err)
 		}
 	}
+	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
 	s.mu.Lock()
-	s.started = true
+	s.started, s.stopBackground = true, stop
 	s.mu.Unlock()
+	s.background.Add(1)
+	go func() {
+		defer s.background.Done()
+		s.collectBlobs(bg)
+	}()
 	return nil
 }
 
@@ -202,12 +210,14 @@ func (s *Service) Start(ctx context.Context) error {
 func (s *Service) Close() error {
 	s.engine.Close() // background graph builds
 	s.mu.Lock()
-	started := s.started
+	started, stop := s.started, s.stopBackground
 	s.started = false
 	s.mu.Unlock()
 	if !started {
 		return nil
 	}
+	stop()
+	s.background.Wait()
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.StopTimeout)
 	defer cancel()
 	err := s.st.StopIngest(ctx)
@@ -217,19 +227,29 @@ func (s *Service) Close() error {
 	return err
 }
 
-func (s *Service) collectBlobs(ctx context.Context) error {
-	s.blobMu.Lock()
-	defer s.blobMu.Unlock()
-	var orphans []string
+// collectBlobs removes the blobs no item holds, left by a process that
+// stopped between writing a blob and its item's row (or removing a row and
+// its blob). Start runs it in the background, so a server with many blobs
+// (one lookup each) answers at once: a hash found unused is checked again
+// under blobMu before its blob goes (removeBlobs), so an upload placing the
+// same bytes meanwhile keeps it.
+func (s *Service) collectBlobs(ctx context.Context) {
+	var unused []string
 	err := s.blobs.each(func(h string) {
+		if ctx.Err() != nil {
+			return
+		}
 		if used, err := s.st.HashInUse(ctx, h); err == nil && !used {
-			orphans = append(orphans, h)
+			unused = append(unused, h)
 		}
 	})
-	for _, h := range orphans {
-		_ = s.blobs.remove(h)
+	if err != nil {
+		s.log.Warn("blob clean-up failed", "err", err)
 	}
-	return err
+	if ctx.Err() == nil && len(unused) > 0 {
+		s.removeBlobs(ctx, unused...)
+		s.log.Info("removed blobs no item holds", "blobs", len(unused))
+	}
 }
 
 // removeBlobs deletes the blobs of hashes no item holds any more.
