@@ -42,11 +42,8 @@ type ChatResult struct {
 // When it fails after the reply was generated, the result still carries the
 // completion (its usage: tokens spent) and the extraction's usage.
 func (s *Service) Chat(ctx context.Context, in ChatInput) (ChatResult, error) {
-	ns := in.Namespace
-	if ns == "" {
-		ns = domain.GlobalNamespace
-	}
-	if err := checkNamespace(ns); err != nil {
+	ns, conv, err := scope(in.Namespace, in.ConversationID, in.Request.Messages)
+	if err != nil {
 		return ChatResult{}, err
 	}
 	model, gen, ok := s.generator(in.Request.Model)
@@ -59,10 +56,6 @@ func (s *Service) Chat(ctx context.Context, in ChatInput) (ChatResult, error) {
 		return ChatResult{}, domain.Invalid("memory.budget_tokens", "budget_tokens may not exceed %d", s.cfg.MaxBudgetTokens)
 	}
 	msgs := in.Request.Messages
-	conv := in.ConversationID
-	if conv == "" {
-		conv = deriveConversation(msgs)
-	}
 	last, history := latestUser(msgs)
 	present := map[string]bool{}
 	for _, m := range msgs {
@@ -225,20 +218,30 @@ func turnRecords(in PersistInput, at, now time.Time) (recs []domain.MemoryRecord
 	return recs, saids, src
 }
 
+// scope is where a memory chat request's turns belong: its namespace (""
+// is the global one), checked, and its conversation (derived from the
+// messages when conversationID is "").
+func scope(ns, conversationID string, msgs []domain.Message) (string, string, error) {
+	if ns == "" {
+		ns = domain.GlobalNamespace
+	}
+	if err := checkNamespace(ns); err != nil {
+		return "", "", err
+	}
+	if conversationID == "" {
+		conversationID = deriveConversation(msgs)
+	}
+	return ns, conversationID, nil
+}
+
 // NewTurns returns the messages of a memory chat request whose turns the
 // namespace does not hold yet in the request's conversation (derived as Chat
 // derives it when conversationID is ""): those Chat would store and embed.
 // The HTTP layer bounds their tokens; turns already remembered cost nothing.
 func (s *Service) NewTurns(ctx context.Context, ns, conversationID string, msgs []domain.Message) ([]domain.Message, error) {
-	if ns == "" {
-		ns = domain.GlobalNamespace
-	}
-	if err := checkNamespace(ns); err != nil {
+	ns, conv, err := scope(ns, conversationID, msgs)
+	if err != nil {
 		return nil, err
-	}
-	conv := conversationID
-	if conv == "" {
-		conv = deriveConversation(msgs)
 	}
 	now := s.cfg.Now()
 	recs, _, src := turnRecords(PersistInput{Namespace: ns, Conversation: conv, Messages: msgs}, now, now)

@@ -313,23 +313,7 @@ func (s *CapsuleStore) keywordCandidates(ctx context.Context, match string, sc k
 	}
 	q.WriteString(` ORDER BY s DESC LIMIT ?4) f JOIN chunks k ON k.id = f.rowid`)
 	rows, err := s.db.read.QueryContext(ctx, q.String(), args...)
-	if err != nil {
-		return nil, fmt.Errorf("keyword search: %w", interpret(err))
-	}
-	defer rows.Close()
-	var page []keywordHit
-	for rows.Next() {
-		var h keywordHit
-		if err := rows.Scan(&h.rowid, &h.score, &h.itemID, &h.idx); err != nil {
-			return nil, fmt.Errorf("keyword search: %w", err)
-		}
-		page = append(page, h)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("keyword search: %w", interpret(err))
-	}
-	sortHits(page)
-	return page, nil
+	return scanHits(rows, err)
 }
 
 // TopOrder is the order of KeywordTop's phrases: the terms that match
@@ -448,6 +432,12 @@ func (s *CapsuleStore) keywordPage(ctx context.Context, match string, sc keyword
 			SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ?1 AND rank MATCH 'bm25(1.0, 0.0)'
 			AND rowid BETWEEN ?2 AND ?3 ORDER BY rank LIMIT ?4) f
 		JOIN chunks k ON k.id = f.rowid`, match, sc.lo, sc.hi, limit)
+	return scanHits(rows, err)
+}
+
+// scanHits reads the rows (rowid, score, item id, idx) of a keyword query
+// that returned err, best first (sortHits).
+func scanHits(rows *sql.Rows, err error) ([]keywordHit, error) {
 	if err != nil {
 		return nil, fmt.Errorf("keyword search: %w", interpret(err))
 	}
