@@ -25,8 +25,22 @@ import (
 // lower case, file://localhost/ as file:///, and the path of a file or
 // http(s) URI with its dot segments and doubled slashes resolved. Nothing
 // is escaped or unescaped, and a string without a scheme is kept as it is
-// (trimmed).
+// (trimmed). The form is its own normal form: trimming after resolving dot
+// segments can expose a new one ("/. /." is "/. ", trimmed "/.", which is
+// "/"), so the steps repeat until nothing changes. Each step keeps or
+// shortens the string, so the loop ends.
 func normalizeURI(s string) string {
+	for {
+		n := normalizeURIOnce(s)
+		if n == s {
+			return n
+		}
+		s = n
+	}
+}
+
+// normalizeURIOnce is one pass of normalizeURI's steps.
+func normalizeURIOnce(s string) string {
 	s = strings.TrimSpace(s)
 	colon := strings.IndexByte(s, ':')
 	if colon <= 0 || !isScheme(s[:colon]) {
@@ -62,7 +76,7 @@ func normalizeURI(s string) string {
 	b.WriteString(p)
 	b.WriteString(tail)
 	// Resolving dot segments can leave white space at the end ("/ /." is
-	// "/ "): trim again, so that the normal form is its own normal form.
+	// "/ "): trim it; normalizeURI repeats the pass if that exposed more.
 	return strings.TrimSpace(b.String())
 }
 

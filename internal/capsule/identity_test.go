@@ -19,6 +19,7 @@ func TestNormalizeURI(t *testing.T) {
 		"file:///my docs/a%20b.md":               "file:///my docs/a%20b.md",
 		"":                                       "",
 		":x":                                     ":x",
+		"HTTP:/. /.":                             "http:/",
 	} {
 		if got := normalizeURI(in); got != want {
 			t.Errorf("normalizeURI(%q) = %q, want %q", in, got, want)
