@@ -20,6 +20,7 @@ import (
 	"regexp"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -77,6 +78,7 @@ func runScale(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	idxMem := fs.String("index-memory", "4GB", "PostgreSQL: maintenance_work_mem of each index build after --defer-indexes (the HNSW graph is built in memory within it: about 2 kB a chunk)")
 	efList := fs.String("ef-search", "", "PostgreSQL: also measure recall, and the latency of the --modes semantic and hybrid, with each of these hnsw.ef_search floors (comma-separated; the store asks for at least 100 and twice the candidates)")
 	asJSON := fs.Bool("json", false, "print one JSON object as the last line")
+	ingestProfile := fs.String("ingest-cpuprofile", "", "write a CPU profile of the ingestion phase (this process: the capsule service and an embedded store) to this file")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
@@ -203,7 +205,13 @@ func runScale(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			}
 			fmt.Fprintf(stderr, "indexes deferred until after ingestion: %s\n", strings.Join(dropped, ", "))
 		}
+		stopProfile, err := startProfile(*ingestProfile)
+		if err != nil {
+			svc.Close()
+			return err
+		}
 		took, err := buildScale(ctx, svc, st, passages, c.ItemCount, c.ChunkCount, *target, stderr)
+		stopProfile()
 		if err != nil {
 			svc.Close()
 			return err
@@ -641,6 +649,23 @@ func buildScale(ctx context.Context, svc *capsule.Service, st capsule.Store, pas
 		return 0, fmt.Errorf("item %s failed: %s", failed[0].ID, failed[0].Error)
 	}
 	return time.Since(start), nil
+}
+
+// startProfile starts a CPU profile written to path (none when path is
+// empty) and returns the function that ends it.
+func startProfile(path string) (func(), error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
 // estimateChunks is about how many chunks the service cuts text into

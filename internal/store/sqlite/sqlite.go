@@ -47,7 +47,12 @@ func Open(ctx context.Context, path string) (*DB, error) {
 		return nil, err
 	}
 	dsn := "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_txlock=immediate"
-	write, err := sql.Open("sqlite", dsn)
+	// The writer's page cache is 64 MiB rather than SQLite's 2 MiB: bulk
+	// ingestion into a large capsule inserts into B-trees (the embedding
+	// cache's random hash keys, FTS5's segments, the items' indexes) far
+	// bigger than 2 MiB, and every page that falls out of the cache costs
+	// a read from the OS. Readers keep the default (eight of them).
+	write, err := sql.Open("sqlite", dsn+"&_pragma=cache_size(-65536)")
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
