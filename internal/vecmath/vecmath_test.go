@@ -2,6 +2,7 @@ package vecmath
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -61,4 +62,64 @@ func TestDot(t *testing.T) {
 	if c, d := Cosine(u, u), Dot(u, u); math.Abs(c-1) > 1e-6 || math.Abs(float64(d)-1) > 1e-6 {
 		t.Errorf("unit vector with itself: Cosine %v, Dot %v", c, d)
 	}
+}
+
+// refDot is Dot as the portable loop computes it: eight float32 sums,
+// the tail into sum 0, pairwise reduction.
+func refDot(a, b []float32) float32 {
+	var s [8]float32
+	n := len(a) / 8
+	dotBlocksGo(a, b, n, &s)
+	for i := n * 8; i < len(a); i++ {
+		s[0] += a[i] * b[i]
+	}
+	return (s[0] + s[1]) + (s[2] + s[3]) + (s[4] + s[5]) + (s[6] + s[7])
+}
+
+// TestDotBitIdentical checks that Dot (on amd64 the assembly) rounds
+// exactly as the portable loop: rankings and ties depend on the last bit.
+func TestDotBitIdentical(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(7, 9))
+	special := []float32{0, float32(math.Copysign(0, -1)), 1e-45, -1e-40, 3.4e38, -3.4e38, float32(math.Inf(1))}
+	for trial := range 4000 {
+		n := rng.IntN(70)
+		if trial%10 == 0 {
+			n = 384
+		}
+		off := rng.IntN(3) // unaligned starts
+		a, b := make([]float32, n+off), make([]float32, n+off+rng.IntN(4))
+		for i := range a {
+			a[i] = float32(rng.NormFloat64())
+		}
+		for i := range b {
+			b[i] = float32(rng.NormFloat64() * math.Pow(10, float64(rng.IntN(7)-3)))
+		}
+		if trial%7 == 0 && n > 0 {
+			a[off+rng.IntN(n)] = special[rng.IntN(len(special))]
+		}
+		got, want := Dot(a[off:], b[off:]), refDot(a[off:], b[off:off+n])
+		if math.Float32bits(got) != math.Float32bits(want) && !(got != got && want != want) {
+			t.Fatalf("trial %d, n %d: Dot = %v (%#x), the portable loop %v (%#x)", trial, n, got, math.Float32bits(got), want, math.Float32bits(want))
+		}
+	}
+}
+
+func BenchmarkDot384(b *testing.B) {
+	x, y := make([]float32, 384), make([]float32, 384)
+	for i := range x {
+		x[i], y[i] = float32(i%7)*0.1, float32(i%5)*0.2
+	}
+	var sink float32
+	b.Run("dot", func(b *testing.B) {
+		for b.Loop() {
+			sink += Dot(x, y)
+		}
+	})
+	b.Run("portable", func(b *testing.B) {
+		for b.Loop() {
+			sink += refDot(x, y)
+		}
+	})
+	_ = sink
 }
