@@ -10,6 +10,7 @@ import (
 	"runtime/debug"
 	"sort"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"capsuled/internal/domain"
@@ -266,10 +267,11 @@ func (b *builder) doc() ingest.Document {
 	return ingest.Document{Text: b.sb.String(), Blocks: b.blocks}
 }
 
-// trimBlankLines removes leading blank lines and trailing whitespace, keeping
-// the indentation of the first line.
+// trimBlankLines removes leading blank lines and trailing white space (any
+// Unicode space, as strings.TrimSpace counts it: a no-break space alone is
+// blank), keeping the indentation of the first line.
 func trimBlankLines(s string) string {
-	s = strings.TrimRight(s, " \t\n")
+	s = strings.TrimRightFunc(s, unicode.IsSpace)
 	for {
 		i := strings.IndexByte(s, '\n')
 		if i < 0 || strings.TrimSpace(s[:i]) != "" {
