@@ -43,20 +43,30 @@ func pythonSDK(t *testing.T) string {
 
 var (
 	buildOnce sync.Once
+	buildDir  string
 	binPath   string
 	buildErr  error
 )
+
+// TestMain removes the binary capsuledBinary built (74 MB per run, which
+// otherwise stays in the temporary directory).
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
+	os.Exit(code)
+}
 
 // capsuledBinary builds cmd/capsuled once for the stdio tests.
 func capsuledBinary(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "capsuled-mcp-test")
-		if err != nil {
-			buildErr = err
+		buildDir, buildErr = os.MkdirTemp("", "capsuled-mcp-test")
+		if buildErr != nil {
 			return
 		}
-		binPath = filepath.Join(dir, "capsuled")
+		binPath = filepath.Join(buildDir, "capsuled")
 		out, err := exec.Command("go", "build", "-o", binPath, "capsuled/cmd/capsuled").CombinedOutput()
 		if err != nil {
 			buildErr = &buildError{err, string(out)}
