@@ -111,7 +111,7 @@ func (s *CapsuleStore) DeleteCapsule(ctx context.Context, name string) ([]string
 			return nil, fmt.Errorf("delete capsule: %w", interpret(err))
 		}
 	}
-	return hashes, tx.Commit()
+	return hashes, s.db.kw.commitDrop(tx, id)
 }
 
 func queryStrings(ctx context.Context, tx *sql.Tx, q string, args ...any) ([]string, error) {
@@ -270,13 +270,44 @@ func (s *CapsuleStore) DeleteItem(ctx context.Context, capsule, id string) (doma
 	if err != nil {
 		return domain.Item{}, err
 	}
+	capID, ch, err := s.kwRemoval(ctx, tx, id)
+	if err != nil {
+		return domain.Item{}, err
+	}
 	if err := deleteChunks(ctx, tx, id); err != nil {
 		return domain.Item{}, err
 	}
 	if _, err := tx.ExecContext(ctx, "DELETE FROM items WHERE id = ?", id); err != nil {
 		return domain.Item{}, fmt.Errorf("delete item: %w", interpret(err))
 	}
-	return it, tx.Commit()
+	return it, s.db.kw.commit(tx, capID, ch)
+}
+
+// kwRemoval starts the record of a write that replaces or removes item
+// itemID's chunks: its capsule, and, when the capsule has a keyword index,
+// the change with the rowids of the chunks it has now (kwIndexes.commit).
+func (s *CapsuleStore) kwRemoval(ctx context.Context, tx *sql.Tx, itemID string) (int64, *kwChange, error) {
+	var capID int64
+	if err := tx.QueryRowContext(ctx, "SELECT capsule_id FROM items WHERE id = ?", itemID).Scan(&capID); err != nil {
+		return 0, nil, interpret(err)
+	}
+	if !s.db.kw.tracked(capID) {
+		return capID, nil, nil
+	}
+	ch := &kwChange{capID: capID}
+	rows, err := tx.QueryContext(ctx, "SELECT id FROM chunks WHERE item_id = ?", itemID)
+	if err != nil {
+		return 0, nil, interpret(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var r int64
+		if err := rows.Scan(&r); err != nil {
+			return 0, nil, err
+		}
+		ch.removed = append(ch.removed, r)
+	}
+	return capID, ch, rows.Err()
 }
 
 func deleteChunks(ctx context.Context, tx *sql.Tx, itemID string) error {
@@ -336,6 +367,10 @@ func (s *CapsuleStore) CompleteItem(ctx context.Context, id, hash, text string, 
 	} else if err != nil {
 		return domain.Item{}, err
 	}
+	_, ch, err := s.kwRemoval(ctx, tx, id)
+	if err != nil {
+		return domain.Item{}, err
+	}
 	if err := deleteChunks(ctx, tx, id); err != nil {
 		return domain.Item{}, err
 	}
@@ -351,6 +386,7 @@ func (s *CapsuleStore) CompleteItem(ctx context.Context, id, hash, text string, 
 	}
 	defer insFTS.Close()
 	capTok := capToken(capID)
+	var rowids []int64
 	for _, c := range chunks {
 		var vec []byte
 		if c.Vector != nil {
@@ -364,6 +400,19 @@ func (s *CapsuleStore) CompleteItem(ctx context.Context, id, hash, text string, 
 		if _, err := insFTS.ExecContext(ctx, rowid, c.Text, capTok); err != nil {
 			return domain.Item{}, fmt.Errorf("index chunk %d: %w", c.Idx, interpret(err))
 		}
+		rowids = append(rowids, rowid)
+	}
+	if ch != nil {
+		texts := make([]string, len(chunks))
+		for i, c := range chunks {
+			texts[i] = c.Text
+		}
+		if ch.added, err = s.db.kw.tok.docs(ctx, texts, capTok); err != nil {
+			return domain.Item{}, err
+		}
+		for i := range ch.added {
+			ch.added[i].rowid = rowids[i]
+		}
 	}
 	if _, err := tx.ExecContext(ctx, "INSERT INTO item_texts (item_id, text) VALUES (?, ?)", id, text); err != nil {
 		return domain.Item{}, fmt.Errorf("store text: %w", interpret(err))
@@ -376,7 +425,7 @@ func (s *CapsuleStore) CompleteItem(ctx context.Context, id, hash, text string, 
 	if err != nil {
 		return domain.Item{}, err
 	}
-	return it, tx.Commit()
+	return it, s.db.kw.commit(tx, capID, ch)
 }
 
 // FailItem marks an item failed with a reason and removes whatever chunks it
@@ -397,6 +446,10 @@ func (s *CapsuleStore) FailItem(ctx context.Context, id, hash, reason string, at
 	if n, _ := res.RowsAffected(); n == 0 {
 		return domain.Item{}, fmt.Errorf("fail item %s: %w", id, domain.ErrConflict)
 	}
+	capID, ch, err := s.kwRemoval(ctx, tx, id)
+	if err != nil {
+		return domain.Item{}, err
+	}
 	if err := deleteChunks(ctx, tx, id); err != nil {
 		return domain.Item{}, err
 	}
@@ -404,7 +457,7 @@ func (s *CapsuleStore) FailItem(ctx context.Context, id, hash, reason string, at
 	if err != nil {
 		return domain.Item{}, err
 	}
-	return it, tx.Commit()
+	return it, s.db.kw.commit(tx, capID, ch)
 }
 
 // ItemText returns the extracted text of a capsule's item; ErrConflict when

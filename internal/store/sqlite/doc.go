@@ -10,6 +10,11 @@
 // never sees lock contention from this process (busy_timeout covers other
 // processes); reads use a pool of several connections.
 //
+// Keyword search is FTS5's (chunks_fts, BM25); a capsule whose chunks span
+// DefaultKeywordIndexMin rowids or more is answered from an in-process
+// index of the same tokens with the same scores (kwindex.go), kept up to
+// date by this process's writes.
+//
 // The package implements the store interfaces that the services declare
 // (auth.Store, and those of capsules and memory); each store method maps
 // sql.ErrNoRows to domain.ErrNotFound and unique-constraint violations to

@@ -83,6 +83,11 @@ func (s *CapsuleStore) KeywordN(ctx context.Context, capsule string, terms []str
 	if sc.lo == 0 {
 		return nil // no chunks
 	}
+	if ix := s.kwIndexOf(sc); ix != nil {
+		if ok, err := s.kwSearch(ctx, ix, terms, nil, want, fn); ok {
+			return err
+		}
+	}
 	match := "body : (" + quoteTerms(terms) + ")"
 	if !sc.exclusive {
 		match = "cap : " + capToken(sc.capID) + " AND " + match
@@ -160,6 +165,11 @@ func (s *CapsuleStore) KeywordTop(ctx context.Context, capsule string, terms []s
 	}
 	if sc.lo == 0 {
 		return nil
+	}
+	if ix := s.kwIndexOf(sc); ix != nil {
+		if ok, err := s.kwSearch(ctx, ix, ts, items, want, fn); ok {
+			return err
+		}
 	}
 	match := "body : (" + quoteTerms(ts) + ")"
 	if !sc.exclusive {
@@ -351,6 +361,11 @@ func (s *CapsuleStore) KeywordBounds(ctx context.Context, capsule string, terms 
 	if sc.lo == 0 {
 		return out, nil
 	}
+	if ix := s.kwIndexOf(sc); ix != nil {
+		if got, ok, err := s.kwBounds(ctx, ix, terms); ok || err != nil {
+			return got, err
+		}
+	}
 	var q strings.Builder
 	args := []any{sc.lo, sc.hi}
 	q.WriteString("SELECT ")
@@ -382,6 +397,16 @@ func (s *CapsuleStore) KeywordBounds(ctx context.Context, capsule string, terms 
 // firstKeywordPage is the first page of Keyword: a hybrid query's usual
 // depth (100) fits in it.
 const firstKeywordPage = 128
+
+// kwIndexOf returns the capsule's in-process keyword index when it has a
+// built one (kwIndexes.index) and the database belongs to this process
+// alone (no lease: another process's writes would not reach the index).
+func (s *CapsuleStore) kwIndexOf(sc keywordScope) *kwIndex {
+	if s.lease > 0 || sc.lo == 0 {
+		return nil
+	}
+	return s.db.kw.index(sc.capID, sc.hi-sc.lo+1)
+}
 
 // keywordScope is where a capsule's chunks lie among the full-text rows.
 type keywordScope struct {

@@ -81,6 +81,20 @@ func startItem(ctx context.Context, st any, id, hash string, at time.Time) (doma
 	return domain.Item{}, fmt.Errorf("%T can start no item", st)
 }
 
+// sciFactQueries returns the terms of SciFact's test queries.
+func sciFactQueries(b *testing.B) [][]string {
+	var queries [][]string
+	readGzLines(b, filepath.Join(scifactDir(), "queries.jsonl.gz"), func(line []byte) {
+		var q struct {
+			Text string `json:"text"`
+		}
+		if json.Unmarshal(line, &q) == nil {
+			queries = append(queries, terms.Capsule(q.Text))
+		}
+	})
+	return queries
+}
+
 // loadSciFactAt indexes SciFact's corpus (text only, no vectors) into
 // capsule "bench" of the database at path and returns the store, the
 // database and the test queries' terms; a database there that already has
@@ -89,15 +103,7 @@ func loadSciFactAt(b *testing.B, path string) (*sqlite.CapsuleStore, *sqlite.DB,
 	b.Helper()
 	ctx := context.Background()
 	dir := scifactDir()
-	var queries [][]string
-	readGzLines(b, filepath.Join(dir, "queries.jsonl.gz"), func(line []byte) {
-		var q struct {
-			Text string `json:"text"`
-		}
-		if json.Unmarshal(line, &q) == nil {
-			queries = append(queries, terms.Capsule(q.Text))
-		}
-	})
+	queries := sciFactQueries(b)
 	db, err := sqlite.Open(ctx, path)
 	if err != nil {
 		b.Fatal(err)

@@ -31,6 +31,7 @@ type DB struct {
 	read  *sql.DB
 	now   func() time.Time
 	jobs  *jobs.Queue[*sql.Tx] // river's jobs, on the writer pool
+	kw    *kwIndexes           // large capsules' in-process keyword indexes
 }
 
 // Open opens (creating if needed) the database file at path and applies any
@@ -72,6 +73,10 @@ func Open(ctx context.Context, path string) (*DB, error) {
 		db.Close()
 		return nil, err
 	}
+	if db.kw, err = newKWIndexes(path, DefaultKeywordIndexMin); err != nil {
+		db.Close()
+		return nil, err
+	}
 	return db, nil
 }
 
@@ -94,7 +99,11 @@ func checkWritable(dir string) error {
 
 // Close closes the database.
 func (db *DB) Close() error {
-	return errors.Join(db.read.Close(), db.write.Close())
+	var kw error
+	if db.kw != nil {
+		kw = db.kw.close()
+	}
+	return errors.Join(kw, db.read.Close(), db.write.Close())
 }
 
 // Ping checks that the database answers (readiness).
