@@ -74,12 +74,12 @@ func TestKeywordIndexExact(t *testing.T) {
 		return cs
 	}
 	items := map[string][]string{}
-	for i := range 60 {
+	for i := range 30 {
 		id := fmt.Sprintf("itm_s%03d", i)
 		addItem(t, st, "solo", id, chunks()...)
 		items["solo"] = append(items["solo"], id)
 	}
-	for i := range 40 {
+	for i := range 20 {
 		for _, c := range []string{"a", "b"} {
 			id := fmt.Sprintf("itm_%s%03d", c, i)
 			addItem(t, st, c, id, chunks()...)
@@ -108,7 +108,7 @@ func TestKeywordIndexExact(t *testing.T) {
 		return strings.Join(out, "\n")
 	}
 	compare := func(round int, capsules []string) {
-		for q := range 40 {
+		for q := range 15 {
 			capsule := capsules[q%len(capsules)]
 			ts := make([]string, 1+rng.IntN(7))
 			for i := range ts {
@@ -166,7 +166,7 @@ func TestKeywordIndexExact(t *testing.T) {
 	for _, c := range []string{"solo", "a"} {
 		l := items[c]
 		rng.Shuffle(len(l), func(i, j int) { l[i], l[j] = l[j], l[i] })
-		for i, id := range l[:12] {
+		for i, id := range l[:9] {
 			switch i % 3 {
 			case 0:
 				if _, err := st.DeleteItem(ctx, c, id); err != nil {
@@ -178,7 +178,7 @@ func TestKeywordIndexExact(t *testing.T) {
 				failItem(t, st, c, id)
 			}
 		}
-		for i := range 8 {
+		for i := range 4 {
 			id := fmt.Sprintf("itm_%s_new%02d", c, i)
 			addItem(t, st, c, id, chunks()...)
 			items[c] = append(items[c], id)
@@ -277,17 +277,17 @@ func TestKeywordIndexWritesDuringBuild(t *testing.T) {
 		}
 		return b.String()
 	}
-	for i := range 150 {
+	for i := range 60 {
 		addItem(t, st, "c", fmt.Sprintf("itm_%04d", i), text(i), text(i+1))
 	}
 	idx.SetKeywordIndexMin(1)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for i := 150; i < 230; i++ {
+		for i := 60; i < 90; i++ {
 			addItem(t, st, "c", fmt.Sprintf("itm_%04d", i), text(i))
-			if i%20 == 0 {
-				if _, err := st.DeleteItem(ctx, "c", fmt.Sprintf("itm_%04d", i-100)); err != nil {
+			if i%10 == 0 {
+				if _, err := st.DeleteItem(ctx, "c", fmt.Sprintf("itm_%04d", i-50)); err != nil {
 					t.Error(err)
 				}
 			}
