@@ -2,12 +2,14 @@ package sqlite_test
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"runtime"
 	"sort"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,7 +22,8 @@ import (
 // engine's KeywordTop), and the top 10 (keyword mode). It reports the
 // process CPU time per query (steadier than wall time on a shared machine)
 // and the wall p50 / p99 for each path, the index's build time and CPU, and
-// its heap per 100,000 chunks.
+// its heap per 100,000 chunks; and it fails unless both paths streamed the
+// same hits, scores and bounds, to the last bit, for every query.
 //
 // By default the capsule is SciFact's corpus (about 12,000 chunks, indexed
 // in a temporary database; CAPSULED_BENCH_DB keeps it); with
@@ -77,6 +80,8 @@ func BenchmarkKeywordIndex(b *testing.B) {
 		b.Fatal("no index built")
 	}
 	heap := float64(int64(m1.HeapAlloc)-int64(m0.HeapAlloc)) / (1 << 20)
+	// What each path streamed, by depth: the two must be equal to the bit.
+	streamed := map[string][]string{}
 	for _, path := range []struct {
 		name string
 		st   *sqlite.CapsuleStore
@@ -96,11 +101,19 @@ func BenchmarkKeywordIndex(b *testing.B) {
 						if err != nil {
 							b.Fatal(err)
 						}
+						var got strings.Builder
 						n := 0
-						if err := path.st.KeywordTop(ctx, capsule, ts, bounds, nil, k, func(string, int, float64) bool { n++; return n < k }); err != nil {
+						if err := path.st.KeywordTop(ctx, capsule, ts, bounds, nil, k, func(id string, idx int, score float64) bool {
+							fmt.Fprintf(&got, "%s/%d %x ", id, idx, math.Float64bits(score))
+							n++
+							return n < k
+						}); err != nil {
 							b.Fatal(err)
 						}
 						lat = append(lat, time.Since(q0))
+						fmt.Fprintf(&got, "%x", bounds)
+						key := path.name + strconv.Itoa(k)
+						streamed[key] = append(streamed[key], got.String())
 					}
 				}
 				cpu := cpuTime() - cpu0
@@ -108,6 +121,14 @@ func BenchmarkKeywordIndex(b *testing.B) {
 				b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
 				b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
 				b.ReportMetric(float64(cpu.Microseconds())/1000/float64(len(lat)), "cpu-ms/query")
+				if path.name == "fts5" {
+					ix, fts := streamed["index"+strconv.Itoa(k)], streamed["fts5"+strconv.Itoa(k)]
+					for i := range min(len(ix), len(fts)) {
+						if ix[i] != fts[i] {
+							b.Fatalf("query %d, top %d: the index and FTS5 differ:\n%s\n%s", i, k, ix[i], fts[i])
+						}
+					}
+				}
 				if path.name == "index" {
 					b.ReportMetric(build.Seconds(), "build-s")
 					b.ReportMetric(buildCPU.Seconds(), "build-cpu-s")
