@@ -32,7 +32,9 @@ type Config struct {
 	// Tokens counts text in the embedding model's tokens for chunking.
 	// Default: an approximation (words × 4/3) when no tokenizer is given.
 	Tokens chunk.TokenCounter
-	// DataDir holds the original bytes of items (DataDir/blobs). Required.
+	// DataDir holds the original bytes of items (DataDir/blobs) and the
+	// HNSW graphs of large capsules (DataDir/graphs, unless
+	// Retrieval.GraphDir names another folder). Required.
 	DataDir string
 	// Workers is the most ingestion jobs this process works at once (one
 	// item each; their embedder calls are joined into batches of up to
@@ -154,6 +156,11 @@ func New(cfg Config) (*Service, error) {
 	rc := cfg.Retrieval
 	if rc.Now == nil {
 		rc.Now = cfg.Now
+	}
+	if rc.GraphDir == "" {
+		// Large capsules' HNSW graphs, kept between runs (a store that
+		// searches itself, PostgreSQL, has none).
+		rc.GraphDir = filepath.Join(cfg.DataDir, "graphs")
 	}
 	s.engine = retrieval.New(cfg.Store, qe, dim, rc)
 	return s, nil

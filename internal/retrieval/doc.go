@@ -66,7 +66,13 @@
 // route searches, never returned), and once a quarter of the nodes are dead
 // the graph is rebuilt in the background. Changes made during a build are
 // applied to the new graph before it is installed. A capsule that shrinks
-// below GraphMin/2 drops its graph.
+// below GraphMin/2 drops its graph. With Config.GraphDir (the capsule
+// service sets its data directory's graphs/), a built graph is written to a
+// file there, and again at Close if it changed since; the capsule's next
+// load reads the file instead of building, keeping the nodes whose item
+// still has the same vectors (checked by id, chunk count and CRC-32C),
+// marking the others dead and inserting the items the file lacks
+// (graphfile.go).
 //
 // A graph search returns the GraphEf (default 256, at least the requested
 // depth) nearest chunks it finds, with their exact cosines, so scores and

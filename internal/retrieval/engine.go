@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -151,6 +153,14 @@ type Config struct {
 	// GraphEf is the graph search's beam width (at least the requested
 	// depth). Default DefaultGraphEf.
 	GraphEf int
+	// GraphWorkers is how many goroutines build a graph. Default
+	// GOMAXPROCS; 1 builds the same graph every time (the others are as
+	// good, not identical).
+	GraphWorkers int
+	// GraphDir is the folder where capsules' graphs are kept between runs
+	// (graphfile.go): written when a build ends and at Close, read back
+	// instead of a build when the capsule next loads. Empty: never kept.
+	GraphDir string
 	// Depth is the least number of candidates each retriever contributes
 	// to hybrid fusion. Default 100.
 	Depth int
@@ -199,6 +209,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.GraphMin == 0 {
 		c.GraphMin = DefaultGraphMin
+	}
+	if c.GraphWorkers <= 0 {
+		c.GraphWorkers = runtime.GOMAXPROCS(0)
 	}
 	if c.GraphEf <= 0 {
 		c.GraphEf = DefaultGraphEf
@@ -331,6 +344,7 @@ var ErrSemanticOff = &domain.Error{Kind: domain.KindUnprocessable, Code: "semant
 
 // capIndex is one capsule's searchable items and vectors.
 type capIndex struct {
+	name   string
 	mu     sync.RWMutex
 	loaded bool
 	gen    int64 // the source's generation when loaded (Versioned sources)
@@ -365,7 +379,7 @@ func (e *Engine) capsule(name string) *capIndex {
 	defer e.mu.Unlock()
 	ci := e.index[name]
 	if ci == nil {
-		ci = &capIndex{items: map[string]*entry{}}
+		ci = &capIndex{name: name, items: map[string]*entry{}}
 		e.index[name] = ci
 	}
 	return ci
@@ -508,6 +522,9 @@ func (e *Engine) CapsuleRemoved(capsule string) {
 		ci.mu.Lock()
 		ci.stopGraph()
 		ci.mu.Unlock()
+	}
+	if e.cfg.GraphDir != "" {
+		os.Remove(GraphPath(e.cfg.GraphDir, capsule)) // none, most often
 	}
 }
 

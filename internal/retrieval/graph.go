@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"capsuled/internal/vecmath"
 )
@@ -37,8 +38,15 @@ type graph struct {
 	top    int      // the entry point's level
 	dead   int
 	first  map[string]uint32 // item id → its first node; its chunks' nodes follow
+	edits  uint64            // insertions and removals so far
+	saved  atomic.Uint64     // edits when last written to or read from its file
 	rng    *rand.Rand
 	seen   sync.Pool // *visitSet
+
+	// During a parallel build (buildGraph): one lock per node, guarding its
+	// links, and entryMu guarding entry and top; nil and unused otherwise.
+	locks   []sync.Mutex
+	entryMu sync.Mutex
 }
 
 // gnode is one chunk: row i of en's vectors.
@@ -84,7 +92,34 @@ func (g *graph) links(id uint32, l int) []uint32 {
 	return g.nodes[id].up[l-1]
 }
 
+// neighbours is links(id, l), copied into buf under the node's lock
+// during a parallel build (another worker may be changing them), else the
+// links themselves.
+func (g *graph) neighbours(id uint32, l int, buf *[graphM0]uint32) []uint32 {
+	if g.locks == nil {
+		return g.links(id, l)
+	}
+	g.locks[id].Lock()
+	n := copy(buf[:], g.links(id, l))
+	g.locks[id].Unlock()
+	return buf[:n]
+}
+
+func (g *graph) lock(id uint32) {
+	if g.locks != nil {
+		g.locks[id].Lock()
+	}
+}
+
+func (g *graph) unlock(id uint32) {
+	if g.locks != nil {
+		g.locks[id].Unlock()
+	}
+}
+
 func (g *graph) setLinks(id uint32, l int, ls []uint32) {
+	g.lock(id)
+	defer g.unlock(id)
 	if l == 0 {
 		copy(g.links0[int(id)*graphM0:], ls)
 		g.nodes[id].n0 = uint8(len(ls))
@@ -102,6 +137,7 @@ func (g *graph) addEntry(id string, en *entry) {
 	if len(en.idxs) == 0 {
 		return
 	}
+	g.edits++
 	g.first[id] = uint32(len(g.nodes))
 	for i := range en.idxs {
 		g.insert(en, i)
@@ -115,6 +151,7 @@ func (g *graph) removeItem(id string) {
 		return
 	}
 	delete(g.first, id)
+	g.edits++
 	en := g.nodes[f].en
 	for j := range en.idxs {
 		if !g.nodes[int(f)+j].dead {
@@ -126,6 +163,12 @@ func (g *graph) removeItem(id string) {
 
 // insert adds row i of en as a node.
 func (g *graph) insert(en *entry, i int) {
+	g.place(g.addNode(en, i))
+}
+
+// addNode appends row i of en as a node of a random level, not yet linked
+// (no search reaches it until place links it).
+func (g *graph) addNode(en *entry, i int) uint32 {
 	level := int(-math.Log(1-g.rng.Float64()) / math.Log(graphM))
 	level = min(level, 30)
 	id := uint32(len(g.nodes))
@@ -138,19 +181,30 @@ func (g *graph) insert(en *entry, i int) {
 	}
 	g.nodes = append(g.nodes, n)
 	g.links0 = append(g.links0, make([]uint32, graphM0)...)
-	if g.entry < 0 {
+	return id
+}
+
+// place links node id into the graph: HNSW's insertion. During a parallel
+// build several run at once, each node's links under its lock.
+func (g *graph) place(id uint32) {
+	level := int(g.nodes[id].level)
+	g.entryMu.Lock()
+	entry, top := g.entry, g.top
+	if entry < 0 {
 		g.entry, g.top = int32(id), level
+		g.entryMu.Unlock()
 		return
 	}
+	g.entryMu.Unlock()
 	q := g.vec(id)
-	ep := uint32(g.entry)
+	ep := uint32(entry)
 	epS := vecmath.Dot(q, g.vec(ep))
-	for l := g.top; l > level; l-- {
+	for l := top; l > level; l-- {
 		ep, epS = g.greedy(q, ep, epS, l)
 	}
 	vs := g.visits()
 	defer g.seen.Put(vs)
-	for l := min(level, g.top); l >= 0; l-- {
+	for l := min(level, top); l >= 0; l-- {
 		cands := g.searchLayer(q, ep, epS, graphEfBuild, l, vs, nil, 0)
 		maxL := graphM
 		if l == 0 {
@@ -167,14 +221,20 @@ func (g *graph) insert(en *entry, i int) {
 		}
 		ep, epS = cands[0].id, cands[0].s
 	}
-	if level > g.top {
-		g.entry, g.top = int32(id), level
+	if level > top {
+		g.entryMu.Lock()
+		if level > g.top {
+			g.entry, g.top = int32(id), level
+		}
+		g.entryMu.Unlock()
 	}
 }
 
 // link adds a link from node a to node b (cosine s) at level l, keeping at
 // most maxL links chosen by the neighbour heuristic.
 func (g *graph) link(a, b uint32, s float32, l, maxL int) {
+	g.lock(a)
+	defer g.unlock(a)
 	ls := g.links(a, l)
 	if len(ls) < maxL {
 		if l == 0 {
@@ -242,9 +302,10 @@ func (g *graph) selectNeighbours(cands []gcand, m int) []gcand {
 // greedy walks level l from ep to the node nearest q reachable by always
 // moving closer.
 func (g *graph) greedy(q []float32, ep uint32, epS float32, l int) (uint32, float32) {
+	var buf [graphM0]uint32
 	for moved := true; moved; {
 		moved = false
-		for _, x := range g.links(ep, l) {
+		for _, x := range g.neighbours(ep, l, &buf) {
 			if s := vecmath.Dot(q, g.vec(x)); s > epS {
 				ep, epS, moved = x, s, true
 			}
@@ -273,6 +334,7 @@ func (g *graph) searchLayer(q []float32, ep uint32, epS float32, ef, l int, vs *
 		res.push(gcand{epS, ep}, false)
 	}
 	visited := 1
+	var buf [graphM0]uint32
 	for len(cand) > 0 {
 		c := cand.pop(true)
 		if len(res) >= ef && c.s < res[0].s {
@@ -281,7 +343,7 @@ func (g *graph) searchLayer(q []float32, ep uint32, epS float32, ef, l int, vs *
 		if maxVisit > 0 && visited >= maxVisit {
 			break
 		}
-		for _, x := range g.links(c.id, l) {
+		for _, x := range g.neighbours(c.id, l, &buf) {
 			if vs.mark[x] == vs.gen {
 				continue
 			}
@@ -404,16 +466,61 @@ func sortBestFirst(cs []gcand) {
 }
 
 // buildGraph builds a graph of the given entries (their item ids beside
-// them), in order; it stops with ctx's error when ctx is done.
-func buildGraph(ctx context.Context, dim int, ids []string, ens []*entry) (*graph, error) {
+// them), in order, on up to workers goroutines; it stops with ctx's error
+// when ctx is done. Every node is laid out first, its level drawn in order,
+// then linked (place): on one goroutine exactly as inserting the entries one
+// by one would; on several (HNSW's usual parallel construction) each node's
+// links are guarded by its own lock and the graph depends on the order in
+// which the workers ran, its recall not (BenchmarkDenseGraph).
+func buildGraph(ctx context.Context, dim int, ids []string, ens []*entry, workers int) (*graph, error) {
 	g := newGraph(dim)
+	total := 0
+	for _, en := range ens {
+		total += len(en.idxs)
+	}
+	g.nodes = make([]gnode, 0, total)
+	g.links0 = make([]uint32, 0, total*graphM0)
 	for j, en := range ens {
-		if j%64 == 0 {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
+		if len(en.idxs) == 0 {
+			continue
 		}
-		g.addEntry(ids[j], en)
+		g.edits++
+		g.first[ids[j]] = uint32(len(g.nodes))
+		for i := range en.idxs {
+			g.addNode(en, i)
+		}
+	}
+	if workers <= 1 || total < 2 {
+		for id := range g.nodes {
+			if id%1024 == 0 {
+				if err := ctx.Err(); err != nil {
+					return nil, err
+				}
+			}
+			g.place(uint32(id))
+		}
+		return g, nil
+	}
+	g.locks = make([]sync.Mutex, total)
+	defer func() { g.locks = nil }()
+	g.place(0)
+	var next atomic.Int64
+	next.Store(1)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for {
+				id := next.Add(1) - 1
+				if id >= int64(total) || (id%1024 == 0 && ctx.Err() != nil) {
+					return
+				}
+				g.place(uint32(id))
+			}
+		})
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	return g, nil
 }

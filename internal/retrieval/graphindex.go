@@ -26,11 +26,65 @@ type graphBuild struct {
 	done    chan struct{}
 }
 
-// Close stops the background graph builds and waits for them to end. The
-// Engine still answers queries afterwards, by scanning.
+// Close stops the background graph builds and waits for them to end, then
+// writes the graphs changed since they were last written to Config.GraphDir.
+// The Engine still answers queries afterwards, by scanning.
 func (e *Engine) Close() {
 	e.stop()
 	e.builds.Wait()
+	e.mu.Lock()
+	cis := make([]*capIndex, 0, len(e.index))
+	for _, ci := range e.index {
+		cis = append(cis, ci)
+	}
+	e.mu.Unlock()
+	for _, ci := range cis {
+		e.saveGraph(ci)
+	}
+}
+
+// saveGraph writes the capsule's graph to its file in Config.GraphDir if it
+// changed since it was last written or read. A failure only costs the next
+// run a build: the service goes on.
+func (e *Engine) saveGraph(ci *capIndex) {
+	if e.cfg.GraphDir == "" {
+		return
+	}
+	ci.mu.RLock()
+	defer ci.mu.RUnlock()
+	g := ci.graph
+	if g == nil || g.saved.Load() == g.edits {
+		return
+	}
+	if err := g.save(GraphPath(e.cfg.GraphDir, ci.name)); err == nil {
+		g.saved.Store(g.edits)
+	}
+}
+
+// loadOrBuild returns the capsule's graph read from its file where one
+// matches enough of ens (ids beside them), else built.
+func (e *Engine) loadOrBuild(ctx context.Context, name string, fromFile bool, ids []string, ens []*entry) (*graph, error) {
+	if fromFile && e.cfg.GraphDir != "" {
+		g, err := loadGraph(ctx, GraphPath(e.cfg.GraphDir, name), e.dim, ids, ens)
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if err == nil && 4*g.dead < len(g.nodes) {
+			if g.edits == 0 {
+				g.saved.Store(0) // as on disk
+			}
+			return g, nil
+		}
+	}
+	workers := 1
+	if len(ens) > 0 && e.cfg.GraphWorkers > 1 {
+		workers = e.cfg.GraphWorkers
+	}
+	g, err := buildGraph(ctx, e.dim, ids, ens, workers)
+	if err != nil {
+		return nil, err
+	}
+	return g, nil
 }
 
 // graphChanged keeps the capsule's graph current after item id changed
@@ -63,6 +117,7 @@ func (e *Engine) maybeBuild(ci *capIndex) {
 	if g := ci.graph; g != nil && 4*g.dead < len(g.nodes) {
 		return
 	}
+	fromFile := ci.graph == nil // a rebuild drops the dead nodes the file has too
 	list, _ := ci.snapshot()
 	ens := slices.Clone(list) // put and drop change ci.list in place
 	ids := make([]string, len(ens))
@@ -77,28 +132,38 @@ func (e *Engine) maybeBuild(ci *capIndex) {
 		defer e.builds.Done()
 		defer close(b.done)
 		defer cancel()
-		g, err := buildGraph(ctx, e.dim, ids, ens)
+		g, err := e.loadOrBuild(ctx, ci.name, fromFile, ids, ens)
 		if err != nil {
 			return
 		}
-		ci.mu.Lock()
-		defer ci.mu.Unlock()
-		if ci.build != b {
-			return // stopped meanwhile
+		if !e.install(ci, b, g) {
+			return
 		}
-		changed := make([]string, 0, len(b.pending))
-		for id := range b.pending {
-			changed = append(changed, id)
-		}
-		slices.Sort(changed)
-		for _, id := range changed {
-			g.removeItem(id)
-			if en := ci.items[id]; en != nil {
-				g.addEntry(id, en)
-			}
-		}
-		ci.graph, ci.build = g, nil
+		e.saveGraph(ci)
 	}()
+}
+
+// install makes g, the result of build b, the capsule's graph, after
+// applying the changes made meanwhile; false when b was stopped.
+func (e *Engine) install(ci *capIndex, b *graphBuild, g *graph) bool {
+	ci.mu.Lock()
+	defer ci.mu.Unlock()
+	if ci.build != b {
+		return false // stopped meanwhile
+	}
+	changed := make([]string, 0, len(b.pending))
+	for id := range b.pending {
+		changed = append(changed, id)
+	}
+	slices.Sort(changed)
+	for _, id := range changed {
+		g.removeItem(id)
+		if en := ci.items[id]; en != nil {
+			g.addEntry(id, en)
+		}
+	}
+	ci.graph, ci.build = g, nil
+	return true
 }
 
 // stopGraph drops the capsule's graph and cancels its build; callers hold
