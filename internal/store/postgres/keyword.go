@@ -115,7 +115,9 @@ func (s *CapsuleStore) KeywordBounds(ctx context.Context, capsule string, terms 
 	}
 	var queries []string
 	if s.db.fullText == FullTextBM25 {
-		queries = []string{`SELECT coalesce((SELECT -(k.text <@> to_bm25query(t.term, 'chunks_bm25')) FROM chunks k
+		// The index's own score of each term's top chunk (indexScore), as
+		// keywordBM25 reads the chunks' scores: one score space.
+		queries = []string{`SELECT coalesce((SELECT -bm25_get_current_score() FROM chunks k
 				WHERE k.capsule_id = $1 ORDER BY k.text <@> to_bm25query(t.term, 'chunks_bm25') LIMIT 1), 0)
 			FROM unnest($2::text[]) WITH ORDINALITY t(term, n) ORDER BY t.n`,
 			`SELECT coalesce((SELECT max(-(k.text <@> to_bm25query(t.term, 'chunks_bm25'))) FROM chunks k
@@ -127,8 +129,14 @@ func (s *CapsuleStore) KeywordBounds(ctx context.Context, capsule string, terms 
 			FROM unnest($2::text[]) WITH ORDINALITY t(term, n), LATERAL (SELECT plainto_tsquery('english', t.term) AS q) q
 			ORDER BY t.n`}
 	}
-	for _, q := range queries {
-		rows, err := s.db.pool.Query(ctx, q, capID, terms)
+	for i, q := range queries {
+		var rows pgx.Rows
+		var err error
+		if s.db.fullText == FullTextBM25 && i == 0 {
+			rows, err = s.indexScored(ctx, q, capID, terms)
+		} else {
+			rows, err = s.db.pool.Query(ctx, q, capID, terms)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("keyword bounds: %w", interpret(err))
 		}
@@ -163,6 +171,7 @@ const firstKeywordPage = 128
 
 // keywordBM25 is Keyword through pg_textsearch. The query is the terms as
 // text: the index's analyzer splits and stems it, so nothing in it is syntax.
+// Scores are the index's own (indexScored), not the exact `<@>` rescoring.
 func (s *CapsuleStore) keywordBM25(ctx context.Context, capID int64, query string, first int, w domain.Wishlist, fn func(itemID string, idx int, score float64) bool) error {
 	type key struct {
 		item string
@@ -174,7 +183,7 @@ func (s *CapsuleStore) keywordBM25(ctx context.Context, capID int64, query strin
 		// The bound scan order is the index's; a Sort by anything else
 		// would score every chunk again.
 		args[2] = limit
-		rows, err := s.db.pool.Query(ctx, `SELECT k.item_id, k.idx, -(k.text <@> to_bm25query($2, 'chunks_bm25')) AS s FROM chunks k
+		rows, err := s.indexScored(ctx, `SELECT k.item_id, k.idx, -bm25_get_current_score() AS s FROM chunks k
 			WHERE k.capsule_id = $1`+itemsWhere(cond)+` ORDER BY k.text <@> to_bm25query($2, 'chunks_bm25') LIMIT $3`, args...)
 		if err != nil {
 			return fmt.Errorf("keyword search: %w", err)
@@ -215,6 +224,67 @@ func (s *CapsuleStore) keywordBM25(ctx context.Context, capID int64, query strin
 			return nil
 		}
 	}
+}
+
+// indexScored runs query, whose scores are bm25_get_current_score(): the
+// BM25 score pg_textsearch's index scan computed for the row it returned
+// last (negated: the scan orders by `text <@> query`, lower first). The
+// alternative, `-(text <@> query)` in the select list, scores each returned
+// row again from its text (re-tokenising it: about 0.4 ms a chunk, 44 ms of
+// a hybrid query's 100-candidate keyword page at 5,384 chunks); the index's
+// score costs nothing. The two can differ (docs/experiments/postgres.md):
+// the index computes in float4, and its segments store a chunk's length
+// quantised to a byte (fieldnorms), which pg_textsearch 0.6 can apply
+// inexactly after segments merge (up to 1.1% seen on one index). On
+// SciFact's 12,098 chunks, in memory and spilled to one segment, the two
+// agreed within 2e-7 (relative) and hybrid nDCG@10 was 0.7302 with either
+// (#18 allows 0.005). Ties stay deterministic: equal scores are ordered by
+// item id, then idx, after the query (collectScored).
+//
+// bm25_get_current_score() is only right on the index scan: on a plan that
+// sorts the chunks by `<@>` instead it returns a stale value. The query runs
+// in a batch, one implicit transaction, that first turns sorts and
+// sequential scans off locally, so the planner takes the index's ordered
+// scan whenever the index exists (without it the query fails, as the exact
+// form does).
+func (s *CapsuleStore) indexScored(ctx context.Context, query string, args ...any) (pgx.Rows, error) {
+	b := &pgx.Batch{}
+	b.Queue(`SELECT set_config('enable_sort', 'off', true), set_config('enable_seqscan', 'off', true)`)
+	b.Queue(query, args...)
+	br := s.db.pool.SendBatch(ctx, b)
+	if _, err := br.Exec(); err != nil {
+		br.Close()
+		return nil, err
+	}
+	rows, err := br.Query()
+	if err != nil {
+		br.Close()
+		return nil, err
+	}
+	return &batchRows{Rows: rows, br: br}, nil
+}
+
+// batchRows is the last query's rows of a batch: closing them closes the
+// batch, whose error Err reports after the rows' own.
+type batchRows struct {
+	pgx.Rows
+	br  pgx.BatchResults
+	err error
+}
+
+func (r *batchRows) Close() {
+	r.Rows.Close()
+	if r.br != nil {
+		r.err = r.br.Close()
+		r.br = nil
+	}
+}
+
+func (r *batchRows) Err() error {
+	if err := r.Rows.Err(); err != nil {
+		return err
+	}
+	return r.err
 }
 
 // scoredRow is one (item_id, idx, score) row.
