@@ -323,6 +323,8 @@ func TestIndexesCommands(t *testing.T) {
 		{"indexes", "drop"}, // defer or build
 		{"indexes", "defer", "--store", "sqlite"}, // PostgreSQL only
 		{"indexes", "build", "--store", "postgres://x", "extra"},
+		{"indexes", "defer", "--store", "postgres://x", "--hnsw-m", "24"}, // a build flag
+		{"indexes", "build", "--store", "postgres://x", "--hnsw-ef-construction", "-1"},
 	} {
 		if code, _, stderr := runCLI(t, args...); code != 1 || stderr == "" {
 			t.Errorf("%q: exit %d, stderr %q; want 1 and a message", args, code, stderr)
@@ -363,5 +365,25 @@ func TestIndexesCommands(t *testing.T) {
 	}
 	if code, out, _ := runCLI(t, "indexes", "build", "--store", store); code != 0 || !strings.Contains(out, "no deferred index") {
 		t.Errorf("build again: %d %q", code, out)
+	}
+	// Other HNSW parameters: refused outside pgvector's bounds, else the
+	// index is rebuilt with them (the one not given is kept).
+	if code, _, stderr := runCLI(t, "indexes", "build", "--store", store, "--hnsw-m", "40"); code != 1 || !strings.Contains(stderr, "ef_construction 64: want at least twice m") {
+		t.Errorf("build with m 40 over ef_construction 64: %d %q", code, stderr)
+	}
+	code, out, stderr = runCLI(t, "indexes", "build", "--store", store, "--hnsw-m", "24", "--hnsw-ef-construction", "128")
+	if code != 0 || !strings.Contains(out, "chunks_hnsw: m 24, ef_construction 128") || !strings.Contains(out, "built chunks_hnsw") {
+		t.Fatalf("build with m 24, ef_construction 128: %d %q %q", code, out, stderr)
+	}
+	code, out, stderr = runCLI(t, "indexes", "build", "--store", store, "--hnsw-ef-construction", "100")
+	if code != 0 || !strings.Contains(out, "chunks_hnsw: m 24, ef_construction 100") {
+		t.Fatalf("build with ef_construction 100: %d %q %q", code, out, stderr)
+	}
+	var def string
+	if err := conn.QueryRow(context.Background(), "SELECT pg_get_indexdef(to_regclass('chunks_hnsw'))").Scan(&def); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(def, "m='24', ef_construction='100'") {
+		t.Errorf("chunks_hnsw after the rebuilds: %q", def)
 	}
 }

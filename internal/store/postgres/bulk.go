@@ -2,7 +2,11 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -123,6 +127,194 @@ func (db *DB) buildIndex(ctx context.Context, name, def string, opts BuildOption
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return fmt.Errorf("build index %s: %w", name, interpret(err))
+	}
+	return nil
+}
+
+// HNSWParams are the build parameters of the HNSW index chunks_hnsw:
+// pgvector's m (graph neighbours a node keeps; layer 0 keeps 2m) and
+// ef_construction (candidates a build or insert weighs for them). Larger
+// ones give a denser graph, so more recall at a given hnsw.ef_search, for
+// a longer build, slower inserts and a larger index. Migration 0002
+// creates the index with pgvector's defaults, m 16 and ef_construction 64;
+// the parameters an index was built with are part of its definition, so
+// DeferIndexes and BuildIndexes keep them.
+type HNSWParams struct {
+	M              int
+	EfConstruction int
+}
+
+// DefaultHNSW is migration 0002's chunks_hnsw: pgvector's defaults.
+var DefaultHNSW = HNSWParams{M: 16, EfConstruction: 64}
+
+// Validate checks p against pgvector's bounds (m 2 to 100, ef_construction
+// 4 to 1000 and at least 2m).
+func (p HNSWParams) Validate() error {
+	switch {
+	case p.M < 2 || p.M > 100:
+		return fmt.Errorf("hnsw m %d: want 2 to 100", p.M)
+	case p.EfConstruction < 4 || p.EfConstruction > 1000:
+		return fmt.Errorf("hnsw ef_construction %d: want 4 to 1000", p.EfConstruction)
+	case p.EfConstruction < 2*p.M:
+		return fmt.Errorf("hnsw ef_construction %d: want at least twice m (%d)", p.EfConstruction, 2*p.M)
+	}
+	return nil
+}
+
+func (p HNSWParams) String() string {
+	return fmt.Sprintf("m %d, ef_construction %d", p.M, p.EfConstruction)
+}
+
+// withClause is the index definition's storage parameters for p, in
+// pg_get_indexdef's form.
+func (p HNSWParams) withClause() string {
+	return fmt.Sprintf("WITH (m='%d', ef_construction='%d')", p.M, p.EfConstruction)
+}
+
+// indexWith matches an index definition's storage parameters.
+var indexWith = regexp.MustCompile(`WITH \([^)]*\)`)
+
+// hnswDefinition is def (chunks_hnsw's CREATE INDEX, from pg_get_indexdef)
+// with p's storage parameters.
+func hnswDefinition(def string, p HNSWParams) string {
+	if indexWith.MatchString(def) {
+		return indexWith.ReplaceAllLiteralString(def, p.withClause())
+	}
+	// pgvector's defaults, written out: the parameters go before any WHERE.
+	if i := strings.Index(def, " WHERE "); i >= 0 {
+		return def[:i] + " " + p.withClause() + def[i:]
+	}
+	return def + " " + p.withClause()
+}
+
+// hnswParamsOf reads the parameters from chunks_hnsw's definition;
+// parameters it leaves out are pgvector's defaults.
+func hnswParamsOf(def string) HNSWParams {
+	p := DefaultHNSW
+	if m := indexWith.FindString(def); m != "" {
+		for _, kv := range strings.Split(strings.TrimSuffix(strings.TrimPrefix(m, "WITH ("), ")"), ",") {
+			k, v, _ := strings.Cut(kv, "=")
+			n, err := strconv.Atoi(strings.Trim(strings.TrimSpace(v), "'"))
+			if err != nil {
+				continue
+			}
+			switch strings.TrimSpace(k) {
+			case "m":
+				p.M = n
+			case "ef_construction":
+				p.EfConstruction = n
+			}
+		}
+	}
+	return p
+}
+
+// HNSW returns the parameters chunks_hnsw was built with, or is recorded to
+// be built with while it is deferred.
+func (db *DB) HNSW(ctx context.Context) (HNSWParams, error) {
+	var def *string
+	err := db.pool.QueryRow(ctx, `SELECT coalesce(pg_get_indexdef(to_regclass('chunks_hnsw')),
+		(SELECT definition FROM deferred_indexes WHERE name = 'chunks_hnsw'))`).Scan(&def)
+	if err != nil {
+		return HNSWParams{}, fmt.Errorf("hnsw parameters: %w", interpret(err))
+	}
+	if def == nil {
+		return HNSWParams{}, errors.New("hnsw parameters: chunks_hnsw is neither built nor deferred")
+	}
+	return hnswParamsOf(*def), nil
+}
+
+// hnswRebuild is the name chunks_hnsw's replacement is built under.
+const hnswRebuild = "chunks_hnsw_rebuild"
+
+// SetHNSW makes chunks_hnsw use p. Deferred, its recorded definition is
+// changed, and BuildIndexes builds it so. Built with other parameters, a
+// new index is built beside it with CREATE INDEX CONCURRENTLY (writes and
+// searches go on, through the old index) under opts' settings, and then
+// takes its place in one transaction; a replacement a failed build left
+// behind is dropped (and one an interrupted process left, first). A
+// concurrent build waits for the transactions older than it, in the whole
+// database, before it starts and ends. It reports the index it built (none when
+// nothing needed building).
+func (db *DB) SetHNSW(ctx context.Context, p HNSWParams, opts BuildOptions) ([]IndexBuild, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	var deferred, built *string
+	if err := db.pool.QueryRow(ctx, `SELECT (SELECT definition FROM deferred_indexes WHERE name = 'chunks_hnsw'),
+		pg_get_indexdef(to_regclass('chunks_hnsw'))`).Scan(&deferred, &built); err != nil {
+		return nil, fmt.Errorf("set hnsw parameters: %w", interpret(err))
+	}
+	switch {
+	case deferred != nil:
+		if _, err := db.pool.Exec(ctx, "UPDATE deferred_indexes SET definition = $1 WHERE name = 'chunks_hnsw'",
+			hnswDefinition(*deferred, p)); err != nil {
+			return nil, fmt.Errorf("set hnsw parameters: %w", interpret(err))
+		}
+		return nil, nil
+	case built == nil:
+		return nil, errors.New("set hnsw parameters: chunks_hnsw is neither built nor deferred")
+	case hnswParamsOf(*built) == p:
+		return nil, nil
+	}
+	def := hnswDefinition(*built, p)
+	const head = "CREATE INDEX chunks_hnsw ON "
+	if !strings.HasPrefix(def, head) {
+		return nil, fmt.Errorf("set hnsw parameters: unexpected definition %q", def)
+	}
+	def = "CREATE INDEX CONCURRENTLY " + hnswRebuild + " ON " + def[len(head):]
+	t0 := time.Now()
+	if err := db.rebuildHNSW(ctx, def, opts); err != nil {
+		return nil, err
+	}
+	return []IndexBuild{{"chunks_hnsw", time.Since(t0)}}, nil
+}
+
+// rebuildHNSW builds def (chunks_hnsw's replacement, CONCURRENTLY, so not
+// in a transaction: opts' settings are set on the session and reset after)
+// and swaps it in.
+func (db *DB) rebuildHNSW(ctx context.Context, def string, opts BuildOptions) error {
+	conn, err := db.pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("rebuild chunks_hnsw: %w", interpret(err))
+	}
+	defer conn.Release()
+	// The settings are the session's: reset before the connection goes
+	// back to the pool, whatever happened.
+	defer conn.Exec(context.WithoutCancel(ctx), "RESET max_parallel_maintenance_workers; RESET maintenance_work_mem") //nolint:errcheck // best effort; a failed reset leaves a build setting on one pooled connection
+	if opts.Workers > 0 {
+		if _, err := conn.Exec(ctx, "SELECT set_config('max_parallel_maintenance_workers', $1, false)", fmt.Sprint(opts.Workers)); err != nil {
+			return fmt.Errorf("rebuild chunks_hnsw: workers: %w", interpret(err))
+		}
+	}
+	if opts.MaintenanceWorkMem != "" {
+		if _, err := conn.Exec(ctx, "SELECT set_config('maintenance_work_mem', $1, false)", opts.MaintenanceWorkMem); err != nil {
+			return fmt.Errorf("rebuild chunks_hnsw: maintenance_work_mem: %w", interpret(err))
+		}
+	}
+	// An interrupted rebuild leaves an invalid index behind.
+	if _, err := conn.Exec(ctx, "DROP INDEX IF EXISTS "+hnswRebuild); err != nil {
+		return fmt.Errorf("rebuild chunks_hnsw: %w", interpret(err))
+	}
+	if _, err := conn.Exec(ctx, def); err != nil {
+		// A failed or cancelled CREATE INDEX CONCURRENTLY leaves the
+		// replacement behind, invalid but maintained by every write.
+		conn.Exec(context.WithoutCancel(ctx), "DROP INDEX IF EXISTS "+hnswRebuild) //nolint:errcheck // the next rebuild drops it too
+		return fmt.Errorf("rebuild chunks_hnsw: %w", interpret(err))
+	}
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("rebuild chunks_hnsw: %w", interpret(err))
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after Commit
+	if _, err := tx.Exec(ctx, "DROP INDEX chunks_hnsw"); err != nil {
+		return fmt.Errorf("rebuild chunks_hnsw: %w", interpret(err))
+	}
+	if _, err := tx.Exec(ctx, "ALTER INDEX "+hnswRebuild+" RENAME TO chunks_hnsw"); err != nil {
+		return fmt.Errorf("rebuild chunks_hnsw: %w", interpret(err))
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("rebuild chunks_hnsw: %w", interpret(err))
 	}
 	return nil
 }

@@ -131,3 +131,91 @@ func TestDeferIndexes(t *testing.T) {
 		}
 	}
 }
+
+// TestSetHNSW changes chunks_hnsw's build parameters: on a built index by
+// building a replacement beside it and swapping it in (dense search goes on
+// through the index), on a deferred one by changing the definition that
+// BuildIndexes builds; the parameters are kept by a later defer and build;
+// parameters pgvector refuses, and an unchanged set, build nothing.
+func TestSetHNSW(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := openFresh(t, postgres.Options{})
+	st := db.Capsules()
+	hnsw := func() postgres.HNSWParams {
+		t.Helper()
+		p, err := db.HNSW(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	if p := hnsw(); p != postgres.DefaultHNSW {
+		t.Fatalf("a new store's chunks_hnsw: %v, want %v", p, postgres.DefaultHNSW)
+	}
+	r := rand.New(rand.NewPCG(9, 10))
+	vec := clustered(r, 384)
+	items := fillDense(t, st, vec, "hnsw", 50, 50, func(int) map[string]any { return nil })
+	q := vec()
+	exact := exactTop(items, q, 10, nil)
+
+	for _, bad := range []postgres.HNSWParams{{M: 1, EfConstruction: 64}, {M: 16, EfConstruction: 20}, {M: 101, EfConstruction: 400}, {M: 16, EfConstruction: 1001}} {
+		if built, err := db.SetHNSW(ctx, bad, postgres.BuildOptions{}); err == nil || len(built) != 0 {
+			t.Errorf("SetHNSW(%v): %v, %v; want an error", bad, built, err)
+		}
+	}
+	if built, err := db.SetHNSW(ctx, postgres.DefaultHNSW, postgres.BuildOptions{}); err != nil || len(built) != 0 {
+		t.Errorf("SetHNSW with the index's own parameters: %v, %v; want nothing built", built, err)
+	}
+
+	p := postgres.HNSWParams{M: 24, EfConstruction: 128}
+	built, err := db.SetHNSW(ctx, p, postgres.BuildOptions{Workers: 2, MaintenanceWorkMem: "256MB"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(built) != 1 || built[0].Name != "chunks_hnsw" {
+		t.Errorf("SetHNSW on the built index built %v, want chunks_hnsw", built)
+	}
+	if got := hnsw(); got != p {
+		t.Errorf("after SetHNSW: %v, want %v", got, p)
+	}
+	def := indexDefs(t, db)["chunks_hnsw"]
+	if !strings.Contains(def, "m='24'") || !strings.Contains(def, "ef_construction='128'") || !strings.Contains(def, "WHERE") {
+		t.Errorf("rebuilt definition %q", def)
+	}
+	var leftover bool
+	if err := db.Pool().QueryRow(ctx, "SELECT to_regclass('chunks_hnsw_rebuild') IS NOT NULL").Scan(&leftover); err != nil || leftover {
+		t.Errorf("the replacement's name is still taken: %v, %v", leftover, err)
+	}
+	got, err := st.DenseTopK(ctx, "hnsw", q, 10, domain.Wishlist{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rc := recall(t, items, q, got, exact); rc < 0.9 {
+		t.Errorf("after the rebuild: recall %.2f against exact", rc)
+	}
+	// Deferred and built again: the same parameters.
+	if _, err := db.DeferIndexes(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := hnsw(); got != p {
+		t.Errorf("deferred: %v, want %v", got, p)
+	}
+	p2 := postgres.HNSWParams{M: 20, EfConstruction: 80}
+	if built, err := db.SetHNSW(ctx, p2, postgres.BuildOptions{}); err != nil || len(built) != 0 {
+		t.Fatalf("SetHNSW on the deferred index: %v, %v; want the definition changed, nothing built", built, err)
+	}
+	if _, err := db.BuildIndexes(ctx, postgres.BuildOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := hnsw(); got != p2 {
+		t.Errorf("built after SetHNSW while deferred: %v, want %v", got, p2)
+	}
+	got, err = st.DenseTopK(ctx, "hnsw", q, 10, domain.Wishlist{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rc := recall(t, items, q, got, exact); rc < 0.9 {
+		t.Errorf("after the deferred build: recall %.2f against exact", rc)
+	}
+}
