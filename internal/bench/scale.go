@@ -66,7 +66,7 @@ func runScale(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	scifact := fs.String("scifact", "../shared/data/beir/scifact", "SciFact BEIR folder (passages and queries)")
 	hotpot := fs.String("hotpotqa", "../shared/data/hotpotqa", "HotpotQA BEIR folder (passages and queries)")
 	nq := fs.Int("queries", 200, "queries timed per configuration")
-	nRecall := fs.Int("recall-queries", 50, "queries of the recall measurement")
+	nRecall := fs.Int("recall-queries", 50, "queries of the recall measurement (0: no recall measurement, which reads every stored vector)")
 	serverBin := fs.String("server-bin", "", "capsuled binary of the server processes (default: this executable)")
 	onnxDir := fs.String("onnx-dir", "", "folder of the ONNX model, for --vectors model (env CAPSULED_ONNX_DIR)")
 	ortLib := fs.String("ort-lib", "", "libonnxruntime.so, for --vectors model")
@@ -96,8 +96,8 @@ func runScale(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return errors.New("--defer-indexes: PostgreSQL only")
 	case *efList != "" && !isPG:
 		return errors.New("--ef-search: PostgreSQL only")
-	case *nq < 1 || *nRecall < 1:
-		return errors.New("--queries and --recall-queries must be at least 1")
+	case *nq < 1 || *nRecall < 0:
+		return errors.New("--queries must be at least 1, --recall-queries at least 0")
 	}
 	var efs []int
 	for _, f := range strings.FieldsFunc(*efList, func(r rune) bool { return r == ',' }) {
@@ -353,20 +353,22 @@ func runScale(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 	// Dense recall@10 against exact search over every stored vector.
 	rq := qtexts[:*nRecall]
-	inFilter, err := filterItems(ctx, st, filter)
-	if err != nil {
-		return err
+	var exact, exactFiltered [][]chunkRef
+	if *nRecall > 0 {
+		inFilter, err := filterItems(ctx, st, filter)
+		if err != nil {
+			return err
+		}
+		t0 = time.Now()
+		if exact, exactFiltered, err = exactTop10(ctx, st, qvecs[:*nRecall], inFilter); err != nil {
+			return err
+		}
+		res["exact_scan_s"] = round4(time.Since(t0).Seconds())
+		if err := denseRecall(ctx, eng, rq, filter, exact, exactFiltered, res, ""); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "dense recall@10 against exact: %v, with the 1%% filter %v\n", res["dense_recall_at_10"], res["dense_recall_at_10_filtered"])
 	}
-	t0 = time.Now()
-	exact, exactFiltered, err := exactTop10(ctx, st, qvecs[:*nRecall], inFilter)
-	if err != nil {
-		return err
-	}
-	res["exact_scan_s"] = round4(time.Since(t0).Seconds())
-	if err := denseRecall(ctx, eng, rq, filter, exact, exactFiltered, res, ""); err != nil {
-		return err
-	}
-	fmt.Fprintf(stderr, "dense recall@10 against exact: %v, with the 1%% filter %v\n", res["dense_recall_at_10"], res["dense_recall_at_10_filtered"])
 	// The same, and semantic and hybrid latency, at other hnsw.ef_search
 	// floors: each through a store whose sessions start with that setting.
 	for _, ef := range efs {
@@ -383,7 +385,9 @@ func runScale(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		efEng := retrieval.New(pg.Capsules(), memo, emb.Dim(), retrieval.Config{})
 		prefix := fmt.Sprintf("ef%d_", ef)
-		err = denseRecall(ctx, efEng, rq, filter, exact, exactFiltered, res, prefix)
+		if *nRecall > 0 {
+			err = denseRecall(ctx, efEng, rq, filter, exact, exactFiltered, res, prefix)
+		}
 		for _, mode := range modes {
 			for _, filtered := range []bool{false, true} {
 				if err != nil || mode == domain.ModeKeyword {
