@@ -9,7 +9,10 @@ import (
 
 // Backend runs the agent loop's tools against a capsule's query API: search
 // is the query in hybrid mode, text_search in keyword mode, read the item's
-// text. Hits are one per item, its returned chunks joined.
+// text. Hits are one per item: the query asks for one chunk per item (its
+// best), so that the limit counts items, as agent.CapsuleBackend's does and
+// as a one-shot query for the top items does; a long document's many
+// chunks do not crowd the others out of the loop's result lists.
 type Backend struct {
 	Client  *gen.ClientWithResponses
 	Capsule string
@@ -17,8 +20,8 @@ type Backend struct {
 
 func (b *Backend) query(ctx context.Context, q string, limit int, mode gen.WishlistMode) ([]agent.Hit, error) {
 	limit = max(1, min(limit, 100))
-	m := mode
-	resp, err := b.Client.QueryCapsuleWithResponse(ctx, b.Capsule, gen.QueryCapsuleJSONRequestBody{Query: q, Limit: &limit, Wishlist: &gen.Wishlist{Mode: &m}})
+	m, one := mode, 1
+	resp, err := b.Client.QueryCapsuleWithResponse(ctx, b.Capsule, gen.QueryCapsuleJSONRequestBody{Query: q, Limit: &limit, Wishlist: &gen.Wishlist{Mode: &m, MaxChunksPerItem: &one}})
 	if err != nil {
 		return nil, err
 	}

@@ -156,6 +156,12 @@ func SearchArgs(args string) (query string, limit int, err error) {
 		return "", 0, err
 	}
 	for _, k := range []string{"query", "q", "queries", "text", "keywords"} {
+		// a string is the query as written, commas and all ("Which
+		// company, reported by …"); a list of strings is joined
+		if s, ok := m[k].(string); ok && strings.TrimSpace(s) != "" {
+			query = strings.TrimSpace(s)
+			break
+		}
 		if s := stringsOf(m[k]); len(s) > 0 {
 			query = strings.Join(s, " ")
 			break

@@ -104,6 +104,14 @@ func TestArgs(t *testing.T) {
 	if q != "who" || n != 5 || err != nil {
 		t.Errorf("SearchArgs = %q %d %v", q, n, err)
 	}
+	// a query is text: its commas stay (the search for the question is the
+	// question, not the question without its punctuation)
+	if q, _, _ := SearchArgs(`{"query":"Which company, reported by Acme, makes it?"}`); q != "Which company, reported by Acme, makes it?" {
+		t.Errorf("SearchArgs dropped the commas: %q", q)
+	}
+	if q, _, _ := SearchArgs(`{"queries":["oslo office","lyon office"]}`); q != "oslo office lyon office" {
+		t.Errorf("SearchArgs of a list = %q", q)
+	}
 	if _, _, err := SearchArgs(`{"limit":5}`); !errors.Is(err, ErrNoArgument) {
 		t.Errorf("SearchArgs without query: %v", err)
 	}

@@ -42,6 +42,13 @@ type Config struct {
 	// Weights of the fused evidence: term coverage of the question, a link
 	// to or from the top document, and the question naming the title.
 	CoverageWeight, LinkWeight, TitleWeight float64
+	// AnchorKeep is how many of the question's own search's first hits the
+	// best ReportLimit of the ranking always hold, and SubKeep how many of
+	// each sub-question's (a clause of a parallel question, or one subject of
+	// a conjunction: see subQuestions); defaults 5 and 1. A parallel
+	// question (one with sub-questions) keeps ParallelKeep more of its own
+	// search's (default 2). A negative value keeps none.
+	AnchorKeep, SubKeep, ParallelKeep int
 }
 
 // WithDefaults returns c with zero fields set.
@@ -60,6 +67,15 @@ func (c Config) WithDefaults() Config {
 	def(&c.MaxBridges, 4)
 	def(&c.MaxEntities, 3)
 	def(&c.MinReport, 2)
+	if c.AnchorKeep == 0 {
+		c.AnchorKeep = 5
+	}
+	if c.SubKeep == 0 {
+		c.SubKeep = 1
+	}
+	if c.ParallelKeep == 0 {
+		c.ParallelKeep = 2
+	}
 	defF := func(v *float64, d float64) {
 		if *v <= 0 {
 			*v = d
@@ -190,6 +206,7 @@ type state struct {
 	qlow   string          // the question lower-cased
 	chat   bool            // most documents are chat turns
 	stems  map[string]bool // the question's relation stems (relationStems)
+	subs   []string        // the question's sub-questions (subQuestions)
 	ranked []scored        // the fused ranking, once computed (Engine.rank)
 }
 
@@ -295,6 +312,7 @@ func (st *state) finish() {
 	}
 	st.qlow = strings.ToLower(st.question)
 	st.stems = relationStems(st.question)
+	st.subs = subQuestions(st.question)
 	turns := 0
 	for _, d := range st.docs {
 		if d.title == "" {

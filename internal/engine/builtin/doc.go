@@ -16,7 +16,17 @@
 //
 //   - first turn: parallel search calls for the question and text_search
 //     calls for its quoted phrases, names and identifiers and for its
-//     keywords (multi-part questions are decomposed into their parts);
+//     keywords (multi-part questions are decomposed into their parts); a
+//     parallel question, whose facts sit side by side rather than in a
+//     chain ("Does the Oslo memo say X, while the Lyon memo says Y?",
+//     "Which supplier did both Acme and Globex drop?"), is searched once
+//     per sub-question: each clause, and each name of a conjunction with
+//     the rest of its clause (subQuestions);
+//   - the ranking's best ReportLimit always hold the first AnchorKeep (5)
+//     hits of the question's own search (two more, ParallelKeep, for a
+//     question of several clauses) and each sub-question's first hit
+//     (SubKeep): the hops add evidence without pushing out what one search
+//     for the question found at its top, nor any fact's best evidence;
 //   - later turns: fuse the evidence of every result list (weighted
 //     reciprocal-rank fusion plus term coverage of the question and links
 //     between documents), read decisive hits whose text was truncated, and
@@ -65,7 +75,9 @@
 // best-ranked document it names as a name in the slot of one of the
 // question's relations ("directed by Tim Burton") is reported too, and from
 // that one the next, one per hop the loop made: a two-armed question
-// reports its four documents, a bridge question its two. A subject read
+// reports its four documents, a bridge question its two. A parallel
+// question also reports, for each sub-question, the best-ranked of that
+// sub-question's first three hits: one document per fact it joins. A subject read
 // from a document's own lead may be named by its shorter form elsewhere
 // ("Vernon Campbell Sewell" as "Vernon Sewell"): its first or second word
 // with its last count too.

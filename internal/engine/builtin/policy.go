@@ -163,6 +163,11 @@ func (e *Engine) plan(st *state, req *domain.ChatRequest) ([]call, string) {
 		if normQuery(kw) != normQuery(st.question) {
 			add(ToolTextSearch, kw, e.cfg.Limit)
 		}
+		for _, p := range st.subs {
+			if add(ToolSearch, p, e.cfg.Limit) {
+				parts = append(parts, quote(p))
+			}
+		}
 		ents := append(quoted(st.question), entities(st.question)...)
 		n := 0
 		for _, ent := range ents {
@@ -175,6 +180,9 @@ func (e *Engine) plan(st *state, req *domain.ChatRequest) ([]call, string) {
 			}
 		}
 		for _, p := range decompose(st.question) {
+			if len(st.subs) > 0 {
+				break // the sub-questions are its parts
+			}
 			if add(ToolSearch, p, e.cfg.Limit) {
 				parts = append(parts, quote(p))
 			}
@@ -403,6 +411,7 @@ func (e *Engine) fuse(st *state) []scored {
 		}
 		sortScored(out, st)
 	}
+	e.keepFirsts(st, out)
 	return out
 }
 
@@ -741,6 +750,7 @@ func (e *Engine) reportIDs(st *state, ranked []scored) []string {
 		keep[i] = i < e.cfg.MinReport || r.base >= e.cfg.ReportCut*top || linked && r.base >= e.cfg.ReportLinkCut*top
 	}
 	st.chain(ranked[:n], keep)
+	e.keepSubs(st, ranked[:n], keep)
 	out := make([]string, 0, n)
 	for i, r := range ranked[:n] {
 		if keep[i] {
