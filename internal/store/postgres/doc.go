@@ -16,9 +16,12 @@
 // The store searches them itself (retrieval.StoreSearcher): dense top-k
 // through the HNSW index with pgvector's iterative scan, the wishlist's item
 // filters translated to SQL (itemFilter) and applied inside the scan, so
-// that the retrieval engine of each replica holds no vectors.
-// Keyword search uses the BM25 index of the pg_textsearch extension when the
-// server has it (it must be in shared_preload_libraries), and otherwise
+// that the retrieval engine of each replica holds no vectors. The index's
+// build parameters (m, ef_construction) are an operator's choice (SetHNSW)
+// kept in its definition, which DeferIndexes and BuildIndexes keep too.
+// Keyword search uses the BM25 index of the pg_textsearch extension, with
+// the index's own scores, when the server has it (it must be in
+// shared_preload_libraries), and otherwise
 // PostgreSQL's own full-text search (a stored tsvector, GIN index,
 // ts_rank_cd ranking).
 //
