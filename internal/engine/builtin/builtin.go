@@ -42,13 +42,13 @@ type Config struct {
 	// Weights of the fused evidence: term coverage of the question, a link
 	// to or from the top document, and the question naming the title.
 	CoverageWeight, LinkWeight, TitleWeight float64
-	// AnchorKeep is how many of the question's own search's first hits the
-	// best ReportLimit of the ranking always hold, and SubKeep how many of
-	// each sub-question's (a clause of a parallel question, or one subject of
-	// a conjunction: see subQuestions); defaults 5 and 1. A parallel
-	// question (one with sub-questions) keeps ParallelKeep more of its own
-	// search's (default 2). A negative value keeps none.
-	AnchorKeep, SubKeep, ParallelKeep int
+	// For a parallel question (one with sub-questions: its clauses, or the
+	// names of a conjunction, see subQuestions), SubKeep is how many of each
+	// sub-question's first hits the best ReportLimit of the ranking always
+	// hold, and AnchorKeep how many of the question's own search's when the
+	// question has several clauses; defaults 1 and 7. A negative value keeps
+	// none.
+	AnchorKeep, SubKeep int
 }
 
 // WithDefaults returns c with zero fields set.
@@ -68,13 +68,10 @@ func (c Config) WithDefaults() Config {
 	def(&c.MaxEntities, 3)
 	def(&c.MinReport, 2)
 	if c.AnchorKeep == 0 {
-		c.AnchorKeep = 5
+		c.AnchorKeep = 7
 	}
 	if c.SubKeep == 0 {
 		c.SubKeep = 1
-	}
-	if c.ParallelKeep == 0 {
-		c.ParallelKeep = 2
 	}
 	defF := func(v *float64, d float64) {
 		if *v <= 0 {

@@ -22,11 +22,13 @@
 //     "Which supplier did both Acme and Globex drop?"), is searched once
 //     per sub-question: each clause, and each name of a conjunction with
 //     the rest of its clause (subQuestions);
-//   - the ranking's best ReportLimit always hold the first AnchorKeep (5)
-//     hits of the question's own search (two more, ParallelKeep, for a
-//     question of several clauses) and each sub-question's first hit
-//     (SubKeep): the hops add evidence without pushing out what one search
-//     for the question found at its top, nor any fact's best evidence;
+//   - for a parallel question, the ranking's best ReportLimit always hold
+//     each sub-question's first hit (SubKeep) and, when the question has
+//     several clauses, the first AnchorKeep (7) hits of the question's own
+//     search: the hops add evidence without pushing out any fact's best
+//     evidence, nor what one search for a question that states each of its
+//     facts found at its top (a chain question keeps none: its later
+//     documents are those the hops add);
 //   - later turns: fuse the evidence of every result list (weighted
 //     reciprocal-rank fusion plus term coverage of the question and links
 //     between documents), read decisive hits whose text was truncated, and

@@ -183,10 +183,10 @@ func (st *state) subLists() []int {
 	return out
 }
 
-// firsts are the documents the ranking's best ReportLimit always hold: the
-// first AnchorKeep hits of the question's own search (AnchorKeep +
-// ParallelKeep for a parallel question), then the first SubKeep of each
-// sub-question's, in that order.
+// firsts are the documents the ranking's best ReportLimit always hold, for
+// a parallel question (one with sub-questions): the first AnchorKeep hits of
+// the question's own search when it has several clauses, then the first
+// SubKeep of each sub-question's, in that order. A chain question has none.
 func (e *Engine) firsts(st *state) []string {
 	var out []string
 	seen := map[string]bool{}
@@ -201,15 +201,13 @@ func (e *Engine) firsts(st *state) []string {
 			}
 		}
 	}
-	if e.cfg.AnchorKeep > 0 {
-		keep := e.cfg.AnchorKeep
-		if len(st.subs) > 0 && e.cfg.ParallelKeep > 0 && len(splitClauses(st.question)) > 1 {
-			// a question of several clauses states each of its facts, so
-			// its own search holds evidence of more of them than a chain's
-			// or a plain conjunction's does
-			keep += e.cfg.ParallelKeep
-		}
-		take(st.anchor(), keep)
+	if e.cfg.AnchorKeep > 0 && len(st.subs) > 0 && len(splitClauses(st.question)) > 1 {
+		// a question of several clauses states each of its facts, so its
+		// own search holds their evidence; a chain's later hops, and the
+		// subjects of a bare conjunction ("Which film's director was born
+		// later, A or B?"), are reached by the hops, and keeping the
+		// question's hits there costs the chain its last documents
+		take(st.anchor(), e.cfg.AnchorKeep)
 	}
 	if e.cfg.SubKeep > 0 {
 		for _, l := range st.subLists() {

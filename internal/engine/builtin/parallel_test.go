@@ -92,13 +92,7 @@ func TestKeepFirsts(t *testing.T) {
 	for _, id := range []string{"q1", "q2", "q3", "q4", "q5", "q6", "k1", "k2", "h1", "h2"} {
 		out = append(out, scored{id: id})
 	}
-	// a question of several clauses keeps ParallelKeep more of its own hits
-	withPar := slices.Clone(out)
-	New(Config{AnchorKeep: 3, ParallelKeep: 2}).keepFirsts(st, withPar)
-	if top := topIDs(withPar, 10); !slices.Contains(top, "q5") || slices.Contains(top, "q6") {
-		t.Errorf("AnchorKeep 3 + ParallelKeep 2: the top 10 %v should hold q1…q5 and not q6", top)
-	}
-	e := New(Config{AnchorKeep: 3, ParallelKeep: -1})
+	e := New(Config{AnchorKeep: 3})
 	e.keepFirsts(st, out)
 	top := topIDs(out, 10)
 	for _, want := range []string{"q1", "q2", "q3", "k1", "h1"} {
@@ -123,9 +117,30 @@ func TestKeepFirsts(t *testing.T) {
 		return append(out, scored{id: "q1"}, scored{id: "k1"})
 	}
 	out2 := fresh()
-	New(Config{AnchorKeep: -1, SubKeep: -1, ParallelKeep: -1}).keepFirsts(st, out2)
+	New(Config{AnchorKeep: -1, SubKeep: -1}).keepFirsts(st, out2)
 	if !slices.Equal(out2, fresh()) {
 		t.Errorf("AnchorKeep and SubKeep -1 should keep nothing: %v", topIDs(out2, 10))
+	}
+	// a bare conjunction keeps its subjects' first hits, not the question's
+	conj := &state{question: "Which film has the director born later, Ed Wood or Mars Attacks?", docs: map[string]*doc{}}
+	conj.subs = subQuestions(conj.question)
+	conj.lists = []resultList{{tool: ToolSearch, query: conj.question, hits: hits("q1", "q2")}}
+	for _, s := range conj.subs {
+		conj.lists = append(conj.lists, resultList{tool: ToolSearch, query: s, hits: hits("k1")})
+	}
+	out4 := fresh()
+	New(Config{}).keepFirsts(conj, out4)
+	if top := topIDs(out4, 10); len(conj.subs) != 2 || !slices.Contains(top, "k1") || slices.Contains(top, "q1") {
+		t.Errorf("a conjunction %q: the top 10 %v should hold its subjects' hit k1 and not the question's q1", conj.subs, top)
+	}
+	// a chain question (no sub-questions) keeps nothing: its later
+	// documents are those the hops add
+	chain := &state{question: "Where was the director of the film Ed Wood born?", docs: map[string]*doc{}}
+	chain.lists = []resultList{{tool: ToolSearch, query: chain.question, hits: hits("q1", "q2")}}
+	out3 := fresh()
+	New(Config{}).keepFirsts(chain, out3)
+	if !slices.Equal(out3, fresh()) {
+		t.Errorf("a chain question should keep the fused order: %v", topIDs(out3, 10))
 	}
 }
 
