@@ -17,7 +17,8 @@ import (
 // query (limit 10, query embedding excluded) unfiltered, with a filter
 // passing one item in ten, and hybrid; and reports the graph's build time
 // and heap per 100,000 chunks (beside the flat index's vectors, which it
-// shares) and each search's recall@10 against exact search, unfiltered and
+// shares), the time to write its file (Config.GraphDir) and to read it back
+// as a restart does, and each search's recall@10 against exact search, unfiltered and
 // with filters passing 10% and 1% of the items.
 func BenchmarkDenseGraph(b *testing.B) {
 	const per, dim = 100, 384
@@ -53,9 +54,33 @@ func BenchmarkDenseGraph(b *testing.B) {
 	runtime.ReadMemStats(&after)
 	// Less the scan index the load also built (measured on scan's load).
 	graphHeap := float64(after.HeapAlloc-before.HeapAlloc)/(1<<20) - flatHeap(b, src, dim)
-	if graphEng.capsule("c").graph == nil {
+	gci := graphEng.capsule("c")
+	if gci.graph == nil {
 		b.Fatal("no graph")
 	}
+	// Its file (Config.GraphDir): written, then read back over the same
+	// entries, as a restart does instead of building.
+	path := GraphPath(b.TempDir(), "c")
+	t0 = time.Now()
+	if err := gci.graph.save(path); err != nil {
+		b.Fatal(err)
+	}
+	fileWrite := time.Since(t0)
+	st, err := os.Stat(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	list, _ := gci.snapshot()
+	ids := make([]string, len(list))
+	for i, en := range list {
+		ids[i] = en.item.ID
+	}
+	cpu0, t0 = cpuTime(), time.Now()
+	read, err := loadGraph(ctx, path, dim, ids, list)
+	if err != nil || read.edits != 0 || read.dead != 0 {
+		b.Fatalf("reading the graph file: %v (%d insertions, %d dead)", err, read.edits, read.dead)
+	}
+	fileReadWall, fileReadCPU := time.Since(t0), cpuTime()-cpu0
 	shard := func(mod int) Predicate {
 		return func(it *domain.Item) bool { n, _ := strconv.Atoi(it.ID[4:]); return n%mod == 3 }
 	}
@@ -97,6 +122,11 @@ func BenchmarkDenseGraph(b *testing.B) {
 				b.ReportMetric(buildWall.Seconds()/hundredK, "build-s/100k")
 				b.ReportMetric(buildCPU.Seconds()/hundredK, "build-cpu-s/100k")
 				b.ReportMetric(graphHeap/hundredK, "graph-MiB/100k")
+				b.ReportMetric(float64(graphEng.cfg.GraphWorkers), "build-goroutines")
+				b.ReportMetric(float64(st.Size())/(1<<20)/hundredK, "file-MiB/100k")
+				b.ReportMetric(fileWrite.Seconds()/hundredK, "file-write-s/100k")
+				b.ReportMetric(fileReadWall.Seconds()/hundredK, "file-read-s/100k")
+				b.ReportMetric(fileReadCPU.Seconds()/hundredK, "file-read-cpu-s/100k")
 			}
 		})
 	}
