@@ -419,7 +419,15 @@ func (e *Engine) load(ctx context.Context, name string) (*capIndex, error) {
 	ci.items = make(map[string]*entry, len(items))
 	ci.chunks = 0
 	for _, it := range items {
-		ci.items[it.ID] = &entry{item: it}
+		en := &entry{item: it}
+		if e.emb != nil && it.ChunkCount > 0 {
+			// Room for the item's vectors at once: appended a chunk at a
+			// time they left a quarter of the index's heap as spare
+			// capacity (and as much again in garbage during the load).
+			en.idxs = make([]int, 0, it.ChunkCount)
+			en.vecs = make([]float32, 0, it.ChunkCount*e.dim)
+		}
+		ci.items[it.ID] = en
 	}
 	if e.emb != nil {
 		err := e.src.ChunkVectors(ctx, name, func(id string, idx int, vec []float32) error {
@@ -434,6 +442,11 @@ func (e *Engine) load(ctx context.Context, name string) (*capIndex, error) {
 		})
 		if err != nil {
 			return nil, fmt.Errorf("load capsule %s: %w", name, err)
+		}
+		for _, en := range ci.items {
+			if len(en.vecs) == 0 {
+				en.idxs, en.vecs = nil, nil // no vectors stored (yet): no room kept
+			}
 		}
 	}
 	ci.codeWords, ci.mean, ci.codedAt = 0, nil, 0

@@ -114,7 +114,7 @@ func newFakeSource(items, per, dim, clusters int) *fakeSource {
 	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i := range items {
 		src.items = append(src.items, domain.Item{ID: fmt.Sprintf("itm_%06d", i), Capsule: "c", Kind: domain.ItemText,
-			TimeAdded: t0, Metadata: map[string]any{"shard": float64(i % 10)}})
+			TimeAdded: t0, Metadata: map[string]any{"shard": float64(i % 10)}, ChunkCount: per})
 	}
 	return src
 }
