@@ -82,6 +82,9 @@ func TestScale(t *testing.T) {
 		if res["reused_capsule"] != false || res["ingest_chunks_per_s"].(float64) <= 0 {
 			t.Errorf("first run: reused %v, ingest %v", res["reused_capsule"], res["ingest_chunks_per_s"])
 		}
+		if cpu, _ := res["ingest_cpu_ms_per_chunk"].(float64); cpu <= 0 || cpu > 1000 {
+			t.Errorf("first run: ingest_cpu_ms_per_chunk %v, want the process's CPU per ingested chunk", res["ingest_cpu_ms_per_chunk"])
+		}
 		again := run(t, "--data-dir", data)
 		check(t, again, 1)
 		if again["reused_capsule"] != true || again["chunks"] != res["chunks"] {
