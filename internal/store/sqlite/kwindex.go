@@ -43,9 +43,12 @@ const DefaultKeywordIndexMin = 50000
 //
 // The index follows every change of the capsule's chunks committed by this
 // process: the writes take kwIndexes.mu across their commit and apply their
-// change to the index under it (a build in progress queues them). Another
-// process's writes are not seen, so a store shared by several processes
-// (CapsuleStore.WithLease) never uses it. Deleted rows stay in the posting
+// change to the index under it (a build in progress queues them), and note
+// FTS5's totals (rows, tokens) after it. Every query compares the totals
+// with that note: a change the index did not see (another process's) makes
+// them differ, and every index is dropped, the query answered by FTS5 and
+// the index built anew. A store shared by several processes
+// (CapsuleStore.WithLease) never uses one. Deleted rows stay in the posting
 // lists, marked dead, until they are half the index; it is then dropped and
 // built anew.
 type kwIndexes struct {
@@ -53,9 +56,12 @@ type kwIndexes struct {
 	pool *sql.DB // builds and token document counts (temp fts5vocab tables)
 	tok  *tokenizer
 
-	mu     sync.Mutex // guards m and writes; held across each commit that changes chunks
+	read *sql.DB // the store's readers
+
+	mu     sync.Mutex // guards m, writes and expect; held across each commit that changes chunks
 	m      map[int64]*kwIndex
-	writes uint64 // commits that changed chunks, any capsule's: dfs' cache key
+	writes uint64   // commits that changed chunks, any capsule's: dfs' cache key
+	expect kwTotals // FTS5's totals after this process's last change
 
 	dfMu sync.Mutex
 	dfs  map[string]int64 // each token's document count in the body column, all rows
@@ -118,7 +124,7 @@ type kwChange struct {
 	added   []kwDoc
 }
 
-func newKWIndexes(path string, min int) (*kwIndexes, error) {
+func newKWIndexes(path string, read *sql.DB, min int) (*kwIndexes, error) {
 	dsn := "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)"
 	pool, err := sql.Open("sqlite", dsn)
 	if err != nil {
@@ -131,7 +137,7 @@ func newKWIndexes(path string, min int) (*kwIndexes, error) {
 		return nil, err
 	}
 	life, stop := context.WithCancel(context.Background())
-	return &kwIndexes{min: min, pool: pool, tok: tok, m: map[int64]*kwIndex{}, life: life, stop: stop}, nil
+	return &kwIndexes{min: min, pool: pool, tok: tok, read: read, m: map[int64]*kwIndex{}, life: life, stop: stop}, nil
 }
 
 func (x *kwIndexes) close() error {
@@ -167,6 +173,7 @@ func (x *kwIndexes) commit(tx *sql.Tx, capID int64, ch *kwChange) error {
 		return err
 	}
 	x.writes++
+	x.noteTotals()
 	ix := x.m[capID]
 	if ix == nil {
 		return nil
@@ -201,7 +208,58 @@ func (x *kwIndexes) commitDrop(tx *sql.Tx, capID int64) error {
 	}
 	x.writes++
 	delete(x.m, capID)
+	x.noteTotals()
 	return nil
+}
+
+// kwTotals are FTS5's totals: the table's rows and tokens (all columns).
+type kwTotals struct{ rows, toks int64 }
+
+// readTotals reads FTS5's averages record (chunks_fts_data row 1).
+func readTotals(ctx context.Context, q interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}) (kwTotals, error) {
+	var blob []byte
+	if err := q.QueryRowContext(ctx, "SELECT block FROM chunks_fts_data WHERE id = 1").Scan(&blob); err != nil {
+		return kwTotals{}, fmt.Errorf("keyword totals: %w", interpret(err))
+	}
+	rows, toks, ok := averages(blob)
+	if !ok {
+		return kwTotals{}, errors.New("keyword totals: malformed averages record")
+	}
+	return kwTotals{rows, toks}, nil
+}
+
+// noteTotals records FTS5's totals after this process's commit, when any
+// index needs them (check). Callers hold x.mu.
+func (x *kwIndexes) noteTotals() {
+	if len(x.m) == 0 {
+		return
+	}
+	t, err := readTotals(context.Background(), x.read)
+	if err != nil {
+		clear(x.m) // unknown: no index can be trusted
+		return
+	}
+	x.expect = t
+}
+
+// check reads FTS5's totals for a query on an index: false, and every
+// index dropped (the next queries build them anew), when they are not
+// those this process's own changes left — another process, or a write
+// this file does not know, changed the table.
+func (x *kwIndexes) check(ctx context.Context) (kwTotals, bool, error) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	t, err := readTotals(ctx, x.read)
+	if err != nil {
+		return kwTotals{}, false, err
+	}
+	if t != x.expect || t.rows <= 0 {
+		clear(x.m)
+		return t, false, nil
+	}
+	return t, true, nil
 }
 
 // apply applies one change; false when the index cannot take it (it is
@@ -408,6 +466,11 @@ func (x *kwIndexes) build(ctx context.Context, ix *kwIndex) (err error) {
 		}
 		return rows.Err()
 	}()
+	if err == nil {
+		// The totals of the snapshot: this process's commits keep them
+		// from now on (noteTotals).
+		x.expect, err = readTotals(ctx, conn)
+	}
 	ix.snapped = err == nil
 	x.mu.Unlock()
 	if err != nil {
@@ -636,19 +699,12 @@ type kwStats struct {
 	idf   []float64 // by phrase
 }
 
-// stats reads the table's row count and token total and each token's
-// document count in the body column, all capsules' rows: from the index
-// when every row of the table is the capsule's, else from the vocabulary
-// (cached until the next write).
-func (s *CapsuleStore) kwStats(ctx context.Context, ix *kwIndex, tokens []string) (kwStats, error) {
-	var blob []byte
-	if err := s.db.read.QueryRowContext(ctx, "SELECT block FROM chunks_fts_data WHERE id = 1").Scan(&blob); err != nil {
-		return kwStats{}, fmt.Errorf("keyword stats: %w", interpret(err))
-	}
-	nRow, nTok, ok := averages(blob)
-	if !ok || nRow <= 0 {
-		return kwStats{}, errors.New("keyword stats: malformed averages record")
-	}
+// kwStats computes the IDF of each token and the mean row length from
+// FTS5's totals (tot, all capsules' rows) and each token's document count
+// in the body column, all rows: from the index when every row of the table
+// is the capsule's, else from the vocabulary (cached until the next write).
+func (s *CapsuleStore) kwStats(ctx context.Context, ix *kwIndex, tot kwTotals, tokens []string) (kwStats, error) {
+	nRow, nTok := tot.rows, tot.toks
 	st := kwStats{avgdl: float64(nTok) / float64(nRow), idf: make([]float64, len(tokens))}
 	hits := make([]int64, len(tokens))
 	if live := int64(len(ix.rowids) - ix.ndead); live == nRow {
@@ -825,9 +881,13 @@ func (s *CapsuleStore) kwBounds(ctx context.Context, ix *kwIndex, terms []string
 	if !ok || err != nil {
 		return nil, false, err
 	}
+	tot, ok, err := s.db.kw.check(ctx)
+	if !ok || err != nil {
+		return nil, false, err
+	}
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
-	st, err := s.kwStats(ctx, ix, toks)
+	st, err := s.kwStats(ctx, ix, tot, toks)
 	if err != nil {
 		return nil, false, err
 	}
@@ -858,12 +918,16 @@ func (s *CapsuleStore) kwSearch(ctx context.Context, ix *kwIndex, terms []string
 	if !ok || err != nil {
 		return false, err
 	}
+	tot, ok, err := s.db.kw.check(ctx)
+	if !ok || err != nil {
+		return false, err
+	}
 	var cands []kwCand
 	var rowids []int64
 	err = func() error {
 		ix.mu.RLock()
 		defer ix.mu.RUnlock()
-		st, err := s.kwStats(ctx, ix, toks)
+		st, err := s.kwStats(ctx, ix, tot, toks)
 		if err != nil {
 			return err
 		}

@@ -73,7 +73,7 @@ func Open(ctx context.Context, path string) (*DB, error) {
 		db.Close()
 		return nil, err
 	}
-	if db.kw, err = newKWIndexes(path, DefaultKeywordIndexMin); err != nil {
+	if db.kw, err = newKWIndexes(path, db.read, DefaultKeywordIndexMin); err != nil {
 		db.Close()
 		return nil, err
 	}
