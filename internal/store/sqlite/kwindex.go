@@ -88,6 +88,7 @@ type kwIndex struct {
 	dl      []uint32 // each row's length in tokens, all columns
 	dead    []uint64 // bit set of deleted documents
 	ndead   int
+	deaths  uint64    // rows ever marked dead (kwPosting.peaksAt)
 	accs    sync.Pool // *[]float64: score's accumulators, all 0
 }
 
@@ -96,9 +97,32 @@ type kwPosting struct {
 	data []byte // per document: varint delta<<1 | (count > 1), then the count when above 1; the first delta is from -1
 	last int64  // the last document in data; -1 when empty
 	n    int    // documents in data, dead ones included
+
+	// For each count in the list, the shortest row holding the token that
+	// many times: a row's score for the token alone rises with the count
+	// and falls with the length, so the best is one of these (kwBounds),
+	// while no row of the list has died since (peaksAt == kwIndex.deaths).
+	peaks   []kwPeak
+	peaksAt uint64
 }
 
-func (p *kwPosting) add(doc uint32, tf uint32) {
+// kwPeak is a count and the shortest row with it.
+type kwPeak struct{ tf, dl uint32 }
+
+// note records a row of length dl holding the token tf times in peaks.
+func (p *kwPosting) note(tf, dl uint32) {
+	for i := range p.peaks {
+		if p.peaks[i].tf == tf {
+			p.peaks[i].dl = min(p.peaks[i].dl, dl)
+			return
+		}
+	}
+	p.peaks = append(p.peaks, kwPeak{tf, dl})
+}
+
+// add appends document doc, of length dl, holding the token tf times.
+func (p *kwPosting) add(doc, tf, dl uint32) {
+	p.note(tf, dl)
 	delta := uint64(int64(doc) - p.last)
 	if tf == 1 {
 		p.data = binary.AppendUvarint(p.data, delta<<1)
@@ -269,6 +293,7 @@ func (ix *kwIndex) apply(ch kwChange) bool {
 		if d, ok := ix.find(r); ok {
 			ix.dead[d/64] |= 1 << (d % 64)
 			ix.ndead++
+			ix.deaths++
 		}
 	}
 	for _, doc := range ch.added {
@@ -290,10 +315,10 @@ func (ix *kwIndex) apply(ch kwChange) bool {
 		for t, tf := range doc.tokens {
 			p := ix.terms[t]
 			if p == nil {
-				p = &kwPosting{last: -1}
+				p = &kwPosting{last: -1, peaksAt: ix.deaths}
 				ix.terms[t] = p
 			}
-			p.add(d, tf)
+			p.add(d, tf, doc.dl)
 		}
 	}
 	return true
@@ -551,7 +576,7 @@ func (ix *kwIndex) readPostings(ctx context.Context, conn *sql.Conn, lo int64, a
 	doc, tf := int64(-1), uint32(0)
 	flush := func() {
 		if p != nil && tf > 0 {
-			p.add(uint32(doc), tf)
+			p.add(uint32(doc), tf, ix.dl[doc])
 		}
 		tf = 0
 	}
@@ -898,12 +923,17 @@ func (s *CapsuleStore) kwBounds(ctx context.Context, ix *kwIndex, terms []string
 			continue
 		}
 		best := 0.0
-		ix.each(p, func(d, tf uint32) {
-			if ix.dead[d/64]&(1<<(d%64)) != 0 {
-				return
+		if p.peaksAt == ix.deaths {
+			for _, pk := range p.peaks {
+				best = max(best, bm25Term(st.idf[i], float64(pk.tf), float64(pk.dl), st.avgdl))
 			}
-			best = max(best, bm25Term(st.idf[i], float64(tf), float64(ix.dl[d]), st.avgdl))
-		})
+		} else {
+			ix.each(p, func(d, tf uint32) {
+				if ix.dead[d/64]&(1<<(d%64)) == 0 {
+					best = max(best, bm25Term(st.idf[i], float64(tf), float64(ix.dl[d]), st.avgdl))
+				}
+			})
+		}
 		out[i] = best
 	}
 	return out, true, nil
@@ -977,16 +1007,32 @@ func (s *CapsuleStore) kwAllowed(ctx context.Context, ix *kwIndex, items []strin
 
 // kwEmit streams cands best first, equal scores by item id, then idx: in
 // groups (the first of want+1 rows, then fourfold), each cut after a whole
-// run of equal scores and read from chunks (item id, idx) as a group.
+// run of equal scores and read from chunks (item id, idx) as a group. The
+// first group is selected in linear time (most consumers stop in it), the
+// later ones popped from a heap of the rest.
 func (s *CapsuleStore) kwEmit(ctx context.Context, cands []kwCand, rowids []int64, want int, fn func(itemID string, idx int, score float64) bool) error {
+	n := max(want, 1) + 1
+	var group []kwCand
+	if len(cands) <= n {
+		group, cands = cands, nil
+	} else {
+		selectTop(cands, n)
+		kth := cands[0].score
+		for _, c := range cands[:n] {
+			kth = min(kth, c.score)
+		}
+		g := n
+		for i := n; i < len(cands); i++ { // the rest of the run of kth's score
+			if cands[i].score == kth {
+				cands[g], cands[i] = cands[i], cands[g]
+				g++
+			}
+		}
+		group, cands = cands[:g], cands[g:]
+	}
 	h := kwHeap(cands)
 	h.init()
-	n := max(want, 1) + 1
-	for len(h) > 0 {
-		var group []kwCand
-		for len(h) > 0 && (len(group) < n || h[0].score == group[len(group)-1].score) {
-			group = append(group, h.pop())
-		}
+	for len(group) > 0 {
 		ids := make([]int64, len(group))
 		for i, c := range group {
 			ids[i] = rowids[c.doc]
@@ -1002,8 +1048,46 @@ func (s *CapsuleStore) kwEmit(ctx context.Context, cands []kwCand, rowids []int6
 			}
 		}
 		n *= 4
+		group = nil
+		for len(h) > 0 && (len(group) < n || h[0].score == group[len(group)-1].score) {
+			group = append(group, h.pop())
+		}
 	}
 	return nil
+}
+
+// selectTop moves the k best-scoring candidates to c[:k], in no order
+// (quickselect, the pivot the median of three).
+func selectTop(c []kwCand, k int) {
+	lo, hi := 0, len(c)-1
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		a, b, m := c[lo].score, c[hi].score, c[mid].score
+		pivot := max(min(a, b), min(max(a, b), m))
+		i, j := lo, hi
+		for i <= j {
+			for c[i].score > pivot {
+				i++
+			}
+			for c[j].score < pivot {
+				j--
+			}
+			if i <= j {
+				c[i], c[j] = c[j], c[i]
+				i++
+				j--
+			}
+		}
+		// c[lo..j] ≥ pivot ≥ c[i..hi]
+		switch {
+		case k-1 <= j:
+			hi = j
+		case k-1 >= i:
+			lo = i
+		default:
+			return
+		}
+	}
 }
 
 // kwRows reads the item id and idx of the rows ids (scores from group, by

@@ -1,6 +1,9 @@
 package sqlite
 
-import "testing"
+import (
+	"sort"
+	"testing"
+)
 
 // putVarint appends v as an SQLite varint (the form FTS5's records use).
 func putVarint(b []byte, v uint64) []byte {
@@ -111,7 +114,7 @@ func FuzzPostings(f *testing.F) {
 				doc++
 			}
 			tf := uint32(b[i+1])<<8 | 1
-			p.add(doc, tf)
+			p.add(doc, tf, 1)
 			docs, tfs = append(docs, doc), append(tfs, tf)
 		}
 		var ix kwIndex
@@ -126,4 +129,31 @@ func FuzzPostings(f *testing.F) {
 			t.Fatalf("%d postings read, %d added", i, len(docs))
 		}
 	})
+}
+
+func TestSelectTop(t *testing.T) {
+	for n := range 60 {
+		for k := 1; k <= n; k++ {
+			c := make([]kwCand, n)
+			for i := range c {
+				c[i] = kwCand{doc: uint32(i), score: float64((i * 7919 * (k + 3)) % 13)}
+			}
+			want := make([]float64, n)
+			for i := range c {
+				want[i] = c[i].score
+			}
+			sort.Sort(sort.Reverse(sort.Float64Slice(want)))
+			selectTop(c, k)
+			got := make([]float64, k)
+			for i := range got {
+				got[i] = c[i].score
+			}
+			sort.Sort(sort.Reverse(sort.Float64Slice(got)))
+			for i := range got {
+				if got[i] != want[i] {
+					t.Fatalf("n %d k %d: top %v, want %v", n, k, got, want[:k])
+				}
+			}
+		}
+	}
 }
