@@ -1030,8 +1030,8 @@ func (s *CapsuleStore) kwEmit(ctx context.Context, cands []kwCand, rowids []int6
 		}
 		group, cands = cands[:g], cands[g:]
 	}
-	h := kwHeap(cands)
-	h.init()
+	h := kwHeap(cands) // made a heap when the consumer wants more than the first group
+	heaped := false
 	for len(group) > 0 {
 		ids := make([]int64, len(group))
 		for i, c := range group {
@@ -1049,6 +1049,10 @@ func (s *CapsuleStore) kwEmit(ctx context.Context, cands []kwCand, rowids []int6
 		}
 		n *= 4
 		group = nil
+		if !heaped {
+			h.init()
+			heaped = true
+		}
 		for len(h) > 0 && (len(group) < n || h[0].score == group[len(group)-1].score) {
 			group = append(group, h.pop())
 		}
