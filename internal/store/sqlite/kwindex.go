@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // DefaultKeywordIndexMin is the span of chunk rowids from which a capsule's
@@ -58,10 +59,10 @@ type kwIndexes struct {
 
 	read *sql.DB // the store's readers
 
-	mu     sync.Mutex // guards m, writes and expect; held across each commit that changes chunks
+	mu     sync.Mutex // guards m and expect; held across each commit that changes chunks (then an index's mu)
 	m      map[int64]*kwIndex
-	writes uint64   // commits that changed chunks, any capsule's: dfs' cache key
-	expect kwTotals // FTS5's totals after this process's last change
+	writes atomic.Uint64 // commits that changed chunks, any capsule's: dfs' cache key
+	expect kwTotals      // FTS5's totals after this process's last change
 
 	dfMu sync.Mutex
 	dfs  map[string]int64 // each token's document count in the body column, all rows
@@ -196,7 +197,7 @@ func (x *kwIndexes) commit(tx *sql.Tx, capID int64, ch *kwChange) error {
 	if err := tx.Commit(); err != nil {
 		return err
 	}
-	x.writes++
+	x.writes.Add(1)
 	x.noteTotals()
 	ix := x.m[capID]
 	if ix == nil {
@@ -230,7 +231,7 @@ func (x *kwIndexes) commitDrop(tx *sql.Tx, capID int64) error {
 	if err := tx.Commit(); err != nil {
 		return err
 	}
-	x.writes++
+	x.writes.Add(1)
 	delete(x.m, capID)
 	x.noteTotals()
 	return nil
@@ -792,9 +793,9 @@ func (ix *kwIndex) each(p *kwPosting, fn func(doc, tf uint32)) {
 // cached until the next write.
 func (x *kwIndexes) docCounts(ctx context.Context, tokens []string) ([]int64, error) {
 	out := make([]int64, len(tokens))
-	x.mu.Lock()
-	writes := x.writes
-	x.mu.Unlock()
+	// Not under x.mu: callers hold an index's lock, which a commit
+	// takes under x.mu.
+	writes := x.writes.Load()
 	var missing []int
 	x.dfMu.Lock()
 	if x.dfAt != writes || len(x.dfs) > 100000 {

@@ -75,7 +75,7 @@ func BenchmarkKeywordIndex(b *testing.B) {
 	build, buildCPU := time.Since(t0), cpuTime()-c0
 	runtime.GC()
 	runtime.ReadMemStats(&m1)
-	docs, _, _, _ := sqlite.KeywordIndexSizes(ctx, idxDB, capsule)
+	docs, _, postings, bytes := sqlite.KeywordIndexSizes(ctx, idxDB, capsule)
 	if docs == 0 {
 		b.Fatal("no index built")
 	}
@@ -133,6 +133,8 @@ func BenchmarkKeywordIndex(b *testing.B) {
 					b.ReportMetric(build.Seconds(), "build-s")
 					b.ReportMetric(buildCPU.Seconds(), "build-cpu-s")
 					b.ReportMetric(heap*100000/float64(docs), "heap-MiB/100k-chunks")
+					b.ReportMetric(float64(bytes)/float64(max(postings, 1)), "bytes/posting")
+					b.ReportMetric(float64(postings)/float64(docs), "postings/chunk")
 				}
 			})
 		}
