@@ -683,28 +683,29 @@ var bm25K1, bm25B = 1.2, 0.75
 // above 0. The logarithm is SQLite's (ln(), the C library's log that FTS5
 // calls; Go's math.Log differs from it in the last bit of some results).
 func (s *CapsuleStore) bm25IDFs(ctx context.Context, nRow int64, hits []int64, idf []float64) error {
-	if len(hits) == 0 {
-		return nil
-	}
 	var q strings.Builder
-	q.WriteString("SELECT ")
-	args := make([]any, len(hits))
-	dest := make([]any, len(hits))
+	var args, dest []any
 	for i, n := range hits {
-		if i > 0 {
+		// log(x) ≤ 0 exactly when x ≤ 1: FTS5's floor, without asking
+		// (and a count above the rows, which only a write between reading
+		// the totals and the index gives, stays finite).
+		x := (float64(nRow-n) + 0.5) / (float64(n) + 0.5)
+		if x <= 1 {
+			idf[i] = 1e-6
+			continue
+		}
+		if len(args) > 0 {
 			q.WriteString(", ")
 		}
-		fmt.Fprintf(&q, "ln(?%d)", i+1)
-		args[i] = (float64(nRow-n) + 0.5) / (float64(n) + 0.5)
-		dest[i] = &idf[i]
+		args = append(args, x)
+		dest = append(dest, &idf[i])
+		fmt.Fprintf(&q, "ln(?%d)", len(args))
 	}
-	if err := s.db.read.QueryRowContext(ctx, q.String(), args...).Scan(dest...); err != nil {
+	if len(args) == 0 {
+		return nil
+	}
+	if err := s.db.read.QueryRowContext(ctx, "SELECT "+q.String(), args...).Scan(dest...); err != nil {
 		return fmt.Errorf("keyword idf: %w", interpret(err))
-	}
-	for i := range idf {
-		if idf[i] <= 0 {
-			idf[i] = 1e-6
-		}
 	}
 	return nil
 }
