@@ -54,25 +54,7 @@ func TestKeywordIndexExact(t *testing.T) {
 		risk patients patient therapy treatment dose blood pressure heart brain neuron neurons signal signalling
 		Élan élan über uber résumé resume the of and in a to with is`)
 	zipf := rand.NewZipf(rand.New(rand.NewPCG(18, 4)), 1.05, 3, uint64(len(vocab)-1))
-	text := func() string {
-		w := make([]string, 2+rng.IntN(30))
-		for i := range w {
-			w[i] = vocab[zipf.Uint64()]
-		}
-		return strings.Join(w, " ")
-	}
-	var prev []string
-	chunks := func() []string {
-		cs := make([]string, 1+rng.IntN(3))
-		for i := range cs {
-			cs[i] = text()
-			if prev != nil && rng.IntN(5) == 0 {
-				cs[i] = prev[0]
-			}
-		}
-		prev = cs
-		return cs
-	}
+	chunks := zipfChunks(rng, zipf, vocab, 2, 30, 5)
 	items := map[string][]string{}
 	for i := range 30 {
 		id := fmt.Sprintf("itm_s%03d", i)

@@ -37,26 +37,7 @@ func TestKeywordTopExact(t *testing.T) {
 		vocab[i] = fmt.Sprintf("w%02dx", i)
 	}
 	zipf := rand.NewZipf(rand.New(rand.NewPCG(18, 2)), 1.1, 2, uint64(len(vocab)-1))
-	text := func() string {
-		n := 3 + rng.IntN(25)
-		w := make([]string, n)
-		for i := range w {
-			w[i] = vocab[zipf.Uint64()]
-		}
-		return strings.Join(w, " ")
-	}
-	var prev []string
-	chunks := func() []string {
-		cs := make([]string, 1+rng.IntN(3))
-		for i := range cs {
-			cs[i] = text()
-			if prev != nil && rng.IntN(6) == 0 {
-				cs[i] = prev[0] // an equal chunk: equal scores
-			}
-		}
-		prev = cs
-		return cs
-	}
+	chunks := zipfChunks(rng, zipf, vocab, 3, 25, 6)
 	for i := range 80 {
 		addItem(t, st, "solo", fmt.Sprintf("itm_s%03d", i), chunks()...)
 	}
@@ -123,5 +104,32 @@ func TestKeywordTopExact(t *testing.T) {
 	}
 	if err := st.KeywordTop(ctx, "solo", []string{"a"}, nil, nil, 1, func(string, int, float64) bool { return true }); err == nil {
 		t.Fatal("bounds of another length: no error")
+	}
+}
+
+// zipfChunks returns a generator of an item's chunks for the keyword tests:
+// one to three chunks of minWords to minWords+spread-1 words drawn from
+// vocab by zipf, each after the first item's chunks replaced, one time in
+// dupOneIn, by the previous item's first chunk (an equal chunk: equal
+// scores).
+func zipfChunks(rng *rand.Rand, zipf *rand.Zipf, vocab []string, minWords, spread, dupOneIn int) func() []string {
+	text := func() string {
+		w := make([]string, minWords+rng.IntN(spread))
+		for i := range w {
+			w[i] = vocab[zipf.Uint64()]
+		}
+		return strings.Join(w, " ")
+	}
+	var prev []string
+	return func() []string {
+		cs := make([]string, 1+rng.IntN(3))
+		for i := range cs {
+			cs[i] = text()
+			if prev != nil && rng.IntN(dupOneIn) == 0 {
+				cs[i] = prev[0]
+			}
+		}
+		prev = cs
+		return cs
 	}
 }
