@@ -172,14 +172,10 @@ func BenchmarkHotpotTurn(b *testing.B) {
 	backend := newBM25MemoryBackend(mem)
 	sort.Slice(qs, func(i, j int) bool { return qs[i][0] < qs[j][0] })
 	eng := builtin.New(builtin.Config{})
-	request := func(msgs []domain.Message) *domain.ChatRequest {
-		return &domain.ChatRequest{Model: "svc-1", Messages: msgs, ToolStub: true, ToolChoice: domain.ToolChoice{Mode: domain.ToolChoiceAuto},
-			N: 1, IncludeReasoning: true, ParallelToolCalls: true, AddGenerationPrompt: true}
-	}
 	var recorded [][]domain.Message
 	rec := agent.ModelFunc(func(ctx context.Context, msgs []domain.Message) (domain.Choice, error) {
 		recorded = append(recorded, slices.Clone(msgs))
-		cs, _, err := eng.Generate(ctx, request(msgs))
+		cs, _, err := eng.Generate(ctx, turnRequest(msgs))
 		if err != nil {
 			return domain.Choice{}, err
 		}
@@ -191,21 +187,7 @@ func BenchmarkHotpotTurn(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	times := make([]time.Duration, len(recorded))
-	b.ResetTimer()
-	for b.Loop() {
-		for i, msgs := range recorded {
-			t0 := time.Now()
-			if _, _, err := eng.Generate(ctx, request(msgs)); err != nil {
-				b.Fatal(err)
-			}
-			times[i] = time.Since(t0)
-		}
-	}
-	b.StopTimer()
-	slices.Sort(times)
-	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*len(recorded)), "µs/turn")
-	b.ReportMetric(float64(times[len(times)/2].Microseconds()), "p50-µs/turn")
+	benchTurns(b, recorded)
 }
 
 type timedModel struct {

@@ -3,6 +3,8 @@ package toolresult
 import (
 	"encoding/json"
 	"strings"
+	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -10,10 +12,11 @@ import (
 // of objects whose values are strings, numbers, booleans or null
 // ([{"id":"d1","title":"…","content":"…","score":0.5}]). The svc-1 engine
 // reads every tool message of the conversation again on each turn, so this
-// shape is read by a scanner that builds no generic JSON values. It gives
-// exactly what the general reader (fromJSON over encoding/json's values)
-// gives, and declines (ok false) anything else: nested values, other
-// elements, invalid JSON, more than maxHits objects.
+// shape, and one such object alone (a read tool's {"id":"d1","content":"…"}),
+// is read by a scanner that builds no generic JSON values. It gives exactly
+// what the general reader (fromJSON over encoding/json's values) gives, and
+// declines (ok false) anything else: nested values, other elements, invalid
+// JSON, more than maxHits objects.
 
 // A field is one key and its value: a string's text, a number's literal, or
 // absent (true, false, null: no field reads them).
@@ -26,6 +29,16 @@ type field struct {
 func parseFlat(s string) (hits []Hit, ok bool) {
 	p := flatScanner{s: s}
 	p.ws()
+	if p.i < len(p.s) && p.s[p.i] == '{' { // one object
+		fields, ok := p.object(nil)
+		if !ok || !p.end() {
+			return nil, false
+		}
+		if h, ok := flatHit(fields); ok {
+			hits = append(hits, h)
+		}
+		return hits, true
+	}
 	if !p.eat('[') {
 		return nil, false
 	}
@@ -38,38 +51,10 @@ func parseFlat(s string) (hits []Hit, ok bool) {
 		if len(hits) >= maxHits {
 			return nil, false
 		}
-		fields = fields[:0]
 		p.ws()
-		if !p.eat('{') {
+		fields, ok = p.object(fields[:0])
+		if !ok {
 			return nil, false
-		}
-		p.ws()
-		if !p.eat('}') {
-			for {
-				p.ws()
-				k, ok := p.str()
-				if !ok {
-					return nil, false
-				}
-				p.ws()
-				if !p.eat(':') {
-					return nil, false
-				}
-				p.ws()
-				f, ok := p.value()
-				if !ok {
-					return nil, false
-				}
-				f.key = k
-				fields = append(fields, f)
-				p.ws()
-				if p.eat('}') {
-					break
-				}
-				if !p.eat(',') {
-					return nil, false
-				}
-			}
 		}
 		if h, ok := flatHit(fields); ok {
 			hits = append(hits, h)
@@ -77,6 +62,42 @@ func parseFlat(s string) (hits []Hit, ok bool) {
 		p.ws()
 		if p.eat(']') {
 			return hits, p.end()
+		}
+		if !p.eat(',') {
+			return nil, false
+		}
+	}
+}
+
+// object reads an object of scalar values into fields.
+func (p *flatScanner) object(fields []field) ([]field, bool) {
+	if !p.eat('{') {
+		return nil, false
+	}
+	p.ws()
+	if p.eat('}') {
+		return fields, true
+	}
+	for {
+		p.ws()
+		k, ok := p.str()
+		if !ok {
+			return nil, false
+		}
+		p.ws()
+		if !p.eat(':') {
+			return nil, false
+		}
+		p.ws()
+		f, ok := p.value()
+		if !ok {
+			return nil, false
+		}
+		f.key = k
+		fields = append(fields, f)
+		p.ws()
+		if p.eat('}') {
+			return fields, true
 		}
 		if !p.eat(',') {
 			return nil, false
@@ -152,7 +173,7 @@ func (p *flatScanner) end() bool {
 }
 
 // str reads a JSON string. One without escapes and in valid UTF-8 is a
-// slice of the input; encoding/json decodes the others.
+// slice of the input; unquote decodes the others.
 func (p *flatScanner) str() (string, bool) {
 	if !p.eat('"') {
 		return "", false
@@ -167,11 +188,7 @@ func (p *flatScanner) str() (string, bool) {
 			if plain && utf8.ValidString(raw) {
 				return raw, true
 			}
-			var v string
-			if json.Unmarshal([]byte(p.s[start-1:p.i]), &v) != nil {
-				return "", false
-			}
-			return v, true
+			return unquote(raw)
 		case c == '\\':
 			plain = false
 			p.i += 2
@@ -182,6 +199,101 @@ func (p *flatScanner) str() (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// unquote decodes the inside of a JSON string as encoding/json does: the
+// escapes \" \\ \/ \b \f \n \r \t and \uXXXX (a surrogate pair is one
+// rune; a lone surrogate, and a byte that is not UTF-8, is U+FFFD); any
+// other escape, or a control character, is invalid. Written out because
+// the engine reads every earlier tool message on each turn and
+// encoding/json's Unmarshal validates and decodes through reflection.
+func unquote(raw string) (string, bool) {
+	var b strings.Builder
+	b.Grow(len(raw))
+	for i := 0; i < len(raw); {
+		c := raw[i]
+		switch {
+		case c == '\\':
+			if i+1 >= len(raw) {
+				return "", false
+			}
+			switch e := raw[i+1]; e {
+			case '"', '\\', '/':
+				b.WriteByte(e)
+			case 'b':
+				b.WriteByte('\b')
+			case 'f':
+				b.WriteByte('\f')
+			case 'n':
+				b.WriteByte('\n')
+			case 'r':
+				b.WriteByte('\r')
+			case 't':
+				b.WriteByte('\t')
+			case 'u':
+				r := hex4(raw[i+2:])
+				if r < 0 {
+					return "", false
+				}
+				i += 6
+				if utf16.IsSurrogate(r) {
+					if r2 := hex4u(raw[i:]); r2 >= 0 {
+						if d := utf16.DecodeRune(r, r2); d != unicode.ReplacementChar {
+							b.WriteRune(d)
+							i += 6
+							continue
+						}
+					}
+					r = unicode.ReplacementChar
+				}
+				b.WriteRune(r)
+				continue
+			default:
+				return "", false
+			}
+			i += 2
+		case c == '"' || c < 0x20:
+			return "", false
+		case c < utf8.RuneSelf:
+			b.WriteByte(c)
+			i++
+		default:
+			r, size := utf8.DecodeRuneInString(raw[i:])
+			b.WriteRune(r) // an invalid byte gives RuneError, U+FFFD
+			i += size
+		}
+	}
+	return b.String(), true
+}
+
+// hex4 reads four hex digits at the start of s, or gives -1.
+func hex4(s string) rune {
+	if len(s) < 4 {
+		return -1
+	}
+	var r rune
+	for _, c := range []byte(s[:4]) {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c = c - 'a' + 10
+		case 'A' <= c && c <= 'F':
+			c = c - 'A' + 10
+		default:
+			return -1
+		}
+		r = r*16 + rune(c)
+	}
+	return r
+}
+
+// hex4u reads a \uXXXX escape at the start of s, or gives -1.
+func hex4u(s string) rune {
+	if len(s) < 6 || s[0] != '\\' || s[1] != 'u' {
+		return -1
+	}
+	return hex4(s[2:])
 }
 
 // value reads a string, a number, true, false or null.

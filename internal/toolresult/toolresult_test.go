@@ -115,7 +115,8 @@ func FuzzParseFlat(f *testing.F) {
 	for _, s := range []string{`[]`, ` [ ] `, `[{}]`, `[{"id":"a","content":"x","score":0.5}]`, `[{"id":"a","id":"b"}]`,
 		`[{"id":1e3,"title":null,"text":true,"content":"  ","snippet":"s"}]`, `[{"_id":"a\u00e9\n","content":"caf\u00e9 \"q\" …","score":"7","_score":-0.25e-2}]`,
 		"[{\"id\":\"a\xff\",\"content\":\"b\xfe\"}]", `[{"id":"a"},{"id":"a","content":"longer text"}]`, `[{"id":"x","metadata":{"id":"y"}}]`, `[01]`, `[{"id":"a"}] x`,
-		`[{"doc_id":" ","id":"k","score":1e999,"relevance":2}]`, `[{"ID":"a"}]`, `["a","b"]`, `[{"id":"a\tb"}]`, "[{\"id\":\"a\x01\"}]"} {
+		`[{"doc_id":" ","id":"k","score":1e999,"relevance":2}]`, `[{"ID":"a"}]`, `["a","b"]`, `[{"id":"a\tb"}]`, "[{\"id\":\"a\x01\"}]",
+		`{"id":"d1","content":"caf\u00e9 \"q\" \ud83d\ude00 \ud83d x"}`, `{"id":"d1","content":{"x":1}}`, `{"content":"no id"}`, `{"id":"a"} {}`} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -131,6 +132,30 @@ func FuzzParseFlat(f *testing.F) {
 		}
 		if len(got) != len(want) || len(got) > 0 && !reflect.DeepEqual(got, want) {
 			t.Fatalf("%q:\nflat    %+v\ngeneral %+v", s, got, want)
+		}
+	})
+}
+
+// FuzzUnquote checks that unquote decodes a JSON string's inside as
+// encoding/json does, and refuses what it refuses.
+func FuzzUnquote(f *testing.F) {
+	for _, s := range []string{``, `plain`, `caf\u00e9`, `\"q\" \\ \/ \b\f\n\r\t`, `\ud83d\ude00`, `\ud83d x`, `\ud83d\u0041`, `\ude00`,
+		`\u12`, `\x`, "a\xffb", "tab\there", `\`, `…`, `\u00ZZ`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		for i := 0; i < len(raw); i++ {
+			if raw[i] == '\\' {
+				i++
+			} else if raw[i] == '"' {
+				return // not the inside of one JSON string as the scanner cuts it
+			}
+		}
+		got, ok := unquote(raw)
+		var want string
+		valid := json.Unmarshal([]byte(`"`+raw+`"`), &want) == nil
+		if ok != valid || ok && got != want {
+			t.Fatalf("unquote(%q) = %q, %v; encoding/json %q, %v", raw, got, ok, want, valid)
 		}
 	})
 }

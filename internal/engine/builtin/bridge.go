@@ -24,9 +24,11 @@ type candSpan struct {
 // document: proper-noun phrases and identifiers (a number is never part of a
 // name here: "1994 American" gives "1994" and "American"), quoted strings,
 // and dates and numbers, in order of appearance.
-func candidates(s string) []candSpan {
+func candidates(s string) []candSpan { return candidatesAt(s, tokenizeAt(s)) }
+
+// candidatesAt is candidates over s's tokens, toks (tokenizeAt(s)).
+func candidatesAt(s string, toks []tokenAt) []candSpan {
 	var out []candSpan
-	toks := tokenizeAt(s)
 	for i := 0; i < len(toks); {
 		t := toks[i]
 		if isDigits(strings.ReplaceAll(t.text, ",", "")) {
@@ -130,7 +132,7 @@ func leadEntity(text string) string {
 		return ""
 	}
 	limit := toks[min(3, len(toks)-1)].start
-	for _, c := range candidates(text) {
+	for _, c := range candidatesAt(text, toks) {
 		if c.start > limit {
 			break
 		}

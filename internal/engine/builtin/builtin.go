@@ -89,13 +89,17 @@ func (c Config) WithDefaults() Config {
 	return c
 }
 
-// Engine is the built-in policy. It is stateless and safe for concurrent use.
+// Engine is the built-in policy. Its reply depends on the request alone; it
+// remembers what it derives from the messages' text across requests (a
+// bounded memo: the same work is not done again on each turn of a
+// conversation), and is safe for concurrent use.
 type Engine struct {
-	cfg Config
+	cfg  Config
+	memo *memo
 }
 
 // New returns the engine.
-func New(cfg Config) *Engine { return &Engine{cfg: cfg.WithDefaults()} }
+func New(cfg Config) *Engine { return &Engine{cfg: cfg.WithDefaults(), memo: newMemo()} }
 
 // Name is "builtin".
 func (e *Engine) Name() string { return "builtin" }
@@ -146,7 +150,7 @@ func (e *Engine) Generate(ctx context.Context, req *domain.ChatRequest) ([]domai
 // generate decides the reply with the tools defs define (none: the tools
 // the system prompt describes).
 func (e *Engine) generate(req *domain.ChatRequest, defs []ToolDef) []domain.Choice {
-	st := readState(req.Messages, defs)
+	st := readStateMemo(req.Messages, defs, e.memo)
 	return []domain.Choice{e.decide(st, req)}
 }
 
@@ -198,17 +202,23 @@ type state struct {
 	order    []string
 	hopQuery map[string]int // normalised query -> hop of the call
 	// derived once the conversation is read (see state.finish)
-	qt     []string        // the question's terms, each once
-	qidx   map[string]int  // term -> index in qt
-	qlow   string          // the question lower-cased
-	chat   bool            // most documents are chat turns
-	stems  map[string]bool // the question's relation stems (relationStems)
-	subs   []string        // the question's sub-questions (subQuestions)
-	ranked []scored        // the fused ranking, once computed (Engine.rank)
+	qt      []string        // the question's terms, each once
+	qidx    map[string]int  // term -> index in qt
+	qlow    string          // the question lower-cased
+	chat    bool            // most documents are chat turns
+	stems   map[string]bool // the question's relation stems (relationStems)
+	subs    []string        // the question's sub-questions (subQuestions)
+	clauses int             // the number of the question's clauses (splitClauses)
+	ranked  []scored        // the fused ranking, once computed (Engine.rank)
+	memo    *memo           // what is derived from text, remembered across requests (nil: nothing)
 }
 
-func readState(msgs []domain.Message, defs []ToolDef) *state {
-	st := &state{issued: map[string]bool{}, read: map[string]bool{}, docs: map[string]*doc{}, hopQuery: map[string]int{}}
+func readState(msgs []domain.Message, defs []ToolDef) *state { return readStateMemo(msgs, defs, nil) }
+
+// readStateMemo is readState with what it derives from text remembered in
+// mem (nil: nothing remembered).
+func readStateMemo(msgs []domain.Message, defs []ToolDef, mem *memo) *state {
+	st := &state{issued: map[string]bool{}, read: map[string]bool{}, docs: map[string]*doc{}, hopQuery: map[string]int{}, memo: mem}
 	var prompt strings.Builder
 	qi := -1
 	for i, m := range msgs {
@@ -222,7 +232,7 @@ func readState(msgs []domain.Message, defs []ToolDef) *state {
 			}
 		}
 	}
-	st.tools = toolsFor(prompt.String(), defs)
+	st.tools = mem.toolsFor(prompt.String(), defs)
 	type pending struct {
 		name, query string
 		hop         int
@@ -265,7 +275,7 @@ func readState(msgs []domain.Message, defs []ToolDef) *state {
 			if p.readID != "" {
 				d := st.doc(p.readID)
 				if t := strings.TrimSpace(content); t != "" {
-					if hits := toolresult.Parse(t); len(hits) == 1 && hits[0].ID == p.readID && hits[0].Text != "" {
+					if hits := mem.parse(t); len(hits) == 1 && hits[0].ID == p.readID && hits[0].Text != "" {
 						t = hits[0].Text
 						if hits[0].Title != "" && d.title == "" {
 							d.title = hits[0].Title
@@ -278,7 +288,7 @@ func readState(msgs []domain.Message, defs []ToolDef) *state {
 			if p.name != ToolSearch && p.name != ToolTextSearch {
 				continue
 			}
-			hits := toolresult.Parse(content)
+			hits := mem.parse(content)
 			st.lists = append(st.lists, resultList{tool: p.name, query: p.query, hop: p.hop, hits: hits})
 			for _, h := range hits {
 				if _, seen := st.docs[h.ID]; !seen {
@@ -310,21 +320,23 @@ func (st *state) finish() {
 	st.qlow = strings.ToLower(st.question)
 	st.stems = relationStems(st.question)
 	st.subs = subQuestions(st.question)
+	st.clauses = len(splitClauses(st.question))
 	turns := 0
 	for _, d := range st.docs {
+		f := st.memo.features(d.text)
 		if d.title == "" {
-			d.title = leadTitle(d.text)
+			d.title = f.lead
 		}
 		d.subject = d.title
 		if d.subject == "" {
-			d.subject = leadEntity(d.text)
+			d.subject = f.entity
 		}
-		d.low = strings.ToLower(d.text)
+		d.low = f.low
 		d.key = subjectKey(d.subject)
 		if d.title == "" {
 			d.alt = shortForms(d.key)
 		}
-		if d.spk = speaker(d.text); d.spk != "" {
+		if d.spk = f.spk; d.spk != "" {
 			turns++
 		}
 	}
@@ -336,14 +348,22 @@ func (st *state) finish() {
 // once per document.
 func (st *state) has(d *doc) []bool {
 	if d.qhas == nil {
-		d.qhas = make([]bool, len(st.qt))
-		mark := func(w string) {
-			if i, ok := st.qidx[strings.ToLower(w)]; ok {
-				d.qhas[i] = true
-			}
-		}
-		eachWord(d.title, mark)
-		eachWord(d.text, mark)
+		d.qhas = st.memo.hasTerms(st.qt, d.title, d.text, func() []bool {
+			has := make([]bool, len(st.qt))
+			eachWord(d.title, func(w string) {
+				if i, ok := st.qidx[strings.ToLower(w)]; ok {
+					has[i] = true
+				}
+			})
+			// the words of the lower-cased text are the text's words
+			// lower-cased: lower-casing keeps a letter a letter
+			eachWord(d.low, func(w string) {
+				if i, ok := st.qidx[w]; ok {
+					has[i] = true
+				}
+			})
+			return has
+		})
 	}
 	return d.qhas
 }

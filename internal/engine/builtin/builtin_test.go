@@ -3,6 +3,7 @@ package builtin
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -337,4 +338,24 @@ func TestFieldsN(t *testing.T) {
 			}
 		}
 	}
+}
+
+// FuzzLower checks that lower is strings.ToLower, and that the words of a
+// lower-cased text are its words lower-cased (state.has reads the
+// lower-cased text).
+func FuzzLower(f *testing.F) {
+	for _, s := range []string{"", "plain", "Ed Wood", "“Quoted” …", "İstanbul KELVIN \u212a", "a\xffB", "ΣΊΣΥΦΟΣ", "Ⅻ Roman"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := lower(s), strings.ToLower(s); got != want {
+			t.Fatalf("lower(%q) = %q, strings.ToLower %q", s, got, want)
+		}
+		var a, b []string
+		eachWord(s, func(w string) { a = append(a, strings.ToLower(w)) })
+		eachWord(lower(s), func(w string) { b = append(b, w) })
+		if !slices.Equal(a, b) {
+			t.Fatalf("%q: words lower-cased %q, words of the lower-cased text %q", s, a, b)
+		}
+	})
 }

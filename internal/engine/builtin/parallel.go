@@ -62,8 +62,12 @@ func splitClauses(q string) []string {
 	for _, m := range clauseMarks {
 		var next []string
 		for _, p := range parts {
+			if !strings.Contains(p, m) {
+				next = append(next, p)
+				continue
+			}
 			pieces := strings.Split(p, m)
-			ok := len(pieces) > 1
+			ok := true
 			for _, x := range pieces {
 				if len(terms(x)) < 3 {
 					ok = false
@@ -201,7 +205,7 @@ func (e *Engine) firsts(st *state) []string {
 			}
 		}
 	}
-	if e.cfg.AnchorKeep > 0 && len(st.subs) > 0 && len(splitClauses(st.question)) > 1 {
+	if e.cfg.AnchorKeep > 0 && len(st.subs) > 0 && st.clauses > 1 {
 		// a question of several clauses states each of its facts, so its
 		// own search holds their evidence; a chain's later hops, and the
 		// subjects of a bare conjunction ("Which film's director was born

@@ -60,6 +60,39 @@ func eachWord(s string, f func(string)) {
 	}
 }
 
+// lower is strings.ToLower(s), written out for the texts of the documents
+// seen, which the engine lower-cases on every turn: strings.ToLower maps
+// a text with any non-ASCII character (a curly quote, "…") rune by rune
+// through a function value; this loop copies ASCII bytes directly and
+// maps only the other runes (an invalid byte becomes U+FFFD, as there).
+func lower(s string) string {
+	i := 0
+	for i < len(s) && s[i] < utf8.RuneSelf && (s[i] < 'A' || s[i] > 'Z') {
+		i++
+	}
+	if i == len(s) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	b.WriteString(s[:i])
+	for i < len(s) {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			b.WriteByte(c)
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		b.WriteRune(unicode.ToLower(r)) // RuneError for an invalid byte
+		i += size
+	}
+	return b.String()
+}
+
 func isDigits(s string) bool {
 	for _, r := range s {
 		if !unicode.IsDigit(r) {
