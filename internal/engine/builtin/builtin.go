@@ -211,6 +211,7 @@ type state struct {
 	clauses int             // the number of the question's clauses (splitClauses)
 	ranked  []scored        // the fused ranking, once computed (Engine.rank)
 	memo    *memo           // what is derived from text, remembered across requests (nil: nothing)
+	aliases []alias         // the question's names and short forms linked to the other form in the documents (findAliases)
 }
 
 func readState(msgs []domain.Message, defs []ToolDef) *state { return readStateMemo(msgs, defs, nil) }
@@ -341,6 +342,9 @@ func (st *state) finish() {
 		}
 	}
 	st.chat = 2*turns > len(st.docs)
+	if !st.chat {
+		st.aliases = st.findAliases()
+	}
 }
 
 // has says which of the question's terms (st.qt) d's title or text
@@ -348,7 +352,7 @@ func (st *state) finish() {
 // once per document.
 func (st *state) has(d *doc) []bool {
 	if d.qhas == nil {
-		d.qhas = st.memo.hasTerms(st.qt, d.title, d.text, func() []bool {
+		d.qhas = st.memo.hasTerms(st.qt, st.aliases, d.title, d.text, func() []bool {
 			has := make([]bool, len(st.qt))
 			eachWord(d.title, func(w string) {
 				if i, ok := st.qidx[strings.ToLower(w)]; ok {
@@ -362,6 +366,7 @@ func (st *state) has(d *doc) []bool {
 					has[i] = true
 				}
 			})
+			st.markAliases(d, has)
 			return has
 		})
 	}

@@ -48,6 +48,13 @@
 //     (its title, a title read from a "title text" lead, or else the name
 //     its text starts with) is never its own bridge and links documents
 //     that name it;
+//   - a name and its short form are linked from the text seen (aliases):
+//     a short form of three to six capitals that spells a name's initials
+//     ("SBF" for "Sam Bankman-Fried", "IRC" for "Infrastructure Review
+//     Committee"), one form in the question and the other in a document;
+//     the next hop looks the other form up by keyword, and a document that
+//     writes the other form holds the question's form in the coverage of
+//     the question's terms;
 //   - the hops go on while the evidence does not cover the question's terms,
 //     each hop adds a document to the best ReportLimit (the evidence grows),
 //     and the turn and call budgets last (defaults: four hops);
@@ -79,7 +86,12 @@
 // that one the next, one per hop the loop made: a two-armed question
 // reports its four documents, a bridge question its two. A parallel
 // question also reports, for each sub-question, the best-ranked of that
-// sub-question's first three hits: one document per fact it joins. A subject read
+// sub-question's first three hits (one document per fact it joins), and
+// what the ranking's best ReportLimit always hold for it (each
+// sub-question's first hit and, for a question of several clauses, the
+// first AnchorKeep hits of its own search): the report of a question that
+// joins several facts, whose evidence sits among many documents alike, is
+// never short of what one search for it found at its top. A subject read
 // from a document's own lead may be named by its shorter form elsewhere
 // ("Vernon Campbell Sewell" as "Vernon Sewell"): its first or second word
 // with its last count too.
@@ -89,5 +101,11 @@
 // turns the cut off.
 //
 // The reasoning says briefly what it did and why. The same messages always
-// give the same reply, call ids included.
+// give the same reply, call ids included. The engine rebuilds the
+// conversation from the messages on every turn; what it derives from their
+// text alone (the hits of each tool message, each document's lower-cased
+// text, lead title and lead name, which of the question's terms a document
+// holds, the tools a system prompt describes) it remembers across requests
+// in a bounded memo (memo.go), so that a turn does not redo the work of the
+// turns before it: a reply is the same with or without it.
 package builtin

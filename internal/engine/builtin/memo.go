@@ -22,6 +22,7 @@ type memo struct {
 	feats cache[string, textFeat]
 	has   cache[hasKey, []bool]
 	tools cache[string, toolset]
+	short cache[string, map[string]string]
 }
 
 // memoBytes bounds the bytes of keys one generation of each cache holds.
@@ -29,11 +30,12 @@ const memoBytes = 8 << 20
 
 func newMemo() *memo {
 	m := &memo{}
-	m.hits.max, m.feats.max, m.has.max, m.tools.max = memoBytes, memoBytes, memoBytes, memoBytes/8
+	m.hits.max, m.feats.max, m.has.max, m.tools.max, m.short.max = memoBytes, memoBytes, memoBytes, memoBytes/8, memoBytes
 	m.hits.cost = func(k string) int { return len(k) }
 	m.feats.cost = func(k string) int { return len(k) }
 	m.has.cost = func(k hasKey) int { return len(k.terms) + len(k.title) + len(k.text) }
 	m.tools.cost = func(k string) int { return len(k) }
+	m.short.cost = func(k string) int { return len(k) }
 	return m
 }
 
@@ -50,8 +52,9 @@ func featuresOf(text string) textFeat {
 	return textFeat{low: lower(text), lead: leadTitle(text), entity: leadEntity(text), spk: speaker(text)}
 }
 
-// hasKey is a question's terms (joined by NUL) and a document's title and
-// text: the key of which of the terms the document holds.
+// hasKey is a question's terms (joined by NUL, with its aliases, see
+// aliasKey) and a document's title and text: the key of which of the terms
+// the document holds.
 type hasKey struct{ terms, title, text string }
 
 // parse is toolresult.Parse, remembered. The hits are shared: read only.
@@ -79,13 +82,21 @@ func (m *memo) toolsFor(prompt string, defs []ToolDef) toolset {
 	return m.tools.get(prompt, func() toolset { return toolsFor(prompt, nil) })
 }
 
+// shortForms is shortFormsOf, remembered. The map is shared: read only.
+func (m *memo) shortForms(text string) map[string]string {
+	if m == nil {
+		return shortFormsOf(text)
+	}
+	return m.short.get(text, func() map[string]string { return shortFormsOf(text) })
+}
+
 // hasTerms is the question terms' flags of a document (state.has),
 // remembered. The flags are shared: read only.
-func (m *memo) hasTerms(qt []string, title, text string, f func() []bool) []bool {
+func (m *memo) hasTerms(qt []string, aliases []alias, title, text string, f func() []bool) []bool {
 	if m == nil {
 		return f()
 	}
-	return m.has.get(hasKey{strings.Join(qt, "\x00"), title, text}, f)
+	return m.has.get(hasKey{strings.Join(qt, "\x00") + aliasKey(aliases), title, text}, f)
 }
 
 // A cache is a map bounded by the cost of its keys, in two generations:

@@ -228,6 +228,11 @@ func (e *Engine) plan(st *state, req *domain.ChatRequest) ([]call, string) {
 	grew := st.turns < 2 || st.grew() && (st.turns < 3 || st.onChain(ranked))
 	if !chat && grew && (hops <= 1 || cov < e.cfg.MinCoverage && hops < e.cfg.MaxTurns-1) {
 		var followed, rests []string
+		for _, a := range st.aliases {
+			if add(ToolTextSearch, a.other(), e.cfg.Limit) {
+				why = append(why, "look up "+quote(a.other())+", the other form of "+quote(a.form())+" in the documents")
+			}
+		}
 		for _, b := range e.bridges(st, ranked) {
 			if len(followed) >= e.cfg.MaxBridges {
 				break
@@ -751,6 +756,7 @@ func (e *Engine) reportIDs(st *state, ranked []scored) []string {
 	}
 	st.chain(ranked[:n], keep)
 	e.keepSubs(st, ranked[:n], keep)
+	e.keepAnchored(st, ranked[:n], keep)
 	out := make([]string, 0, n)
 	for i, r := range ranked[:n] {
 		if keep[i] {
@@ -932,4 +938,21 @@ func (st *state) slotMentionDoc(x, d *doc, asName bool) bool {
 		}
 	}
 	return false
+}
+
+// keepAnchored adds to keep, for a parallel question, the documents the
+// ranking's best ReportLimit always hold (firsts: the top of the question's
+// own search when it has several clauses, and each sub-question's first
+// hit): the report of a question that joins several facts is never short of
+// what one search for it found at its top.
+func (e *Engine) keepAnchored(st *state, ranked []scored, keep []bool) {
+	if len(st.subs) == 0 {
+		return
+	}
+	fs := e.firsts(st)
+	for i, r := range ranked {
+		if slices.Contains(fs, r.id) {
+			keep[i] = true
+		}
+	}
 }

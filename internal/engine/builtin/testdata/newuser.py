@@ -8,7 +8,11 @@ full tool definitions in `tools`). Tooling only, never run by the server.
 It creates the capsule `newuser-notes`, adds the notes as text items (no
 title, no file name), runs the loop for each question and prompt, runs the
 tools against the capsule query API, and checks that every report lists the
-relevant notes and no irrelevant one. It exits 1 when a check fails.
+relevant notes and no irrelevant one. Then it checks the request semantics
+the SDK passes in extra_body: continue_final_message continues the last
+assistant message (inside its open reasoning block, or as plain text, with
+no new <think> block), and echo starts the reply with that message without
+nesting reasoning blocks. It exits 1 when a check fails.
 """
 
 import json
@@ -127,7 +131,57 @@ def main(base, key):
             ok = reported is not None and relevant <= set(got) and not (set(got) & irrelevant)
             failed = failed or not ok
             print(f"{'ok  ' if ok else 'FAIL'} [{label}] {question}\n      tools called: {sorted(names)}\n      reported: {got}")
+    failed = prefill_checks(client) or failed
     sys.exit(1 if failed else 0)
+
+
+def think_depth(s):
+    """The deepest nesting of <think> blocks in s, and whether all close."""
+    depth = deepest = 0
+    while True:
+        i, j = s.find("<think>"), s.find("</think>")
+        if i < 0 and j < 0:
+            return deepest, depth == 0
+        if j < 0 or (0 <= i < j):
+            depth += 1
+            deepest = max(deepest, depth)
+            s = s[i + len("<think>"):]
+        else:
+            depth -= 1
+            s = s[j + len("</think>"):]
+
+
+def prefill_checks(client):
+    """continue_final_message and echo, as a client sends them (extra_body)."""
+    question = "How do I bring back a Zephyr 9 router after its firmware update failed?"
+    open_think = "<think>\nThe question names a router; let me"
+    cont = {"continue_final_message": True, "add_generation_prompt": False}
+
+    def reply(prefill, extra):
+        msgs = [{"role": "system", "content": PROMPT_PROSE}, {"role": "user", "content": question},
+                {"role": "assistant", "content": prefill}]
+        m = client.chat.completions.create(model="svc-1", messages=msgs, tools=STUB, extra_body=extra).choices[0].message
+        return m.content or "", len(m.tool_calls or [])
+
+    checks = []
+    content, calls = reply(open_think, cont)
+    checks.append(("continue inside open reasoning", "<think>" not in content and content.count("</think>") == 1
+                   and calls > 0 and think_depth(open_think + content) == (1, True), content))
+    content, calls = reply("I will search for", cont)
+    checks.append(("continue plain text", "<think>" not in content and "</think>" not in content and calls > 0, content))
+    content, _ = reply(open_think, {"echo": True})
+    checks.append(("echo of open reasoning", content.startswith(open_think) and think_depth(content) == (1, True), content))
+    content, _ = reply(open_think, {**cont, "echo": True})
+    checks.append(("echo and continue", content.startswith(open_think) and content.count("<think>") == 1
+                   and think_depth(content) == (1, True), content))
+    content, _ = reply("PREFIX ", {"echo": True})
+    d, closed = think_depth(content)
+    checks.append(("echo of plain text", content.startswith("PREFIX ") and d <= 1 and closed, content))
+    failed = False
+    for label, ok, content in checks:
+        failed = failed or not ok
+        print(f"{'ok  ' if ok else 'FAIL'} [{label}] {content[:160]!r}")
+    return failed
 
 
 if __name__ == "__main__":
