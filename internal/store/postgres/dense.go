@@ -42,6 +42,32 @@ const (
 // costs less (and is exact).
 const smallCapsule = 2000
 
+// A filter that an index answers (itemFilter's indexed) and whose items
+// hold few chunks is answered by scoring those chunks exactly instead of
+// walking the HNSW graph: the rule is at most exactFilterItems items
+// holding at most exactFilterChunks chunks, which acceptedItems counts
+// through the index, reading no more than exactFilterItems+1 items. The
+// graph walk of a selective filter reads many nodes for each one that
+// passes (pgvector's iterative scan) and loses recall (0.80 at 1,100,628
+// chunks with a 1% filter, ef_search 200), where the exact scan of the
+// chunks that pass costs in proportion to them and misses nothing
+// (docs/experiments/postgres.md has the measurements behind the bounds).
+const (
+	exactFilterItems  = 4000
+	exactFilterChunks = 25000
+)
+
+// acceptedItems is the CTEs "acc", the capsule's items (id, chunk_count)
+// that pass cond (from itemFilter, on items aliased i), at most
+// exactFilterItems+1 of them, and "exact", one row whose yes says whether
+// they are few enough to score exactly. capsule is an expression of the
+// capsule's id; itemsArg and chunksArg are the parameters holding
+// exactFilterItems and exactFilterChunks.
+func acceptedItems(capsule, cond, itemsArg, chunksArg string) string {
+	return `acc AS MATERIALIZED (SELECT i.id, i.chunk_count FROM items i WHERE i.capsule_id = ` + capsule + ` AND ` + cond + ` LIMIT ` + itemsArg + ` + 1),
+		exact AS MATERIALIZED (SELECT count(*) <= ` + itemsArg + ` AND coalesce(sum(chunk_count), 0) <= ` + chunksArg + ` AS yes FROM acc)`
+}
+
 // itemsWhere is cond (from itemFilter, on items aliased i) as a condition on
 // the chunk aliased k, or "" for no condition.
 func itemsWhere(cond string) string {
@@ -65,16 +91,17 @@ func itemsWhere(cond string) string {
 // chunks (a capsule or filter that selective that the walk stopped first,
 // or fewer than k chunks pass), the chunks that pass are scored exactly
 // instead, so a filter returns k chunks whenever k pass. Capsules of fewer
-// than smallCapsule chunks, and vectors of other widths, are always scored
-// exactly.
+// than smallCapsule chunks, vectors of other widths, and filters an index
+// answers whose items hold few chunks (exactFilterItems, exactFilterChunks)
+// are scored exactly.
 func (s *CapsuleStore) DenseTopK(ctx context.Context, capsule string, q []float32, k int, w domain.Wishlist) ([]retrieval.Match, error) {
 	if k <= 0 || len(q) == 0 {
 		return nil, nil
 	}
-	cond, args := itemFilter(w, []any{capsule, pgvector.NewVector(q), k})
+	cond, args, indexed := itemFilter(w, []any{capsule, pgvector.NewVector(q), k})
 	if len(q) == hnswDim {
-		ms, err := s.denseHNSW(ctx, k, itemsWhere(cond), args)
-		if err != nil || len(ms) == k {
+		ms, final, err := s.denseHNSW(ctx, k, cond, indexed, args)
+		if err != nil || final || len(ms) == k {
 			return ms, err
 		}
 	}
@@ -85,50 +112,81 @@ func (s *CapsuleStore) DenseTopK(ctx context.Context, capsule string, q []float3
 	if err != nil {
 		return nil, fmt.Errorf("dense search: %w", interpret(err))
 	}
-	return collectMatches(rows)
+	ms, _, err := collectMatches(rows)
+	return ms, err
 }
 
 // denseHNSW is DenseTopK's index scan: the settings and the query go in one
 // batch, so one round trip and one (implicit) transaction, to which the
-// settings are local.
-func (s *CapsuleStore) denseHNSW(ctx context.Context, k int, where string, args []any) ([]retrieval.Match, error) {
+// settings are local. With an indexed filter the same statement lists the
+// items that pass first and, when they are few, scores their chunks
+// exactly instead (final: the result is the exact one).
+func (s *CapsuleStore) denseHNSW(ctx context.Context, k int, cond string, indexed bool, args []any) (ms []retrieval.Match, final bool, err error) {
 	b := &pgx.Batch{}
 	b.Queue(`SELECT set_config('hnsw.ef_search',
 			least(greatest(coalesce(current_setting('hnsw.ef_search', true)::int, 40), $1::int), $2::int)::text, true),
 		set_config('hnsw.iterative_scan', 'relaxed_order', true)`, max(2*k, minEfSearch), maxEfSearch)
-	var ms []retrieval.Match
+	arg := func(v any) string {
+		args = append(args, v)
+		return fmt.Sprintf("$%d", len(args))
+	}
 	// A capsule of fewer than smallCapsule chunks is left to the exact
 	// scan (a one-time filter: the index is not read).
-	args = append(args, smallCapsule)
-	b.Queue(`SELECT k.item_id, k.idx, 1 - (k.embedding::vector(384) <=> $2::vector(384)) FROM chunks k
-		WHERE (SELECT count(*) FROM (SELECT FROM chunks WHERE capsule_id = (SELECT id FROM capsules WHERE name = $1) LIMIT $`+
-		fmt.Sprint(len(args))+`) x) >= $`+fmt.Sprint(len(args))+`
-		AND k.capsule_id = (SELECT id FROM capsules WHERE name = $1) AND vector_dims(k.embedding) = 384`+where+`
-		ORDER BY k.embedding::vector(384) <=> $2::vector(384) LIMIT $3`, args...).Query(func(rows pgx.Rows) (err error) {
-		ms, err = collectMatches(rows)
+	small := arg(smallCapsule)
+	hnsw := func(more string) string {
+		return `SELECT k.item_id, k.idx, 1 - (k.embedding::vector(384) <=> $2::vector(384)) FROM chunks k
+		WHERE (SELECT count(*) FROM (SELECT FROM chunks WHERE capsule_id = (SELECT id FROM cap) LIMIT ` + small + `) x) >= ` + small + more + `
+		AND k.capsule_id = (SELECT id FROM cap) AND vector_dims(k.embedding) = 384` + itemsWhere(cond) + `
+		ORDER BY k.embedding::vector(384) <=> $2::vector(384) LIMIT $3`
+	}
+	query := `WITH cap AS MATERIALIZED (SELECT id FROM capsules WHERE name = $1) ` + hnsw("")
+	if indexed {
+		// The exact branch, or the index's: one-time filters on "exact"
+		// pick one, and a marker row (idx -1) says the exact one ran.
+		query = `WITH cap AS MATERIALIZED (SELECT id FROM capsules WHERE name = $1),
+			` + acceptedItems("(SELECT id FROM cap)", cond, arg(exactFilterItems), arg(exactFilterChunks)) + `
+			(SELECT k.item_id, k.idx, 1 - (k.embedding <=> $2) FROM acc
+				CROSS JOIN LATERAL (SELECT k.item_id, k.idx, k.embedding FROM chunks k
+					WHERE k.item_id = acc.id AND vector_dims(k.embedding) = 384) k
+				WHERE (SELECT yes FROM exact)
+				ORDER BY k.embedding <=> $2, k.item_id, k.idx LIMIT $3)
+			UNION ALL
+			(SELECT NULL, -1, NULL WHERE (SELECT yes FROM exact))
+			UNION ALL
+			(` + hnsw(" AND NOT (SELECT yes FROM exact)") + `)`
+	}
+	b.Queue(query, args...).Query(func(rows pgx.Rows) (err error) {
+		ms, final, err = collectMatches(rows)
 		return err
 	})
 	if err := s.db.pool.SendBatch(ctx, b).Close(); err != nil {
-		return nil, fmt.Errorf("dense search: %w", interpret(err))
+		return nil, false, fmt.Errorf("dense search: %w", interpret(err))
 	}
-	return ms, nil
+	return ms, final, nil
 }
 
-// collectMatches reads (item_id, idx, cosine) rows and closes them.
-func collectMatches(rows pgx.Rows) ([]retrieval.Match, error) {
+// collectMatches reads (item_id, idx, cosine) rows and closes them; marked
+// reports a marker row (idx -1, no item), which it leaves out.
+func collectMatches(rows pgx.Rows) (out []retrieval.Match, marked bool, err error) {
 	defer rows.Close()
-	var out []retrieval.Match
 	for rows.Next() {
+		var id *string
 		var m retrieval.Match
-		if err := rows.Scan(&m.ItemID, &m.Idx, &m.Cosine); err != nil {
-			return nil, fmt.Errorf("dense search: %w", err)
+		var cos *float64
+		if err := rows.Scan(&id, &m.Idx, &cos); err != nil {
+			return nil, false, fmt.Errorf("dense search: %w", err)
 		}
+		if id == nil || cos == nil {
+			marked = true
+			continue
+		}
+		m.ItemID, m.Cosine = *id, *cos
 		out = append(out, m)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("dense search: %w", interpret(err))
+		return nil, false, fmt.Errorf("dense search: %w", interpret(err))
 	}
-	return out, nil
+	return out, marked, nil
 }
 
 // ChunkCosines returns the cosine of q with each chunk (itemIDs[i],

@@ -223,6 +223,7 @@ func TestItemFilterPushdown(t *testing.T) {
 		{"x": nil},
 		{},
 		{"n": []any{1.0, 7.0}, "s": []any{"apple", "kiwi"}},
+		{"we\"ird $.key": "va\\l\"ue <&>", "ü @": []any{"\u2028", 1e21}},
 	}
 	items := fillDense(t, st, func() []float32 { return randUnit(r, 8) }, "f", len(metas), 2, func(i int) map[string]any { return metas[i] })
 	t0 := items[0].item.TimeAdded
@@ -255,6 +256,9 @@ func TestItemFilterPushdown(t *testing.T) {
 		{"eq bool", mf("b", domain.OpEq, true), true},
 		{"eq array elem", mf("tags", domain.OpEq, "red"), true},
 		{"eq nested", mf("nested", domain.OpEq, 1.0), true},
+		{"eq odd key", mf("we\"ird $.key", domain.OpEq, "va\\l\"ue <&>"), true},
+		{"in odd key", mf("ü @", domain.OpIn, []any{"\u2028", 1e21}), true},
+		{"eq big number", mf("ü @", domain.OpEq, 1e21), true},
 		{"ne number", mf("n", domain.OpNe, 1.0), true},
 		{"ne string", mf("s", domain.OpNe, "apple"), true},
 		{"in", mf("s", domain.OpIn, []any{"banana", 5.0, "kiwi"}), true},

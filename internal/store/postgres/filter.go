@@ -31,7 +31,13 @@ import (
 //     ordered). A filter whose value is an RFC 3339 time (compared as a time
 //     by MatchMetadata), null, an object or a nested array is left to the
 //     engine.
-func itemFilter(w domain.Wishlist, args []any) (string, []any) {
+//
+// indexed reports whether the condition includes a conjunct that an index
+// of items answers (item ids: the primary key; metadata eq and in: the GIN
+// index items_metadata through a lax jsonpath test that accepts a superset
+// of what the exact test does): the items that pass can then be listed
+// without reading every item of the capsule (acceptedItems).
+func itemFilter(w domain.Wishlist, args []any) (cond string, _ []any, indexed bool) {
 	var conds []string
 	arg := func(v any) string {
 		args = append(args, v)
@@ -53,6 +59,7 @@ func itemFilter(w domain.Wishlist, args []any) (string, []any) {
 	}
 	if len(w.ItemIDs) > 0 {
 		conds = append(conds, "i.id = ANY("+arg(w.ItemIDs)+"::text[])")
+		indexed = true
 	}
 	if w.URIPrefix != "" {
 		conds = append(conds, "starts_with(i.uri, "+arg(w.URIPrefix)+"::text)")
@@ -72,26 +79,28 @@ func itemFilter(w domain.Wishlist, args []any) (string, []any) {
 	timeRange("i.time_added", w.AddedAfter, w.AddedBefore)
 	timeRange("coalesce(i.time_authored, i.time_added)", w.AuthoredAfter, w.AuthoredBefore)
 	for _, f := range w.Metadata {
-		if c := metadataCond(f, arg); c != "" {
+		if c, ix := metadataCond(f, arg); c != "" {
 			conds = append(conds, c)
+			indexed = indexed || ix
 		}
 	}
-	return strings.Join(conds, " AND "), args
+	return strings.Join(conds, " AND "), args, indexed
 }
 
 // metadataCond is one metadata filter as SQL, or "" where it is left to the
-// engine (see itemFilter).
-func metadataCond(f domain.MetadataFilter, arg func(any) string) string {
+// engine (see itemFilter); indexed when the GIN index items_metadata
+// answers it.
+func metadataCond(f domain.MetadataFilter, arg func(any) string) (cond string, indexed bool) {
 	if f.Op == domain.OpExists {
 		want, ok := f.Value.(bool)
 		if !ok {
-			return ""
+			return "", false
 		}
 		c := "i.metadata ? " + arg(f.Key) + "::text"
 		if !want {
-			c = "NOT (" + c + ")"
+			return "NOT (" + c + ")", false
 		}
-		return c
+		return c, true
 	}
 	var values []any
 	var cmp string
@@ -101,7 +110,7 @@ func metadataCond(f domain.MetadataFilter, arg func(any) string) string {
 	case domain.OpIn, domain.OpNin:
 		list, ok := f.Value.([]any)
 		if !ok {
-			return ""
+			return "", false
 		}
 		values, cmp = list, "=="
 	case domain.OpGt:
@@ -113,26 +122,26 @@ func metadataCond(f domain.MetadataFilter, arg func(any) string) string {
 	case domain.OpLte:
 		values, cmp = []any{f.Value}, "<="
 	default:
-		return ""
+		return "", false
 	}
 	ordered := cmp != "=="
 	for i, v := range values {
 		s, ok := jsonScalar(v, ordered)
 		if !ok {
-			return ""
+			return "", false
 		}
 		values[i] = s
 	}
 	if len(values) == 0 {
 		// in [] matches nothing, nin [] everything.
 		if f.Op == domain.OpIn {
-			return "false"
+			return "false", false
 		}
-		return ""
+		return "", false
 	}
 	vars, err := json.Marshal(map[string]any{"x": values})
 	if err != nil {
-		return ""
+		return "", false
 	}
 	// The key's value as an array (a scalar wrapped; a missing key gives
 	// [null], which equals and orders against nothing below), any element
@@ -149,9 +158,50 @@ func metadataCond(f domain.MetadataFilter, arg func(any) string) string {
 	match := "jsonb_path_exists(CASE jsonb_typeof(" + v + ") WHEN 'array' THEN " + v + " ELSE jsonb_build_array(" + v + ") END, " +
 		arg("strict $[*] ? ("+strings.Join(tests, " || ")+")") + "::jsonpath, " + arg(string(vars)) + "::jsonb, true)"
 	if f.Op == domain.OpNe || f.Op == domain.OpNin {
-		return "NOT " + match
+		return "NOT " + match, false
 	}
-	return match
+	if f.Op != domain.OpEq && f.Op != domain.OpIn {
+		return match, false
+	}
+	if pre, ok := laxEquals(f.Key, values); ok {
+		// First, so that the cheaper test rejects most items.
+		return "i.metadata @? " + arg(pre) + "::jsonpath AND " + match, true
+	}
+	return match, false
+}
+
+// laxEquals is a jsonpath that items_metadata (GIN, jsonb_ops) answers: key
+// equal to any of values, in lax mode, where an array's elements are
+// compared and errors (mismatched types) are false. It accepts every
+// document the strict test of metadataCond accepts (and more: an element
+// that is itself an array is unwrapped), so it only narrows the items that
+// test reads. The key and string values are written as JSON strings, which
+// jsonpath reads with the same escapes.
+func laxEquals(key string, values []any) (string, bool) {
+	k, err := jsonText(key)
+	if err != nil {
+		return "", false
+	}
+	tests := make([]string, len(values))
+	for i, v := range values {
+		lit, err := jsonText(v)
+		if err != nil {
+			return "", false
+		}
+		tests[i] = "@ == " + lit
+	}
+	return "$." + k + " ? (" + strings.Join(tests, " || ") + ")", true
+}
+
+// jsonText is v as JSON without HTML escaping.
+func jsonText(v any) (string, error) {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return "", err
+	}
+	return strings.TrimSuffix(b.String(), "\n"), nil
 }
 
 // jsonScalar returns v as a JSON scalar that jsonpath compares as

@@ -86,7 +86,7 @@ func (s *CapsuleStore) KeywordWhere(ctx context.Context, capsule string, terms [
 	}
 	// Each term becomes its own plainto_tsquery, ORed: its lexemes come
 	// out quoted, so no term is read as tsquery syntax.
-	cond, args := itemFilter(w, []any{capID, terms})
+	cond, args, _ := itemFilter(w, []any{capID, terms})
 	rows, err := s.db.pool.Query(ctx, `WITH q AS (
 		SELECT string_agg(p::text, ' | ')::tsquery AS q FROM (
 			SELECT plainto_tsquery('english', t) AS p FROM unnest($2::text[]) t) x WHERE numnode(p) > 0)
@@ -166,8 +166,32 @@ func (s *CapsuleStore) KeywordBounds(ctx context.Context, capsule string, terms 
 }
 
 // firstKeywordPage is the first page of a BM25 keyword search: a hybrid
-// query's depth (100) fits in it.
-const firstKeywordPage = 128
+// query's depth (100) fits in it. A selective filter's first page is larger
+// (keywordBM25), at most maxFirstKeywordPage rows.
+const (
+	firstKeywordPage    = 128
+	maxFirstKeywordPage = 1 << 16
+)
+
+// acceptedIDs lists the capsule's items that pass w's item filters (an
+// indexed itemFilter) when they are few (acceptedItems' rule), with the
+// share of the store's chunks they hold (the BM25 index covers every
+// capsule's; the table's row estimate); ok is false when they are more.
+func (s *CapsuleStore) acceptedIDs(ctx context.Context, capID int64, w domain.Wishlist) (ids []string, share float64, ok bool, err error) {
+	cond, args, _ := itemFilter(w, []any{capID})
+	args = append(args, exactFilterItems, exactFilterChunks)
+	n := len(args)
+	var chunks int64
+	var total float64
+	err = s.db.pool.QueryRow(ctx, `WITH `+acceptedItems("$1", cond, fmt.Sprintf("$%d", n-1), fmt.Sprintf("$%d", n))+`
+		SELECT (SELECT yes FROM exact), coalesce((SELECT array_agg(id) FROM acc), '{}'),
+			(SELECT coalesce(sum(chunk_count), 0) FROM acc),
+			(SELECT greatest(reltuples, 1) FROM pg_class WHERE oid = 'chunks'::regclass)`, args...).Scan(&ok, &ids, &chunks, &total)
+	if err != nil || !ok {
+		return nil, 0, false, interpret(err)
+	}
+	return ids, float64(chunks) / total, true, nil
+}
 
 // keywordBM25 is Keyword through pg_textsearch. The query is the terms as
 // text: the index's analyzer splits and stems it, so nothing in it is syntax.
@@ -178,13 +202,31 @@ func (s *CapsuleStore) keywordBM25(ctx context.Context, capID int64, query strin
 		idx  int
 	}
 	sent := map[key]bool{}
-	cond, args := itemFilter(w, []any{capID, query, 0})
+	cond, args, indexed := itemFilter(w, []any{capID, query, 0})
+	where := itemsWhere(cond)
+	if indexed {
+		// Few items pass: the index's rows are checked against their ids
+		// (a hash lookup, not the filter), and the first page is sized
+		// so that about first of its rows pass.
+		ids, share, ok, err := s.acceptedIDs(ctx, capID, w)
+		if err != nil {
+			return fmt.Errorf("keyword search: %w", err)
+		}
+		if ok {
+			if len(ids) == 0 {
+				return nil
+			}
+			args = append(args[:3:3], ids)
+			where = " AND k.item_id = ANY($4::text[])"
+			first = max(first, min(int(float64(first)/max(share, 1e-6)), maxFirstKeywordPage))
+		}
+	}
 	for limit := first; ; limit *= 4 {
 		// The bound scan order is the index's; a Sort by anything else
 		// would score every chunk again.
 		args[2] = limit
 		rows, err := s.indexScored(ctx, `SELECT k.item_id, k.idx, -bm25_get_current_score() AS s FROM chunks k
-			WHERE k.capsule_id = $1`+itemsWhere(cond)+` ORDER BY k.text <@> to_bm25query($2, 'chunks_bm25') LIMIT $3`, args...)
+			WHERE k.capsule_id = $1`+where+` ORDER BY k.text <@> to_bm25query($2, 'chunks_bm25') LIMIT $3`, args...)
 		if err != nil {
 			return fmt.Errorf("keyword search: %w", err)
 		}
@@ -193,7 +235,20 @@ func (s *CapsuleStore) keywordBM25(ctx context.Context, capID int64, query strin
 			return fmt.Errorf("keyword search: %w", err)
 		}
 		if len(page) == 0 && limit == first {
-			cond, args := itemFilter(w, []any{capID, query})
+			if where != "" {
+				// Nothing passed the filter among the index's best rows:
+				// the index has lost its state only if it gives nothing
+				// unfiltered either.
+				var found bool
+				if err := s.db.pool.QueryRow(ctx, `SELECT EXISTS (SELECT FROM chunks k WHERE k.capsule_id = $1
+					ORDER BY k.text <@> to_bm25query($2, 'chunks_bm25') LIMIT 1)`, capID, query).Scan(&found); err != nil {
+					return fmt.Errorf("keyword search: %w", interpret(err))
+				}
+				if found {
+					continue
+				}
+			}
+			cond, args, _ := itemFilter(w, []any{capID, query})
 			rows, err := s.db.pool.Query(ctx, `SELECT item_id, idx, s FROM (
 				SELECT k.item_id, k.idx, -(k.text <@> to_bm25query($2, 'chunks_bm25')) AS s FROM chunks k
 				WHERE k.capsule_id = $1`+itemsWhere(cond)+`) m

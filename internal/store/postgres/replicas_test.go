@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
@@ -161,5 +162,80 @@ func TestServicesShareChanges(t *testing.T) {
 	}
 	if got := uris(b, "zebra", domain.Wishlist{Mode: domain.ModeSemantic}); len(got) != 0 {
 		t.Fatalf("re-created capsule through the other replica: %v", got)
+	}
+}
+
+// TestServicesShareDenseIndex is TestServicesShareChanges through the HNSW
+// index: a capsule of 2,000 chunks of 384 dimensions (the index's width,
+// and enough chunks that dense search walks the index instead of scoring
+// every chunk) shared by two services. An item added through one is the
+// other's best semantic match on its next query, unfiltered (the index)
+// and through a metadata filter (whose few items are scored exactly);
+// deleted through the first, it is gone from the other's results.
+func TestServicesShareDenseIndex(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	u := freshSchema(t)
+	dir := t.TempDir()
+	db0, err := postgres.Open(ctx, u, postgres.Options{MaxConns: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db0.Close() })
+	r := rand.New(rand.NewPCG(5, 6))
+	fillDense(t, db0.Capsules(), clustered(r, 384), "big", 40, 50, func(i int) map[string]any { return map[string]any{"group": float64(i % 20)} })
+	replica := func() *capsule.Service {
+		db, err := postgres.Open(ctx, u, postgres.Options{MaxConns: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		svc, err := capsule.New(capsule.Config{Store: db.Capsules(), Embedder: capsule.NewFakeEmbedder(384), DataDir: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := svc.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { svc.Close() })
+		return svc
+	}
+	a, b := replica(), replica()
+	const text = "The okapi is a forest giraffe of the Congo."
+	top := func(w domain.Wishlist) string {
+		t.Helper()
+		w.Mode = domain.ModeSemantic
+		hits, err := b.Query(ctx, "big", domain.Query{Text: text, Limit: 10, Wishlist: w})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(hits) == 0 {
+			return ""
+		}
+		return hits[0].Item.URI
+	}
+	group := domain.Wishlist{Metadata: []domain.MetadataFilter{{Key: "group", Op: domain.OpEq, Value: 7.0}}}
+	if got := top(domain.Wishlist{}); got == "okapi" {
+		t.Fatal("found before it was added")
+	}
+	it, _, err := a.AddItem(ctx, "big", capsule.NewItem{Kind: domain.ItemText, Text: text, URI: "okapi", Metadata: map[string]any{"group": 7.0}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if it, err = a.WaitItem(ctx, "big", it.ID, 30*time.Second); err != nil || it.Status != domain.StatusReady {
+		t.Fatalf("%+v %v", it, err)
+	}
+	for _, w := range []domain.Wishlist{{}, group} {
+		if got := top(w); got != "okapi" {
+			t.Fatalf("filter %v: best match through the other replica %q, want okapi", w.Metadata, got)
+		}
+	}
+	if err := a.DeleteItem(ctx, "big", it.ID); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []domain.Wishlist{{}, group} {
+		if got := top(w); got == "okapi" {
+			t.Fatalf("filter %v: deleted item found through the other replica", w.Metadata)
+		}
 	}
 }

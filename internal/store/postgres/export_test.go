@@ -1,0 +1,4 @@
+package postgres
+
+// FindItemSQL is FindItem's statement, for TestFindItemPlan.
+const FindItemSQL = findItem
