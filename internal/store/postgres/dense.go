@@ -145,11 +145,11 @@ func (s *CapsuleStore) denseHNSW(ctx context.Context, k int, cond string, indexe
 		// pick one, and a marker row (idx -1) says the exact one ran.
 		query = `WITH cap AS MATERIALIZED (SELECT id FROM capsules WHERE name = $1),
 			` + acceptedItems("(SELECT id FROM cap)", cond, arg(exactFilterItems), arg(exactFilterChunks)) + `
-			(SELECT k.item_id, k.idx, 1 - (k.embedding <=> $2) FROM acc
-				CROSS JOIN LATERAL (SELECT k.item_id, k.idx, k.embedding FROM chunks k
+			(SELECT k.item_id, k.idx, 1 - k.d FROM acc
+				CROSS JOIN LATERAL (SELECT k.item_id, k.idx, k.embedding <=> $2 AS d FROM chunks k
 					WHERE k.item_id = acc.id AND vector_dims(k.embedding) = 384) k
 				WHERE (SELECT yes FROM exact)
-				ORDER BY k.embedding <=> $2, k.item_id, k.idx LIMIT $3)
+				ORDER BY k.d, k.item_id, k.idx LIMIT $3)
 			UNION ALL
 			(SELECT NULL, -1, NULL WHERE (SELECT yes FROM exact))
 			UNION ALL
