@@ -166,31 +166,22 @@ func (s *CapsuleStore) KeywordBounds(ctx context.Context, capsule string, terms 
 }
 
 // firstKeywordPage is the first page of a BM25 keyword search: a hybrid
-// query's depth (100) fits in it. A selective filter's first page is larger
-// (keywordBM25), at most maxFirstKeywordPage rows.
-const (
-	firstKeywordPage    = 128
-	maxFirstKeywordPage = 1 << 16
-)
+// query's depth (100) fits in it.
+const firstKeywordPage = 128
 
 // acceptedIDs lists the capsule's items that pass w's item filters (an
-// indexed itemFilter) when they are few (acceptedItems' rule), with the
-// share of the store's chunks they hold (the BM25 index covers every
-// capsule's; the table's row estimate); ok is false when they are more.
-func (s *CapsuleStore) acceptedIDs(ctx context.Context, capID int64, w domain.Wishlist) (ids []string, share float64, ok bool, err error) {
+// indexed itemFilter) when they are few (acceptedItems' rule); ok is false
+// when they are more.
+func (s *CapsuleStore) acceptedIDs(ctx context.Context, capID int64, w domain.Wishlist) (ids []string, ok bool, err error) {
 	cond, args, _ := itemFilter(w, []any{capID})
 	args = append(args, exactFilterItems, exactFilterChunks)
 	n := len(args)
-	var chunks int64
-	var total float64
 	err = s.db.pool.QueryRow(ctx, `WITH `+acceptedItems("$1", cond, fmt.Sprintf("$%d", n-1), fmt.Sprintf("$%d", n))+`
-		SELECT (SELECT yes FROM exact), coalesce((SELECT array_agg(id) FROM acc), '{}'),
-			(SELECT coalesce(sum(chunk_count), 0) FROM acc),
-			(SELECT greatest(reltuples, 1) FROM pg_class WHERE oid = 'chunks'::regclass)`, args...).Scan(&ok, &ids, &chunks, &total)
+		SELECT (SELECT yes FROM exact), coalesce((SELECT array_agg(id) FROM acc), '{}')`, args...).Scan(&ok, &ids)
 	if err != nil || !ok {
-		return nil, 0, false, interpret(err)
+		return nil, false, interpret(err)
 	}
-	return ids, float64(chunks) / total, true, nil
+	return ids, true, nil
 }
 
 // keywordBM25 is Keyword through pg_textsearch. The query is the terms as
@@ -206,9 +197,11 @@ func (s *CapsuleStore) keywordBM25(ctx context.Context, capID int64, query strin
 	where := itemsWhere(cond)
 	if indexed {
 		// Few items pass: the index's rows are checked against their ids
-		// (a hash lookup, not the filter), and the first page is sized
-		// so that about first of its rows pass.
-		ids, share, ok, err := s.acceptedIDs(ctx, capID, w)
+		// (a hashed array, not the filter's subquery per row). The index
+		// scan goes on past the page's LIMIT while rows are filtered out
+		// (pg_textsearch cannot see through the filter), so the page stays
+		// the size wanted.
+		ids, ok, err := s.acceptedIDs(ctx, capID, w)
 		if err != nil {
 			return fmt.Errorf("keyword search: %w", err)
 		}
@@ -218,7 +211,6 @@ func (s *CapsuleStore) keywordBM25(ctx context.Context, capID int64, query strin
 			}
 			args = append(args[:3:3], ids)
 			where = " AND k.item_id = ANY($4::text[])"
-			first = max(first, min(int(float64(first)/max(share, 1e-6)), maxFirstKeywordPage))
 		}
 	}
 	for limit := first; ; limit *= 4 {
@@ -236,16 +228,17 @@ func (s *CapsuleStore) keywordBM25(ctx context.Context, capID int64, query strin
 		}
 		if len(page) == 0 && limit == first {
 			if where != "" {
-				// Nothing passed the filter among the index's best rows:
-				// the index has lost its state only if it gives nothing
-				// unfiltered either.
+				// No chunk that passes the filter matches (the scan goes on
+				// through the filter until LIMIT rows pass or the index is
+				// exhausted): the index has lost its state only if it gives
+				// nothing unfiltered either.
 				var found bool
 				if err := s.db.pool.QueryRow(ctx, `SELECT EXISTS (SELECT FROM chunks k WHERE k.capsule_id = $1
 					ORDER BY k.text <@> to_bm25query($2, 'chunks_bm25') LIMIT 1)`, capID, query).Scan(&found); err != nil {
 					return fmt.Errorf("keyword search: %w", interpret(err))
 				}
 				if found {
-					continue
+					return nil
 				}
 			}
 			cond, args, _ := itemFilter(w, []any{capID, query})
