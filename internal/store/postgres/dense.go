@@ -58,7 +58,7 @@ const (
 )
 
 // acceptedItems is the CTEs "acc", the capsule's items (id, chunk_count)
-// that pass cond (from itemFilter, on items aliased i), at most
+// that pass cond (from laxItemFilter, on items aliased i), at most
 // exactFilterItems+1 of them, and "exact", one row whose yes says whether
 // they are few enough to score exactly. capsule is an expression of the
 // capsule's id; itemsArg and chunksArg are the parameters holding
@@ -100,7 +100,7 @@ func (s *CapsuleStore) DenseTopK(ctx context.Context, capsule string, q []float3
 	}
 	cond, args, indexed := itemFilter(w, []any{capsule, pgvector.NewVector(q), k})
 	if len(q) == hnswDim {
-		ms, final, err := s.denseHNSW(ctx, k, cond, indexed, args)
+		ms, final, err := s.denseHNSW(ctx, k, cond, indexed, w, args)
 		if err != nil || final || len(ms) == k {
 			return ms, err
 		}
@@ -121,7 +121,7 @@ func (s *CapsuleStore) DenseTopK(ctx context.Context, capsule string, q []float3
 // settings are local. With an indexed filter the same statement lists the
 // items that pass first and, when they are few, scores their chunks
 // exactly instead (final: the result is the exact one).
-func (s *CapsuleStore) denseHNSW(ctx context.Context, k int, cond string, indexed bool, args []any) (ms []retrieval.Match, final bool, err error) {
+func (s *CapsuleStore) denseHNSW(ctx context.Context, k int, cond string, indexed bool, w domain.Wishlist, args []any) (ms []retrieval.Match, final bool, err error) {
 	b := &pgx.Batch{}
 	b.Queue(`SELECT set_config('hnsw.ef_search',
 			least(greatest(coalesce(current_setting('hnsw.ef_search', true)::int, 40), $1::int), $2::int)::text, true),
@@ -142,9 +142,13 @@ func (s *CapsuleStore) denseHNSW(ctx context.Context, k int, cond string, indexe
 	query := `WITH cap AS MATERIALIZED (SELECT id FROM capsules WHERE name = $1) ` + hnsw("")
 	if indexed {
 		// The exact branch, or the index's: one-time filters on "exact"
-		// pick one, and a marker row (idx -1) says the exact one ran.
+		// pick one, and a marker row (idx -1) says the exact one ran. The
+		// exact branch lists the items by the lax filter (its parameters
+		// follow the strict one's).
+		var lax string
+		lax, args, _ = laxItemFilter(w, args)
 		query = `WITH cap AS MATERIALIZED (SELECT id FROM capsules WHERE name = $1),
-			` + acceptedItems("(SELECT id FROM cap)", cond, arg(exactFilterItems), arg(exactFilterChunks)) + `
+			` + acceptedItems("(SELECT id FROM cap)", lax, arg(exactFilterItems), arg(exactFilterChunks)) + `
 			(SELECT k.item_id, k.idx, 1 - k.d FROM acc
 				CROSS JOIN LATERAL (SELECT k.item_id, k.idx, k.embedding <=> $2 AS d FROM chunks k
 					WHERE k.item_id = acc.id AND vector_dims(k.embedding) = 384) k

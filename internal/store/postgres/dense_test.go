@@ -307,19 +307,25 @@ func TestItemFilterPushdown(t *testing.T) {
 					}
 				}
 			}
+			// Keyword search lists a selective eq / in filter's items by the
+			// lax jsonpath alone (laxItemFilter), which also unwraps an
+			// element that is itself an array: a superset there, which the
+			// engine checks. Everything else is as dense search's.
+			laxMore := map[string]bool{"eq nested": true}[tc.name]
 			var n int
 			err = st.KeywordWhere(ctx, "f", []string{"chunk"}, 1000, tc.w, func(id string, _ int, _ float64) bool {
-				if !got[id] {
+				if got[id] {
+					n++
+				} else if !laxMore || want[id] {
 					t.Errorf("keyword: %s passes the filter, dense search left it out", id)
 				}
-				n++
 				return true
 			})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if n != len(ms) {
-				t.Errorf("keyword found %d chunks, dense %d", n, len(ms))
+				t.Errorf("keyword found %d of dense search's %d chunks", n, len(ms))
 			}
 		})
 	}

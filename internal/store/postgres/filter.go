@@ -34,10 +34,24 @@ import (
 //
 // indexed reports whether the condition includes a conjunct that an index
 // of items answers (item ids: the primary key; metadata eq and in: the GIN
-// index items_metadata through a lax jsonpath test that accepts a superset
-// of what the exact test does): the items that pass can then be listed
-// without reading every item of the capsule (acceptedItems).
+// index items_metadata, jsonb_path_ops, through a lax jsonpath test that
+// accepts a superset of what the exact test does): the items that pass can
+// then be listed without reading every item of the capsule
+// (acceptedItems).
 func itemFilter(w domain.Wishlist, args []any) (cond string, _ []any, indexed bool) {
+	return buildItemFilter(w, args, false)
+}
+
+// laxItemFilter is itemFilter with metadata eq and in tested by the lax
+// jsonpath alone: a superset of the items itemFilter accepts (elements that
+// are themselves arrays are unwrapped), for listing a selective filter's
+// items through items_metadata without a second jsonpath on each. Callers
+// hand the engine items it checks again (retrieval.StoreSearcher).
+func laxItemFilter(w domain.Wishlist, args []any) (cond string, _ []any, indexed bool) {
+	return buildItemFilter(w, args, true)
+}
+
+func buildItemFilter(w domain.Wishlist, args []any, lax bool) (cond string, _ []any, indexed bool) {
 	var conds []string
 	arg := func(v any) string {
 		args = append(args, v)
@@ -79,7 +93,7 @@ func itemFilter(w domain.Wishlist, args []any) (cond string, _ []any, indexed bo
 	timeRange("i.time_added", w.AddedAfter, w.AddedBefore)
 	timeRange("coalesce(i.time_authored, i.time_added)", w.AuthoredAfter, w.AuthoredBefore)
 	for _, f := range w.Metadata {
-		if c, ix := metadataCond(f, arg); c != "" {
+		if c, ix := metadataCond(f, arg, lax); c != "" {
 			conds = append(conds, c)
 			indexed = indexed || ix
 		}
@@ -89,18 +103,20 @@ func itemFilter(w domain.Wishlist, args []any) (cond string, _ []any, indexed bo
 
 // metadataCond is one metadata filter as SQL, or "" where it is left to the
 // engine (see itemFilter); indexed when the GIN index items_metadata
-// answers it.
-func metadataCond(f domain.MetadataFilter, arg func(any) string) (cond string, indexed bool) {
+// answers it; with lax, eq and in are the lax test alone.
+func metadataCond(f domain.MetadataFilter, arg func(any) string, lax bool) (cond string, indexed bool) {
 	if f.Op == domain.OpExists {
 		want, ok := f.Value.(bool)
 		if !ok {
 			return "", false
 		}
+		// jsonb_path_ops indexes paths to values, not keys alone: a key's
+		// presence is tested on each item.
 		c := "i.metadata ? " + arg(f.Key) + "::text"
 		if !want {
-			return "NOT (" + c + ")", false
+			c = "NOT (" + c + ")"
 		}
-		return c, true
+		return c, false
 	}
 	var values []any
 	var cmp string
@@ -139,6 +155,13 @@ func metadataCond(f domain.MetadataFilter, arg func(any) string) (cond string, i
 		}
 		return "", false
 	}
+	var pre string
+	if f.Op == domain.OpEq || f.Op == domain.OpIn {
+		var ok bool
+		if pre, ok = laxEquals(f.Key, values); ok && lax {
+			return "i.metadata @? " + arg(pre) + "::jsonpath", true
+		}
+	}
 	vars, err := json.Marshal(map[string]any{"x": values})
 	if err != nil {
 		return "", false
@@ -160,17 +183,14 @@ func metadataCond(f domain.MetadataFilter, arg func(any) string) (cond string, i
 	if f.Op == domain.OpNe || f.Op == domain.OpNin {
 		return "NOT " + match, false
 	}
-	if f.Op != domain.OpEq && f.Op != domain.OpIn {
+	if pre == "" {
 		return match, false
 	}
-	if pre, ok := laxEquals(f.Key, values); ok {
-		// First, so that the cheaper test rejects most items.
-		return "i.metadata @? " + arg(pre) + "::jsonpath AND " + match, true
-	}
-	return match, false
+	// First, so that the cheaper test rejects most items.
+	return "i.metadata @? " + arg(pre) + "::jsonpath AND " + match, true
 }
 
-// laxEquals is a jsonpath that items_metadata (GIN, jsonb_ops) answers: key
+// laxEquals is a jsonpath that items_metadata (GIN, jsonb_path_ops) answers: key
 // equal to any of values, in lax mode, where an array's elements are
 // compared and errors (mismatched types) are false. It accepts every
 // document the strict test of metadataCond accepts (and more: an element

@@ -170,10 +170,10 @@ func (s *CapsuleStore) KeywordBounds(ctx context.Context, capsule string, terms 
 const firstKeywordPage = 128
 
 // acceptedIDs lists the capsule's items that pass w's item filters (an
-// indexed itemFilter) when they are few (acceptedItems' rule); ok is false
-// when they are more.
+// indexed laxItemFilter: a superset, which the engine checks) when they are
+// few (acceptedItems' rule); ok is false when they are more.
 func (s *CapsuleStore) acceptedIDs(ctx context.Context, capID int64, w domain.Wishlist) (ids []string, ok bool, err error) {
-	cond, args, _ := itemFilter(w, []any{capID})
+	cond, args, _ := laxItemFilter(w, []any{capID})
 	args = append(args, exactFilterItems, exactFilterChunks)
 	n := len(args)
 	err = s.db.pool.QueryRow(ctx, `WITH `+acceptedItems("$1", cond, fmt.Sprintf("$%d", n-1), fmt.Sprintf("$%d", n))+`
