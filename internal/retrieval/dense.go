@@ -359,20 +359,21 @@ func (ci *capIndex) recode(dim int) {
 		}
 	}
 	ci.codedAt = n
+	ci.vecEdits++
 	for _, en := range ci.items {
-		en.codes = en.codes[:0]
-		for i := range en.idxs {
-			en.codes = appendSignCode(en.codes, en.vecs[i*dim:(i+1)*dim], ci.mean)
-		}
+		ci.encode(en, dim)
 	}
 }
 
-// encode fills en's sign codes with the capsule's current mean.
+// encode fills en's sign codes with the capsule's current mean, in a new
+// slice: the old one may be a view of a read-only vectors file, or read by
+// a file write in progress.
 func (ci *capIndex) encode(en *entry, dim int) {
-	en.codes = en.codes[:0]
+	codes := make([]uint64, 0, len(en.idxs)*ci.codeWords)
 	for i := range en.idxs {
-		en.codes = appendSignCode(en.codes, en.vecs[i*dim:(i+1)*dim], ci.mean)
+		codes = appendSignCode(codes, en.vecs[i*dim:(i+1)*dim], ci.mean)
 	}
+	en.codes = codes
 }
 
 // cosineOf returns the cosine of one chunk of en with q, if it has a vector.

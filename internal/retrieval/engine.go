@@ -17,6 +17,7 @@ import (
 	"capsuled/internal/domain"
 	"capsuled/internal/rank"
 	"capsuled/internal/terms"
+	"capsuled/internal/vecmath"
 )
 
 // Source is what an Engine reads from the store.
@@ -251,7 +252,8 @@ type Engine struct {
 	boundsGen int64
 
 	// Background graph builds: life ends with Close.
-	graphCost int // the filter cut-off's unit, defaultGraphCost (tests lower it)
+	graphCost  int // the filter cut-off's unit, defaultGraphCost (tests lower it)
+	vecFileMin int // DefaultVectorFileMin (tests lower it)
 	life      context.Context
 	stop      context.CancelFunc
 	builds    sync.WaitGroup
@@ -332,7 +334,7 @@ func (e *Engine) termBounds(ctx context.Context, capsule string, terms []string)
 // is its vector width.
 func New(src Source, emb QueryEmbedder, dim int, cfg Config) *Engine {
 	life, stop := context.WithCancel(context.Background())
-	return &Engine{cfg: cfg.withDefaults(), src: src, emb: emb, dim: dim, index: map[string]*capIndex{}, graphCost: defaultGraphCost, life: life, stop: stop}
+	return &Engine{cfg: cfg.withDefaults(), src: src, emb: emb, dim: dim, index: map[string]*capIndex{}, graphCost: defaultGraphCost, vecFileMin: DefaultVectorFileMin, life: life, stop: stop}
 }
 
 // Semantic reports whether dense retrieval is available.
@@ -363,15 +365,28 @@ type capIndex struct {
 
 	graph *graph      // the HNSW graph of large capsules, nil until built
 	build *graphBuild // the graph being built, nil when none
+
+	// The vectors file (vecfile.go): vecEdits counts changes of entries
+	// since the load, vecSaved the count when the file last matched;
+	// vecSaving is set while a write runs.
+	vecEdits, vecSaved uint64
+	vecSaving          bool
+	vecFile            bool // the capsule keeps a vectors file
 }
 
 // entry is one item with its chunk vectors, row idx i at vecs[i*dim:], and
 // their sign codes at codes[i*codeWords:].
+// An entry's item, rows and vectors never change once it is in ci.items (a
+// change makes a new entry), so that graph builds and file writes may read
+// them without the lock; its codes are replaced (never changed in place)
+// under the lock. Vectors and codes may be views of a vectors file's
+// read-only mapping.
 type entry struct {
 	item  domain.Item
 	idxs  []int
 	vecs  []float32
 	codes []uint64
+	sum   uint32 // vecmath.Checksum(vecs)
 }
 
 func (e *Engine) capsule(name string) *capIndex {
@@ -419,44 +434,42 @@ func (e *Engine) load(ctx context.Context, name string) (*capIndex, error) {
 	ci.items = make(map[string]*entry, len(items))
 	ci.chunks = 0
 	for _, it := range items {
-		en := &entry{item: it}
-		if e.emb != nil && it.ChunkCount > 0 {
-			// Room for the item's vectors at once: appended a chunk at a
-			// time they left a quarter of the index's heap as spare
-			// capacity (and as much again in garbage during the load).
-			en.idxs = make([]int, 0, it.ChunkCount)
-			en.vecs = make([]float32, 0, it.ChunkCount*e.dim)
-		}
-		ci.items[it.ID] = en
+		ci.items[it.ID] = &entry{item: it}
 	}
+	var vf *vecFile
+	var fromStore int
 	if e.emb != nil {
-		err := e.src.ChunkVectors(ctx, name, func(id string, idx int, vec []float32) error {
-			en := ci.items[id]
-			if en == nil || len(vec) != e.dim {
-				return nil
-			}
-			en.idxs = append(en.idxs, idx)
-			en.vecs = append(en.vecs, vec...)
-			ci.chunks++
-			return nil
-		})
-		if err != nil {
+		if vf, fromStore, err = e.fillVectors(ctx, ci, items); err != nil {
 			return nil, fmt.Errorf("load capsule %s: %w", name, err)
-		}
-		for _, en := range ci.items {
-			if len(en.vecs) == 0 {
-				en.idxs, en.vecs = nil, nil // no vectors stored (yet): no room kept
-			}
 		}
 	}
 	ci.codeWords, ci.mean, ci.codedAt = 0, nil, 0
 	if e.emb != nil && e.cfg.ApproxMin > 0 {
-		ci.recode(e.dim)
+		if vf != nil && vf.codeWords == (e.dim+63)/64 && fromStore < vf.codedAt/4 {
+			// The file's mean and codes: items read from the store are
+			// coded about the same mean.
+			ci.codeWords, ci.mean, ci.codedAt = vf.codeWords, vf.mean, vf.codedAt
+			for _, en := range ci.items {
+				if len(en.codes) != len(en.idxs)*ci.codeWords {
+					ci.encode(en, e.dim)
+				}
+			}
+		} else {
+			ci.recode(e.dim)
+		}
 	}
 	ci.invalidate()
 	ci.loaded, ci.gen = true, gen
+	ci.vecEdits, ci.vecSaved = 0, 0
+	if vf == nil || fromStore > 0 || len(vf.items) != len(ci.items) {
+		ci.vecSaved = ^uint64(0) // the file does not hold this state
+	}
 	ci.stopGraph()
 	e.maybeBuild(ci)
+	if vf != nil {
+		e.verifyAsync(ci, vf)
+	}
+	e.maybeSaveVectors(ci)
 	return ci, nil
 }
 
@@ -480,6 +493,8 @@ func (e *Engine) ItemIndexed(it domain.Item, chunks []domain.Chunk) {
 			en.vecs = append(en.vecs, c.Vector...)
 		}
 	}
+	en.sum = vecmath.Checksum(en.vecs)
+	ci.vecEdits++
 	ci.chunks += len(en.idxs)
 	ci.items[it.ID] = en
 	if ci.codeWords > 0 {
@@ -517,6 +532,7 @@ func (e *Engine) ItemRemoved(capsule, id string) {
 	defer ci.mu.Unlock()
 	if en := ci.items[id]; en != nil {
 		ci.chunks -= len(en.idxs)
+		ci.vecEdits++
 		delete(ci.items, id)
 		ci.drop(id)
 		e.graphChanged(ci, id)
@@ -538,6 +554,7 @@ func (e *Engine) CapsuleRemoved(capsule string) {
 	}
 	if e.cfg.GraphDir != "" {
 		os.Remove(GraphPath(e.cfg.GraphDir, capsule)) // none, most often
+		os.Remove(VectorsPath(e.cfg.GraphDir, capsule))
 	}
 }
 

@@ -13,7 +13,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"unsafe"
+
+	"capsuled/internal/vecmath"
 )
 
 // Graph files keep a capsule's HNSW graph between runs (Config.GraphDir),
@@ -46,13 +47,8 @@ func GraphPath(dir, capsule string) string {
 	return filepath.Join(dir, hex.EncodeToString(h[:16])+".hnsw")
 }
 
-// vecsCRC is the CRC-32C of vectors' bytes (as in memory).
-func vecsCRC(v []float32) uint32 {
-	if len(v) == 0 {
-		return 0
-	}
-	return crc32.Checksum(unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), 4*len(v)), castagnoli)
-}
+// vecsCRC is the CRC-32C of vectors as stored (vecmath.Checksum).
+func vecsCRC(v []float32) uint32 { return vecmath.Checksum(v) }
 
 // ggroup is one run of nodes that one addEntry call inserted: rows 0…n-1
 // of an entry.
@@ -124,7 +120,11 @@ func (g *graph) encode(bw io.Writer) error {
 			w.u32(0)
 		} else {
 			w.bytes([]byte{0})
-			w.u32(vecsCRC(n.en.vecs[:gr.n*g.dim]))
+			if gr.n == len(n.en.idxs) {
+				w.u32(n.en.sum) // without reading the vectors (mapped: not resident)
+			} else {
+				w.u32(vecsCRC(n.en.vecs[:gr.n*g.dim]))
+			}
 		}
 	}
 	for id := range g.nodes {
@@ -224,7 +224,7 @@ func readGraph(ctx context.Context, src *bufio.Reader, size int64, path string, 
 		}
 		en := byID[id]
 		_, taken := g.first[id]
-		if dead || en == nil || taken || len(en.idxs) != n || vecsCRC(en.vecs[:n*dim]) != crc {
+		if dead || en == nil || taken || len(en.idxs) != n || en.sum != crc {
 			// Removed or changed since: dead nodes on zero vectors.
 			if len(zeros) < n*dim {
 				zeros = make([]float32, n*dim)

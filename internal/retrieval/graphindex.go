@@ -26,8 +26,9 @@ type graphBuild struct {
 	done    chan struct{}
 }
 
-// Close stops the background graph builds and waits for them to end, then
-// writes the graphs changed since they were last written to Config.GraphDir.
+// Close stops the background graph builds and vectors file checks and waits
+// for them to end, then writes the graphs and vectors files changed since
+// they were last written to Config.GraphDir.
 // The Engine still answers queries afterwards, by scanning.
 func (e *Engine) Close() {
 	e.stop()
@@ -40,6 +41,12 @@ func (e *Engine) Close() {
 	e.mu.Unlock()
 	for _, ci := range cis {
 		e.saveGraph(ci)
+		ci.mu.Lock()
+		due := ci.vecFile && ci.loaded && ci.vecSaved != ci.vecEdits
+		ci.mu.Unlock()
+		if due {
+			e.saveVectors(ci)
+		}
 	}
 }
 

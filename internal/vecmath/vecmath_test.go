@@ -1,6 +1,8 @@
 package vecmath
 
 import (
+	"encoding/binary"
+	"hash/crc32"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -122,4 +124,36 @@ func BenchmarkDot384(b *testing.B) {
 		}
 	})
 	_ = sink
+}
+
+// TestChecksumPortable checks Checksum against the CRC-32C of the stored
+// bytes, through the in-memory bytes (little-endian machines) and through
+// the encoding loop that other machines take.
+func TestChecksumPortable(t *testing.T) {
+	defer func(le bool) { littleEndian = le }(littleEndian)
+	for _, le := range []bool{littleEndian, false} {
+		littleEndian = le
+		checksumCases(t)
+	}
+}
+
+func checksumCases(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for n := range 700 {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = float32(rng.NormFloat64())
+		}
+		b := make([]byte, 4*n)
+		for i, x := range v {
+			binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
+		}
+		want := crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli))
+		if got := Checksum(v); got != want {
+			t.Fatalf("n %d: Checksum %08x, want %08x", n, got, want)
+		}
+		if got := ChecksumBytes(ChecksumUpdate(0, v[:n/2]), b[4*(n/2):]); got != want {
+			t.Fatalf("n %d: in two parts %08x, want %08x", n, got, want)
+		}
+	}
 }

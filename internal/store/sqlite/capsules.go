@@ -417,8 +417,9 @@ func (s *CapsuleStore) CompleteItem(ctx context.Context, id, hash, text string, 
 	if _, err := tx.ExecContext(ctx, "INSERT INTO item_texts (item_id, text) VALUES (?, ?)", id, text); err != nil {
 		return domain.Item{}, fmt.Errorf("store text: %w", interpret(err))
 	}
+	count, crc := chunkSum(chunks)
 	if _, err := tx.ExecContext(ctx, `UPDATE items SET status = ?, error = NULL, chunk_count = ?, indexed_hash = content_hash,
-		time_updated = ? WHERE id = ?`, string(domain.StatusReady), len(chunks), millis(at), id); err != nil {
+		time_updated = ?, vec_count = ?, vec_crc = ? WHERE id = ?`, string(domain.StatusReady), len(chunks), millis(at), count, crc, id); err != nil {
 		return domain.Item{}, interpret(err)
 	}
 	it, err := scanItem(tx.QueryRowContext(ctx, "SELECT "+itemColumns+itemFrom+" WHERE i.id = ?", id))

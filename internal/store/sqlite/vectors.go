@@ -1,13 +1,17 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"capsuled/internal/domain"
+	"capsuled/internal/vecmath"
 )
 
 // EmbeddingSpace returns the embedding model recorded for the chunk
@@ -139,4 +143,188 @@ func (s *CapsuleStore) SetChunkVectors(ctx context.Context, itemID, hash string,
 		return domain.Item{}, err
 	}
 	return it, tx.Commit()
+}
+
+// chunkSum is the vector count and checksum (vecmath.Checksum, in idx
+// order) of chunks, as VectorSums reports them.
+func chunkSum(chunks []domain.Chunk) (int, int64) {
+	order := make([]int, 0, len(chunks))
+	for i, c := range chunks {
+		if c.Vector != nil {
+			order = append(order, i)
+		}
+	}
+	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(chunks[a].Idx, chunks[b].Idx) })
+	var crc uint32
+	for _, i := range order {
+		crc = vecmath.ChecksumUpdate(crc, chunks[i].Vector)
+	}
+	return len(order), int64(crc)
+}
+
+// sumBatch is how many items' unknown sums VectorSums computes in one
+// write transaction (reading their vectors), so that a store upgraded
+// with large capsules does not hold the writer for long.
+const sumBatch = 2000
+
+// VectorSums calls fn with each searchable item of the capsule, the
+// number of its chunk vectors and their CRC-32C (vecmath.Checksum of the
+// vectors in idx order): the store keeps them beside the item, set in the
+// transaction that writes its chunks (and forgotten by triggers on any
+// other change of them). Sums not known (items written before they were
+// kept, or by another writer) are computed from the chunks here and kept.
+func (s *CapsuleStore) VectorSums(ctx context.Context, capsule string, fn func(itemID string, count int, crc uint32) error) error {
+	var unknown []string
+	err := func() error {
+		rows, err := s.db.read.QueryContext(ctx, `SELECT i.id, i.vec_count, i.vec_crc FROM items i
+			WHERE i.capsule_id = (SELECT id FROM capsules WHERE name = ?) AND i.indexed_hash IS NOT NULL ORDER BY i.id`, capsule)
+		if err != nil {
+			return fmt.Errorf("vector sums: %w", err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id string
+			var count, crc sql.NullInt64
+			if err := rows.Scan(&id, &count, &crc); err != nil {
+				return fmt.Errorf("vector sums: %w", err)
+			}
+			if !count.Valid || !crc.Valid {
+				unknown = append(unknown, id)
+				continue
+			}
+			if err := fn(id, int(count.Int64), uint32(crc.Int64)); err != nil {
+				return err
+			}
+		}
+		return rows.Err()
+	}()
+	if err != nil {
+		return err
+	}
+	for len(unknown) > 0 {
+		n := min(len(unknown), sumBatch)
+		if err := s.computeSums(ctx, unknown[:n], fn); err != nil {
+			return err
+		}
+		unknown = unknown[n:]
+	}
+	return nil
+}
+
+// computeSums computes and keeps the vector sums of items, in one write
+// transaction, and calls fn with each (items no longer searchable are
+// skipped).
+func (s *CapsuleStore) computeSums(ctx context.Context, items []string, fn func(itemID string, count int, crc uint32) error) error {
+	tx, err := s.db.write.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	b, err := json.Marshal(items)
+	if err != nil {
+		return err
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT i.id, k.vector FROM items i JOIN chunks k ON k.item_id = i.id
+		WHERE i.id IN (SELECT value FROM json_each(?)) AND i.indexed_hash IS NOT NULL AND k.vector IS NOT NULL ORDER BY i.id, k.idx`, string(b))
+	if err != nil {
+		return fmt.Errorf("vector sums: %w", err)
+	}
+	type sum struct {
+		id    string
+		count int
+		crc   uint32
+	}
+	var sums []sum
+	for rows.Next() {
+		var id string
+		var v []byte
+		if err := rows.Scan(&id, &v); err != nil {
+			rows.Close()
+			return fmt.Errorf("vector sums: %w", err)
+		}
+		if len(sums) == 0 || sums[len(sums)-1].id != id {
+			sums = append(sums, sum{id: id})
+		}
+		last := &sums[len(sums)-1]
+		last.count++
+		last.crc = vecmath.ChecksumBytes(last.crc, v)
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return fmt.Errorf("vector sums: %w", err)
+	}
+	// Searchable items without any vector have the empty sum.
+	have := make(map[string]bool, len(sums))
+	for _, x := range sums {
+		have[x.id] = true
+	}
+	empty, err := func() ([]string, error) {
+		rows, err := tx.QueryContext(ctx, "SELECT id FROM items WHERE id IN (SELECT value FROM json_each(?)) AND indexed_hash IS NOT NULL", string(b))
+		if err != nil {
+			return nil, err
+		}
+		return collect(rows, func(r scanner) (string, error) {
+			var id string
+			return id, r.Scan(&id)
+		})
+	}()
+	if err != nil {
+		return fmt.Errorf("vector sums: %w", err)
+	}
+	for _, id := range empty {
+		if !have[id] {
+			sums = append(sums, sum{id: id})
+		}
+	}
+	st, err := tx.PrepareContext(ctx, "UPDATE items SET vec_count = ?, vec_crc = ? WHERE id = ?")
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	for _, x := range sums {
+		if _, err := st.ExecContext(ctx, x.count, int64(x.crc), x.id); err != nil {
+			return fmt.Errorf("keep vector sums: %w", interpret(err))
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	for _, x := range sums {
+		if err := fn(x.id, x.count, x.crc); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ItemVectors calls fn with every chunk vector of the items, by item and
+// idx (in that order; chunks without a vector are skipped).
+func (s *CapsuleStore) ItemVectors(ctx context.Context, items []string, fn func(itemID string, idx int, vec []float32) error) error {
+	for len(items) > 0 {
+		n := min(len(items), sumBatch)
+		b, err := json.Marshal(items[:n])
+		if err != nil {
+			return err
+		}
+		items = items[n:]
+		rows, err := s.db.read.QueryContext(ctx, `SELECT item_id, idx, vector FROM chunks
+			WHERE item_id IN (SELECT value FROM json_each(?)) AND vector IS NOT NULL ORDER BY item_id, idx`, string(b))
+		if err != nil {
+			return fmt.Errorf("item vectors: %w", err)
+		}
+		for rows.Next() {
+			var id string
+			var idx int
+			var v []byte
+			if err = rows.Scan(&id, &idx, &v); err != nil {
+				break
+			}
+			if err = fn(id, idx, DecodeVector(v)); err != nil {
+				break
+			}
+		}
+		if err := errors.Join(err, rows.Err(), rows.Close()); err != nil {
+			return fmt.Errorf("item vectors: %w", err)
+		}
+	}
+	return nil
 }
