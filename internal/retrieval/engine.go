@@ -254,9 +254,9 @@ type Engine struct {
 	// Background graph builds: life ends with Close.
 	graphCost  int // the filter cut-off's unit, defaultGraphCost (tests lower it)
 	vecFileMin int // DefaultVectorFileMin (tests lower it)
-	life      context.Context
-	stop      context.CancelFunc
-	builds    sync.WaitGroup
+	life       context.Context
+	stop       context.CancelFunc
+	builds     sync.WaitGroup
 }
 
 type boundKey struct{ capsule, term string }

@@ -39,7 +39,9 @@ func sumsFromChunks(t *testing.T, st *sqlite.CapsuleStore, capsule string) map[s
 	return out
 }
 
-func sumKey(n int, crc uint32) string { return time.Duration(n).String() + "/" + time.Duration(crc).String() }
+func sumKey(n int, crc uint32) string {
+	return time.Duration(n).String() + "/" + time.Duration(crc).String()
+}
 
 func storeSums(t *testing.T, st *sqlite.CapsuleStore, capsule string) map[string]string {
 	t.Helper()
