@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"testing"
@@ -285,5 +286,26 @@ func TestHelpHidesKeysFromTheEnvironment(t *testing.T) {
 		if strings.Contains(out+stderr, secret) || !strings.Contains(stderr, "key") {
 			t.Errorf("%v: the help shows the key or no key flag:\n%s", args, stderr)
 		}
+	}
+}
+
+func TestServeMemoryLimitRefused(t *testing.T) {
+	t.Parallel()
+	for _, v := range []string{"lots", "0", "-1GB"} {
+		code, _, stderr := runCLI(t, "serve", "--addr", "127.0.0.1:0", "--data", t.TempDir(), "--memory-limit", v)
+		if code == 0 || !strings.Contains(stderr, "--memory-limit") {
+			t.Errorf("--memory-limit %q: exit %d, %q", v, code, stderr)
+		}
+	}
+}
+
+func TestSetMemoryLimit(t *testing.T) {
+	old := debug.SetMemoryLimit(-1)
+	defer debug.SetMemoryLimit(old)
+	if err := setMemoryLimit("1.5GiB"); err != nil {
+		t.Fatal(err)
+	}
+	if got := debug.SetMemoryLimit(-1); got != 3<<29 {
+		t.Fatalf("limit %d, want %d", got, int64(3<<29))
 	}
 }
