@@ -76,6 +76,7 @@ func runScale(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	deferIdx := fs.Bool("defer-indexes", false, "PostgreSQL: drop the chunks' search indexes (HNSW, BM25, GIN) before ingestion and build them after it with CREATE INDEX (postgres.DB.DeferIndexes), reported as index_build_s apart from ingest_s; on a reused capsule, build the indexes an earlier run left deferred (without it they are reported as indexes_deferred and searches go on without them)")
 	idxWorkers := fs.Int("index-workers", 2, "PostgreSQL: parallel maintenance workers of each index build after --defer-indexes (max_parallel_maintenance_workers)")
 	idxMem := fs.String("index-memory", "4GB", "PostgreSQL: maintenance_work_mem of each index build after --defer-indexes (the HNSW graph is built in memory within it: about 2 kB a chunk)")
+	graphEfs := fs.String("graph-ef", "", "SQLite: also measure recall, and the latency of the --modes semantic and hybrid, with each of these graph beam widths (comma-separated; default retrieval.GraphEfFor the capsule's chunks), each through a new engine that reads the capsule's vectors and graph files")
 	efList := fs.String("ef-search", "", "PostgreSQL: also measure recall, and the latency of the --modes semantic and hybrid, with each of these hnsw.ef_search floors (comma-separated; the store asks for at least 100 and twice the candidates)")
 	asJSON := fs.Bool("json", false, "print one JSON object as the last line")
 	ingestProfile := fs.String("ingest-cpuprofile", "", "write a CPU profile of the ingestion phase (this process: the capsule service and an embedded store) to this file")
@@ -96,6 +97,8 @@ func runScale(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return errors.New("--defer-indexes: PostgreSQL only")
 	case *efList != "" && !isPG:
 		return errors.New("--ef-search: PostgreSQL only")
+	case *graphEfs != "" && isPG:
+		return errors.New("--graph-ef: SQLite only")
 	case *nq < 1 || *nRecall < 0:
 		return errors.New("--queries must be at least 1, --recall-queries at least 0")
 	}
@@ -106,6 +109,14 @@ func runScale(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return fmt.Errorf("--ef-search: %q is not a number from 1 to 1000", f)
 		}
 		efs = append(efs, ef)
+	}
+	var gefs []int
+	for _, f := range strings.FieldsFunc(*graphEfs, func(r rune) bool { return r == ',' }) {
+		ef, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || ef < 1 || ef > 100000 {
+			return fmt.Errorf("--graph-ef: %q is not a number from 1 to 100000", f)
+		}
+		gefs = append(gefs, ef)
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	res := map[string]any{"chunks_target": *target, "vectors": *vectors, "cpus": runtime.NumCPU(), "replicas": *replicas}
@@ -418,8 +429,14 @@ func runScale(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			res[prefix+"dense_recall_at_10"], res[prefix+"dense_recall_at_10_filtered"], res[prefix+"semantic_p50_ms"], res[prefix+"semantic_filtered_p50_ms"],
 			res[prefix+"hybrid_p50_ms"], res[prefix+"hybrid_filtered_p50_ms"], loadAvg())
 	}
+	if len(gefs) > 0 {
+		if err := sqliteGraphEfs(ctx, st, memo, emb.Dim(), graphDir, gefs, modes, qtexts[:*nq], rq, filter, exact, exactFiltered, res, stderr); err != nil {
+			return err
+		}
+	}
 	runtime.GC()
 	res["bench_rss_mb"] = rssMB()
+	sqliteMemory(res, "bench_", os.Getpid())
 	eng = nil
 	runtime.GC()
 	debug.FreeOSMemory()
@@ -941,6 +958,7 @@ func scaleServers(ctx context.Context, res map[string]any, cfg scaleServerConfig
 		fmt.Fprintf(stderr, "server %d answered its first query %.2fs after its start (load %.1f)\n", r+1, cold[len(cold)-1], loadAvg())
 	}
 	res["server_cold_start_s"] = cold
+	res["server_first_answer"] = "from the server process's start to the HTTP 200 of its first hybrid query (limit 10, unfiltered), index load included, the query sent again every 5 ms until answered"
 
 	// The embedding lookup alone, as the servers' embedder calls it.
 	var embedLat []time.Duration
@@ -986,6 +1004,9 @@ func scaleServers(ctx context.Context, res map[string]any, cfg scaleServerConfig
 		rss, hwm = append(rss, r), append(hwm, h)
 	}
 	res["server_rss_mb"], res["server_rss_peak_mb"] = rss, hwm
+	if !cfg.isPG {
+		sqliteMemory(res, "server_", servers[0].cmd.Process.Pid)
+	}
 	return nil
 }
 
@@ -1188,4 +1209,84 @@ func loadAvg() float64 {
 	}
 	x, _ := strconv.ParseFloat(f[0], 64)
 	return x
+}
+
+// sqliteGraphEfs measures, for each graph beam width, recall@10 against
+// the exact top 10 and the latency of the semantic and hybrid modes, each
+// through a new engine over the same store (it maps the capsule's vectors
+// file and reads its graph file, which the first engine wrote).
+func sqliteGraphEfs(ctx context.Context, st capsule.Store, emb retrieval.QueryEmbedder, dim int, graphDir string, efs []int, modes []domain.SearchMode,
+	qs, rq []string, filter []domain.MetadataFilter, exact, exactFiltered [][]chunkRef, res map[string]any, stderr io.Writer) error {
+	for _, ef := range efs {
+		e := retrieval.New(st, emb, dim, retrieval.Config{GraphEf: ef, GraphDir: graphDir})
+		err := func() error {
+			defer e.Close()
+			if _, err := e.Search(ctx, scaleCapsule, domain.Query{Text: qs[0], Limit: 10, Wishlist: domain.Wishlist{Mode: domain.ModeSemantic}}); err != nil {
+				return err
+			}
+			if err := e.GraphReady(ctx, scaleCapsule); err != nil {
+				return err
+			}
+			prefix := fmt.Sprintf("graph_ef%d_", ef)
+			if len(rq) > 0 {
+				if err := denseRecall(ctx, e, rq, filter, exact, exactFiltered, res, prefix); err != nil {
+					return err
+				}
+			}
+			for _, mode := range modes {
+				if mode == domain.ModeKeyword {
+					continue
+				}
+				for _, filtered := range []bool{false, true} {
+					w, name := domain.Wishlist{Mode: mode}, prefix+string(mode)
+					if filtered {
+						w.Metadata, name = filter, name+"_filtered"
+					}
+					lat, cpu, _, err := timeQueries(ctx, e, qs, w)
+					if err != nil {
+						return err
+					}
+					res[name+"_p50_ms"], res[name+"_p99_ms"], res[name+"_cpu_ms"] = pct(lat, 50), pct(lat, 99), perQueryMS(cpu, len(lat))
+				}
+			}
+			fmt.Fprintf(stderr, "graph ef %d: recall@10 %v (filtered %v); semantic p50 %v ms, %v CPU-ms; hybrid p50 %v ms, %v CPU-ms; load %.1f\n", ef,
+				res[prefix+"dense_recall_at_10"], res[prefix+"dense_recall_at_10_filtered"], res[prefix+"semantic_p50_ms"], res[prefix+"semantic_cpu_ms"],
+				res[prefix+"hybrid_p50_ms"], res[prefix+"hybrid_cpu_ms"], loadAvg())
+			return nil
+		}()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sqliteMemory records a process's resident memory by kind (RssAnon: the
+// heap and other private memory; RssFile: mapped files' pages resident now,
+// such as vectors files, which the kernel may drop and read again) and,
+// for this process, the Go heap in use.
+func sqliteMemory(res map[string]any, prefix string, pid int) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		kb, _ := strconv.ParseFloat(f[1], 64)
+		switch f[0] {
+		case "RssAnon:":
+			res[prefix+"rss_anon_mb"] = math.Round(kb/1024*10) / 10
+		case "RssFile:":
+			res[prefix+"rss_file_mb"] = math.Round(kb/1024*10) / 10
+		}
+	}
+	if pid == os.Getpid() {
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		res[prefix+"go_heap_inuse_mb"] = math.Round(float64(ms.HeapInuse)/(1<<20)*10) / 10
+		res[prefix+"go_sys_mb"] = math.Round(float64(ms.Sys)/(1<<20)*10) / 10
+	}
 }

@@ -152,7 +152,7 @@ type Config struct {
 	// Default DefaultGraphMin.
 	GraphMin int
 	// GraphEf is the graph search's beam width (at least the requested
-	// depth). Default DefaultGraphEf.
+	// depth). Default: GraphEfFor the capsule's chunks.
 	GraphEf int
 	// GraphWorkers is how many goroutines build a graph. Default
 	// GOMAXPROCS; 1 builds the same graph every time (the others are as
@@ -213,9 +213,6 @@ func (c Config) withDefaults() Config {
 	}
 	if c.GraphWorkers <= 0 {
 		c.GraphWorkers = runtime.GOMAXPROCS(0)
-	}
-	if c.GraphEf <= 0 {
-		c.GraphEf = DefaultGraphEf
 	}
 	if c.Depth <= 0 {
 		c.Depth = 100

@@ -11,6 +11,17 @@ const (
 	DefaultGraphEf  = 256
 )
 
+// graphEfChunks is the number of chunks per unit of the default beam
+// width above DefaultGraphEf: at a fixed width, recall@10 against exact
+// search falls as the graph grows (on bench scale's vectors, 1.000 at
+// 100,000 chunks, 0.96 at 270,894, 0.885 at 1,083,249 with a width of
+// 256), so the width grows with the capsule (docs/benchmarks.md).
+const graphEfChunks = 1000
+
+// GraphEfFor is the default beam width of a graph search in a capsule of
+// chunks chunks: DefaultGraphEf, or one per graphEfChunks chunks if more.
+func GraphEfFor(chunks int) int { return max(DefaultGraphEf, chunks/graphEfChunks) }
+
 // defaultGraphCost is about how many nodes an unfiltered graph search scores, the
 // unit of the filter cut-off: a filter passing a share s of a capsule's
 // chunks makes the graph search score about graphCost/s nodes (most fail the
@@ -192,7 +203,11 @@ func (e *Engine) denseSearch(ci *capIndex, q []float32, k int, pred Predicate) [
 	if g == nil {
 		return denseTopK(ci, q, e.dim, k, pred, e.cfg.ApproxMin, e.cfg.ApproxRerank)
 	}
-	ef := max(e.cfg.GraphEf, k)
+	ef := e.cfg.GraphEf
+	if ef <= 0 {
+		ef = GraphEfFor(ci.chunks)
+	}
+	ef = max(ef, k)
 	accept := func(id uint32) bool { return !g.nodes[id].dead }
 	maxVisit := 0
 	if pred != nil {

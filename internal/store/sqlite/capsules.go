@@ -294,7 +294,7 @@ func (s *CapsuleStore) kwRemoval(ctx context.Context, tx *sql.Tx, itemID string)
 	if !s.db.kw.tracked(capID) {
 		return capID, nil, nil
 	}
-	ch := &kwChange{capID: capID}
+	ch := &kwChange{capID: capID, item: itemID}
 	rows, err := tx.QueryContext(ctx, "SELECT id FROM chunks WHERE item_id = ?", itemID)
 	if err != nil {
 		return 0, nil, interpret(err)

@@ -91,6 +91,10 @@ type kwIndex struct {
 	ndead   int
 	deaths  uint64    // rows ever marked dead (kwPosting.peaksAt)
 	accs    sync.Pool // *[]float64: score's accumulators, all 0
+
+	// items maps each item id to its live documents: a selective filter's
+	// items become the documents to score (kwAllowed) without a query.
+	items map[string][]uint32
 }
 
 // kwPosting is one token's posting list.
@@ -142,9 +146,11 @@ type kwDoc struct {
 	tokens map[string]uint32
 }
 
-// kwChange is one committed change of a capsule's chunks.
+// kwChange is one committed change of a capsule's chunks: item's rows
+// removed, and rows added (all of item).
 type kwChange struct {
 	capID   int64
+	item    string
 	removed []int64 // rowids
 	added   []kwDoc
 }
@@ -297,6 +303,7 @@ func (ix *kwIndex) apply(ch kwChange) bool {
 			ix.deaths++
 		}
 	}
+	delete(ix.items, ch.item)
 	for _, doc := range ch.added {
 		if n := len(ix.rowids); n > 0 && doc.rowid <= ix.rowids[n-1] {
 			// SQLite gives a new row the table's largest rowid plus one:
@@ -308,6 +315,7 @@ func (ix *kwIndex) apply(ch kwChange) bool {
 			}
 		}
 		d := uint32(len(ix.rowids))
+		ix.items[ch.item] = append(ix.items[ch.item], d)
 		ix.rowids = append(ix.rowids, doc.rowid)
 		ix.dl = append(ix.dl, doc.dl)
 		if int(d/64) >= len(ix.dead) {
@@ -476,18 +484,21 @@ func (x *kwIndexes) build(ctx context.Context, ix *kwIndex) (err error) {
 		}
 	}()
 	ix.terms = map[string]*kwPosting{}
+	ix.items = map[string][]uint32{}
 	x.mu.Lock()
 	err = func() error {
-		rows, err := conn.QueryContext(ctx, "SELECT id FROM chunks WHERE capsule_id = ? ORDER BY id", ix.capID)
+		rows, err := conn.QueryContext(ctx, "SELECT id, item_id FROM chunks WHERE capsule_id = ? ORDER BY id", ix.capID)
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
 		for rows.Next() {
 			var r int64
-			if err := rows.Scan(&r); err != nil {
+			var item string
+			if err := rows.Scan(&r, &item); err != nil {
 				return err
 			}
+			ix.items[item] = append(ix.items[item], uint32(len(ix.rowids)))
 			ix.rowids = append(ix.rowids, r)
 		}
 		return rows.Err()
@@ -965,9 +976,7 @@ func (s *CapsuleStore) kwSearch(ctx context.Context, ix *kwIndex, terms []string
 		}
 		var allowed []uint64
 		if items != nil {
-			if allowed, err = s.kwAllowed(ctx, ix, items); err != nil {
-				return err
-			}
+			allowed = s.kwAllowed(ix, items)
 		}
 		cands = ix.score(toks, st, allowed)
 		rowids = ix.rowids
@@ -979,32 +988,16 @@ func (s *CapsuleStore) kwSearch(ctx context.Context, ix *kwIndex, terms []string
 	return true, s.kwEmit(ctx, cands, rowids, want, fn)
 }
 
-// kwAllowed is the bit set of the index's documents that are chunks of
-// items. Callers hold ix.mu.
-func (s *CapsuleStore) kwAllowed(ctx context.Context, ix *kwIndex, items []string) ([]uint64, error) {
+// kwAllowed is the bit set of the index's live documents that are chunks
+// of items. Callers hold ix.mu.
+func (s *CapsuleStore) kwAllowed(ix *kwIndex, items []string) []uint64 {
 	out := make([]uint64, len(ix.dead))
-	if len(items) == 0 {
-		return out, nil
-	}
-	b, err := json.Marshal(items)
-	if err != nil {
-		return nil, err
-	}
-	rows, err := s.db.read.QueryContext(ctx, "SELECT id FROM chunks WHERE item_id IN (SELECT value FROM json_each(?))", string(b))
-	if err != nil {
-		return nil, fmt.Errorf("keyword filter: %w", interpret(err))
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var r int64
-		if err := rows.Scan(&r); err != nil {
-			return nil, fmt.Errorf("keyword filter: %w", err)
-		}
-		if d, ok := ix.find(r); ok {
+	for _, id := range items {
+		for _, d := range ix.items[id] {
 			out[d/64] |= 1 << (d % 64)
 		}
 	}
-	return out, rows.Err()
+	return out
 }
 
 // kwEmit streams cands best first, equal scores by item id, then idx: in
