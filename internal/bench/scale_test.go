@@ -85,8 +85,18 @@ func TestScale(t *testing.T) {
 		if cpu, _ := res["ingest_cpu_ms_per_chunk"].(float64); cpu <= 0 || cpu > 1000 {
 			t.Errorf("first run: ingest_cpu_ms_per_chunk %v, want the process's CPU per ingested chunk", res["ingest_cpu_ms_per_chunk"])
 		}
-		again := run(t, "--data-dir", data)
+		for _, k := range []string{"server_rss_anon_mb", "server_rss_file_mb", "bench_go_heap_inuse_mb"} {
+			if _, ok := res[k].(float64); !ok {
+				t.Errorf("%s: %v, want a number", k, res[k])
+			}
+		}
+		again := run(t, "--data-dir", data, "--graph-ef", "32,64")
 		check(t, again, 1)
+		for _, k := range []string{"graph_ef32_dense_recall_at_10", "graph_ef64_semantic_p50_ms", "graph_ef64_hybrid_filtered_cpu_ms"} {
+			if _, ok := again[k].(float64); !ok {
+				t.Errorf("--graph-ef: %s: %v, want a number", k, again[k])
+			}
+		}
 		if again["reused_capsule"] != true || again["chunks"] != res["chunks"] {
 			t.Errorf("second run: reused %v, chunks %v (first %v)", again["reused_capsule"], again["chunks"], res["chunks"])
 		}
