@@ -28,3 +28,19 @@ func KeywordIndexSizes(ctx context.Context, db *DB, capsule string) (docs, terms
 	}
 	return len(ix.rowids), len(ix.terms), postings, bytes
 }
+
+// KeywordIndexFromFile reports whether the capsule's built index was read
+// from its file (tests).
+func KeywordIndexFromFile(ctx context.Context, db *DB, capsule string) bool {
+	sc, err := db.Capsules().keywordScope(ctx, capsule)
+	if err != nil {
+		return false
+	}
+	ix := db.Capsules().kwIndexOf(sc)
+	if ix == nil {
+		return false
+	}
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return ix.fromFile
+}

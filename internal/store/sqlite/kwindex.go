@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -58,6 +60,7 @@ type kwIndexes struct {
 	tok  *tokenizer
 
 	read *sql.DB // the store's readers
+	dir  string  // keyword index files (kwfile.go); "" for none
 
 	mu     sync.Mutex // guards m and expect; held across each commit that changes chunks (then an index's mu)
 	m      map[int64]*kwIndex
@@ -95,6 +98,15 @@ type kwIndex struct {
 	// items maps each item id to its live documents: a selective filter's
 	// items become the documents to score (kwAllowed) without a query.
 	items map[string][]uint32
+
+	// The capsule's stamp (kwfile.go) this index is the rows of: its
+	// writes move with each change applied. saved is the writes count of
+	// the file on disk (-1: none matches); tried is closed once the build
+	// has tried the file.
+	stamp    kwStamp
+	saved    int64
+	tried    chan struct{}
+	fromFile bool // read from its file, not built
 }
 
 // kwPosting is one token's posting list.
@@ -168,13 +180,48 @@ func newKWIndexes(path string, read *sql.DB, min int) (*kwIndexes, error) {
 		return nil, err
 	}
 	life, stop := context.WithCancel(context.Background())
-	return &kwIndexes{min: min, pool: pool, tok: tok, read: read, m: map[int64]*kwIndex{}, life: life, stop: stop}, nil
+	dir := ""
+	if path != "" && path != ":memory:" && !strings.HasPrefix(path, "file::memory:") {
+		dir = filepath.Join(filepath.Dir(path), "kwindex")
+	}
+	return &kwIndexes{min: min, pool: pool, tok: tok, read: read, dir: dir, m: map[int64]*kwIndex{}, life: life, stop: stop}, nil
 }
 
+// close stops the builds, writes the files of the indexes changed since
+// theirs was written, and closes the connections.
 func (x *kwIndexes) close() error {
 	x.stop()
 	x.wg.Wait()
+	x.mu.Lock()
+	ixs := make([]*kwIndex, 0, len(x.m))
+	for _, ix := range x.m {
+		ixs = append(ixs, ix)
+	}
+	x.mu.Unlock()
+	for _, ix := range ixs {
+		x.save(ix) // a failure costs the next run a build
+	}
 	return errors.Join(x.pool.Close(), x.tok.close())
+}
+
+// save writes ix's file when it is built and differs from the file's.
+func (x *kwIndexes) save(ix *kwIndex) error {
+	ix.mu.RLock()
+	path := x.kwFilePath(ix.capID)
+	if !ix.ready || path == "" || ix.saved == ix.stamp.writes {
+		ix.mu.RUnlock()
+		return nil
+	}
+	st := ix.stamp
+	data := encodeKW(ix, st)
+	ix.mu.RUnlock()
+	if err := writeKWFile(path, data); err != nil {
+		return err
+	}
+	ix.mu.Lock()
+	ix.saved = st.writes
+	ix.mu.Unlock()
+	return nil
 }
 
 // SetKeywordIndexMin sets the rowid span from which a capsule's keyword
@@ -240,6 +287,9 @@ func (x *kwIndexes) commitDrop(tx *sql.Tx, capID int64) error {
 	x.writes.Add(1)
 	delete(x.m, capID)
 	x.noteTotals()
+	if path := x.kwFilePath(capID); path != "" {
+		os.Remove(path) // none, most often
+	}
 	return nil
 }
 
@@ -304,6 +354,7 @@ func (ix *kwIndex) apply(ch kwChange) bool {
 		}
 	}
 	delete(ix.items, ch.item)
+	ix.stamp.writes += int64(len(ch.removed) + len(ch.added))
 	for _, doc := range ch.added {
 		if n := len(ix.rowids); n > 0 && doc.rowid <= ix.rowids[n-1] {
 			// SQLite gives a new row the table's largest rowid plus one:
@@ -392,12 +443,15 @@ func (x *kwIndexes) index(capID, span int64) *kwIndex {
 			x.mu.Unlock()
 			return nil
 		}
-		ix = &kwIndex{capID: capID, done: make(chan struct{})}
+		ix = &kwIndex{capID: capID, done: make(chan struct{}), tried: make(chan struct{}), saved: -1}
 		x.m[capID] = ix
 		x.wg.Add(1)
 		go func() {
 			defer x.wg.Done()
-			err := x.build(x.life, ix)
+			fromFile, err := x.build(x.life, ix)
+			if err == nil && !fromFile {
+				x.save(ix)
+			}
 			if err != nil {
 				x.mu.Lock()
 				if x.m[capID] == ix {
@@ -410,6 +464,12 @@ func (x *kwIndexes) index(capID, span int64) *kwIndex {
 		}()
 	}
 	x.mu.Unlock()
+	// A file is read in well under a second where FTS5 would score a
+	// large capsule's query in about as long: wait for that attempt.
+	select {
+	case <-ix.tried:
+	case <-x.life.Done():
+	}
 	ix.mu.RLock()
 	ready := ix.ready
 	ix.mu.RUnlock()
@@ -466,17 +526,26 @@ func tempVocab(ctx context.Context, conn *sql.Conn) error {
 // vocabulary, which lists every token occurrence by token, then row). The
 // snapshot is taken under kwIndexes.mu, so every commit is either in it or
 // queued in ix.pending, applied at the end.
-func (x *kwIndexes) build(ctx context.Context, ix *kwIndex) (err error) {
+func (x *kwIndexes) build(ctx context.Context, ix *kwIndex) (fromFile bool, err error) {
+	triedOnce := sync.OnceFunc(func() { close(ix.tried) })
+	defer triedOnce()
+	var saved *kwIndex
+	var savedAt kwStamp
+	if path := x.kwFilePath(ix.capID); path != "" {
+		if b, err := os.ReadFile(path); err == nil {
+			saved, savedAt, _ = decodeKW(b) // unusable: built, and written anew
+		}
+	}
 	conn, err := x.pool.Conn(ctx)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer conn.Close()
 	if err := tempVocab(ctx, conn); err != nil {
-		return err
+		return false, err
 	}
 	if _, err := conn.ExecContext(ctx, "BEGIN"); err != nil {
-		return err
+		return false, err
 	}
 	defer func() {
 		if _, cerr := conn.ExecContext(context.Background(), "COMMIT"); err == nil {
@@ -486,6 +555,25 @@ func (x *kwIndexes) build(ctx context.Context, ix *kwIndex) (err error) {
 	ix.terms = map[string]*kwPosting{}
 	ix.items = map[string][]uint32{}
 	x.mu.Lock()
+	if ix.stamp, err = readStamp(ctx, conn, ix.capID); err != nil {
+		x.mu.Unlock()
+		return false, err
+	}
+	if saved != nil && savedAt == ix.stamp {
+		// The file is this snapshot's rows: take it.
+		x.expect, err = readTotals(ctx, conn)
+		ix.snapped = err == nil
+		x.mu.Unlock()
+		if err != nil {
+			return false, err
+		}
+		ix.mu.Lock()
+		ix.terms, ix.rowids, ix.dl, ix.dead, ix.ndead, ix.deaths, ix.items = saved.terms, saved.rowids, saved.dl, saved.dead, saved.ndead, saved.deaths, saved.items
+		ix.saved, ix.fromFile = savedAt.writes, true
+		ix.mu.Unlock()
+		return true, x.finish(ix)
+	}
+	triedOnce()
 	err = func() error {
 		rows, err := conn.QueryContext(ctx, "SELECT id, item_id FROM chunks WHERE capsule_id = ? ORDER BY id", ix.capID)
 		if err != nil {
@@ -511,7 +599,7 @@ func (x *kwIndexes) build(ctx context.Context, ix *kwIndex) (err error) {
 	ix.snapped = err == nil
 	x.mu.Unlock()
 	if err != nil {
-		return fmt.Errorf("keyword index: %w", err)
+		return false, fmt.Errorf("keyword index: %w", err)
 	}
 	ix.dl = make([]uint32, len(ix.rowids))
 	ix.dead = make([]uint64, (len(ix.rowids)+63)/64)
@@ -527,12 +615,18 @@ func (x *kwIndexes) build(ctx context.Context, ix *kwIndex) (err error) {
 			at[r-lo] = uint32(d)
 		}
 		if err := ix.readLengths(ctx, conn, lo, at); err != nil {
-			return err
+			return false, err
 		}
 		if err := ix.readPostings(ctx, conn, lo, at); err != nil {
-			return err
+			return false, err
 		}
 	}
+	return false, x.finish(ix)
+}
+
+// finish applies the changes committed during the build and makes the
+// index ready.
+func (x *kwIndexes) finish(ix *kwIndex) error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	ix.mu.Lock()
@@ -810,7 +904,7 @@ func (x *kwIndexes) docCounts(ctx context.Context, tokens []string) ([]int64, er
 	writes := x.writes.Load()
 	var missing []int
 	x.dfMu.Lock()
-	if x.dfAt != writes || len(x.dfs) > 100000 {
+	if x.dfs == nil || x.dfAt != writes || len(x.dfs) > 100000 {
 		x.dfs, x.dfAt = map[string]int64{}, writes
 	}
 	for i, t := range tokens {

@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"fmt"
 	"sort"
 	"testing"
 )
@@ -156,4 +157,72 @@ func TestSelectTop(t *testing.T) {
 			}
 		}
 	}
+}
+
+// FuzzKeywordIndexFile: decodeKW never panics, and an index it accepts is
+// one the search can walk: every posting list decodes to increasing
+// documents of the index, every item's documents are the index's.
+func FuzzKeywordIndexFile(f *testing.F) {
+	ix := &kwIndex{terms: map[string]*kwPosting{}, items: map[string][]uint32{}}
+	for d, words := range [][]string{{"a", "b", "a"}, {"b"}, {"c", "a"}, {"a", "a", "a", "d"}} {
+		ix.rowids = append(ix.rowids, int64(10+3*d))
+		ix.dl = append(ix.dl, uint32(len(words)))
+		tf := map[string]uint32{}
+		for _, w := range words {
+			tf[w]++
+		}
+		for _, w := range []string{"a", "b", "c", "d"} {
+			if tf[w] > 0 {
+				p := ix.terms[w]
+				if p == nil {
+					p = &kwPosting{last: -1}
+					ix.terms[w] = p
+				}
+				p.add(uint32(d), tf[w], uint32(len(words)))
+			}
+		}
+		id := fmt.Sprintf("itm_%d", d/2)
+		ix.items[id] = append(ix.items[id], uint32(d))
+	}
+	ix.dead = []uint64{2}
+	ix.ndead, ix.deaths = 1, 1
+	good := encodeKW(ix, kwStamp{3, 1700000000000, 42})
+	f.Add(good)
+	f.Add(good[:len(good)-1])
+	f.Add([]byte(kwFileMagic))
+	back, st, err := decodeKW(good)
+	if err != nil || st != (kwStamp{3, 1700000000000, 42}) || len(back.terms) != 4 || len(back.rowids) != 4 {
+		f.Fatalf("round trip: %v, stamp %v", err, st)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ix, _, err := decodeKW(b)
+		if err != nil {
+			return
+		}
+		n := len(ix.rowids)
+		if len(ix.dl) != n || len(ix.dead) != (n+63)/64 {
+			t.Fatalf("%d rows, %d lengths, %d dead words", n, len(ix.dl), len(ix.dead))
+		}
+		for term, p := range ix.terms {
+			cnt := 0
+			prev := -1
+			ix.each(p, func(doc, _ uint32) {
+				if int(doc) <= prev || int(doc) >= n {
+					t.Fatalf("term %q: document %d after %d of %d", term, doc, prev, n)
+				}
+				prev = int(doc)
+				cnt++
+			})
+			if cnt != p.n {
+				t.Fatalf("term %q: %d postings, %d listed", term, cnt, p.n)
+			}
+		}
+		for id, docs := range ix.items {
+			for _, d := range docs {
+				if int(d) >= n {
+					t.Fatalf("item %q: document %d of %d", id, d, n)
+				}
+			}
+		}
+	})
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -183,6 +184,98 @@ func TestKeywordIndexExact(t *testing.T) {
 		t.Fatal("a change dropped the index")
 	}
 	compare(1, []string{"solo", "a"})
+
+	// Closed (which writes the indexes' files) and opened again: the
+	// indexes come from their files and answer the same, also after more
+	// changes.
+	reopen := func() {
+		t.Helper()
+		if err := idx.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if idx, err = sqlite.Open(ctx, path); err != nil {
+			t.Fatal(err)
+		}
+		idx.SetKeywordIndexMin(1)
+		st = idx.Capsules()
+		for _, c := range []string{"solo", "a"} {
+			if err := st.KeywordReady(ctx, c); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	fromFile := func(want bool, capsules ...string) {
+		t.Helper()
+		for _, c := range capsules {
+			if got := sqlite.KeywordIndexFromFile(ctx, idx, c); got != want {
+				t.Fatalf("%s: index read from its file %v, want %v", c, got, want)
+			}
+		}
+	}
+	reopen()
+	fromFile(true, "solo", "a")
+	compare(10, []string{"solo", "a"})
+	replaceItem(t, st, "a", "itm_a_newer", chunks()...)
+	if _, err := st.DeleteItem(ctx, "solo", "itm_solo_new03"); err != nil {
+		t.Fatal(err)
+	}
+	addItem(t, st, "solo", "itm_s_file", chunks()...)
+	items["solo"] = append(items["solo"], "itm_s_file")
+	compare(11, []string{"solo", "a"})
+	// A change another handle made while this one was closed: that
+	// capsule's index is built anew, the other's read.
+	if err := idx.Close(); err != nil {
+		t.Fatal(err)
+	}
+	addItem(t, rs, "solo", "itm_s_ref", chunks()...)
+	items["solo"] = append(items["solo"], "itm_s_ref")
+	if idx, err = sqlite.Open(ctx, path); err != nil {
+		t.Fatal(err)
+	}
+	idx.SetKeywordIndexMin(1)
+	st = idx.Capsules()
+	for _, c := range []string{"solo", "a"} {
+		if err := st.KeywordReady(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fromFile(false, "solo")
+	fromFile(true, "a")
+	compare(12, []string{"solo", "a"})
+	// Damaged files (a byte changed, the file cut short): built anew.
+	files, err := filepath.Glob(filepath.Join(filepath.Dir(path), "kwindex", "*.kwix"))
+	if err != nil || len(files) != 2 {
+		t.Fatalf("keyword index files %v (%v), want two", files, err)
+	}
+	if err := idx.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for i, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			b[len(b)/2] ^= 0x10
+		} else {
+			b = b[:len(b)-9]
+		}
+		if err := os.WriteFile(f, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if idx, err = sqlite.Open(ctx, path); err != nil {
+		t.Fatal(err)
+	}
+	idx.SetKeywordIndexMin(1)
+	st = idx.Capsules()
+	for _, c := range []string{"solo", "a"} {
+		if err := st.KeywordReady(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fromFile(false, "solo", "a")
+	compare(13, []string{"solo", "a"})
 	// The capsule alone in the table: document counts from the index.
 	if _, err := st.DeleteCapsule(ctx, "a"); err != nil {
 		t.Fatal(err)
