@@ -74,9 +74,11 @@
 // marking the others dead and inserting the items the file lacks
 // (graphfile.go).
 //
-// A graph search returns the GraphEf (default 256, at least the requested
-// depth) nearest chunks it finds, with their exact cosines, so scores and
-// ties are the scan's. With a filter, the share of chunks it passes is
+// A graph search returns the GraphEf nearest chunks it finds (at least the
+// requested depth; by default GraphEfFor the capsule's chunks: 256, or one
+// per 1,000 chunks above 256,000, since at a fixed beam width recall falls
+// as the graph grows), with their exact cosines, so scores and ties are the
+// scan's. With a filter, the share of chunks it passes is
 // estimated from 256 items spread over the capsule: a filter passing s of
 // the capsule's C chunks costs the graph about defaultGraphCost/s scored
 // nodes and the scan s·C, so the graph serves when s·C exceeds that
@@ -84,6 +86,23 @@
 // the search reaches; a search that reaches too few passing chunks falls
 // back to the scan. BenchmarkDenseGraph measures build time, memory, query
 // time and recall@10 of the graph against the scan.
+//
+// # Vectors files
+//
+// Where the Source keeps per-item vector checksums (VectorSummer: the
+// SQLite store) and Config.GraphDir is set, capsules of at least
+// DefaultVectorFileMin chunks keep their vectors and sign codes in a file
+// beside the graph's (vecfile.go), written after a load that read vectors
+// from the store and at Close when items changed. The next load maps the
+// file read-only and takes from it each item whose vector count and
+// CRC-32C there equal the store's, reading only the other items' vectors
+// from the store: a restart reads no vectors, and the vectors are pages of
+// the kernel's page cache rather than Go heap. A background pass then
+// checks the mapped bytes against the file's CRCs (items found damaged
+// are read from the store again) and drops the pages it touched from the
+// process's resident set. Entries never change once indexed (a change
+// makes a new entry), so graph builds and file writes read them without
+// the lock.
 //
 // # Filters
 //

@@ -13,7 +13,14 @@
 // Keyword search is FTS5's (chunks_fts, BM25); a capsule whose chunks span
 // DefaultKeywordIndexMin rowids or more is answered from an in-process
 // index of the same tokens with the same scores (kwindex.go), kept up to
-// date by this process's writes.
+// date by this process's writes and kept between runs in kwindex/ beside
+// the database (kwfile.go), read back when the capsule's chunk_writes count
+// (a trigger counts its chunk rows' changes) is the file's.
+//
+// Each item keeps the count and CRC-32C of its chunk vectors (vec_count,
+// vec_crc, VectorSums), set with its chunks and forgotten by triggers on
+// any other change of them: the retrieval engine checks its vectors files
+// against them.
 //
 // The package implements the store interfaces that the services declare
 // (auth.Store, and those of capsules and memory); each store method maps
