@@ -928,7 +928,7 @@ func scaleServers(ctx context.Context, res map[string]any, cfg scaleServerConfig
 			s.stop()
 		}
 	}()
-	var cold []float64
+	var cold, coldCPU []float64
 	for r := range cfg.replicas {
 		args := []string{"serve", "--addr", "127.0.0.1:0", "--data", cfg.dir, "--embedder", "http", "--embed-url", embedURL + "/v1",
 			"--embed-model", cfg.model, "--model-fetch=false", "--rate-limit-rpm", "0", "--log-level", "info"}
@@ -955,9 +955,11 @@ func scaleServers(ctx context.Context, res map[string]any, cfg scaleServerConfig
 			time.Sleep(5 * time.Millisecond)
 		}
 		cold = append(cold, round4(time.Since(s.started).Seconds()))
+		coldCPU = append(coldCPU, round4(serversCPU([]*scaleServer{s}).Seconds()))
 		fmt.Fprintf(stderr, "server %d answered its first query %.2fs after its start (load %.1f)\n", r+1, cold[len(cold)-1], loadAvg())
 	}
 	res["server_cold_start_s"] = cold
+	res["server_cold_start_cpu_s"] = coldCPU // the server's CPU time until then (10 ms ticks)
 	res["server_first_answer"] = "from the server process's start to the HTTP 200 of its first hybrid query (limit 10, unfiltered), index load included, the query sent again every 5 ms until answered"
 
 	// The embedding lookup alone, as the servers' embedder calls it.
