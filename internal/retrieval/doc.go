@@ -75,10 +75,10 @@
 // (graphfile.go).
 //
 // A graph search returns the GraphEf nearest chunks it finds (at least the
-// requested depth; by default GraphEfFor the capsule's chunks: 256, or one
-// per 1,000 chunks above 256,000, since at a fixed beam width recall falls
-// as the graph grows), with their exact cosines, so scores and ties are the
-// scan's. With a filter, the share of chunks it passes is
+// requested depth; by default GraphEfFor the capsule's chunks: 256 up to
+// 125,000 chunks, then growing with the cube root of the chunks, 512 at a
+// million, since at a fixed beam width recall falls as the graph grows),
+// with their exact cosines, so scores and ties are the scan's. With a filter, the share of chunks it passes is
 // estimated from 256 items spread over the capsule: a filter passing s of
 // the capsule's C chunks costs the graph about defaultGraphCost/s scored
 // nodes and the scan s·C, so the graph serves when s·C exceeds that

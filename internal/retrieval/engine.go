@@ -369,6 +369,12 @@ type capIndex struct {
 	vecEdits, vecSaved uint64
 	vecSaving          bool
 	vecFile            bool // the capsule keeps a vectors file
+
+	// Filters' accepted sets (acceptedFor); accGen moves with every change
+	// of the items, under mu for writing.
+	accMu  sync.Mutex
+	acc    map[string]*accepted
+	accGen uint64
 }
 
 // entry is one item with its chunk vectors, row idx i at vecs[i*dim:], and
@@ -456,6 +462,7 @@ func (e *Engine) load(ctx context.Context, name string) (*capIndex, error) {
 		}
 	}
 	ci.invalidate()
+	ci.accGen++
 	ci.loaded, ci.gen = true, gen
 	ci.vecEdits, ci.vecSaved = 0, 0
 	if vf == nil || fromStore > 0 || len(vf.items) != len(ci.items) {
@@ -492,6 +499,7 @@ func (e *Engine) ItemIndexed(it domain.Item, chunks []domain.Chunk) {
 	}
 	en.sum = vecmath.Checksum(en.vecs)
 	ci.vecEdits++
+	ci.accGen++
 	ci.chunks += len(en.idxs)
 	ci.items[it.ID] = en
 	if ci.codeWords > 0 {
@@ -518,6 +526,7 @@ func (e *Engine) ItemUpdated(it domain.Item) {
 	defer ci.mu.Unlock()
 	if en := ci.items[it.ID]; ci.loaded && en != nil {
 		en.item = it
+		ci.accGen++
 	}
 }
 
@@ -530,6 +539,7 @@ func (e *Engine) ItemRemoved(capsule, id string) {
 	if en := ci.items[id]; en != nil {
 		ci.chunks -= len(en.idxs)
 		ci.vecEdits++
+		ci.accGen++
 		delete(ci.items, id)
 		ci.drop(id)
 		e.graphChanged(ci, id)
@@ -618,7 +628,7 @@ func (e *Engine) memorySearch(ctx context.Context, capsule string, q domain.Quer
 		return nil, err
 	}
 	pred := Compile(q.Wishlist)
-	r, err := e.retrieve(ctx, ci, capsule, q.Text, p, pred)
+	r, err := e.retrieve(ctx, ci, capsule, q.Text, p, pred, filterKey(q.Wishlist))
 	if err != nil {
 		return nil, err
 	}
@@ -729,7 +739,7 @@ type retrieved struct {
 // BM25 (for KeywordNormQuery) and the query's embedding followed by the
 // dense scan: the keyword side is the other half of a hybrid query's time.
 // The first error cancels the others' context and is returned.
-func (e *Engine) retrieve(ctx context.Context, ci *capIndex, capsule, text string, p plan, pred Predicate) (retrieved, error) {
+func (e *Engine) retrieve(ctx context.Context, ci *capIndex, capsule, text string, p plan, pred Predicate, key string) (retrieved, error) {
 	var r retrieved
 	g, gctx := errgroup.WithContext(ctx)
 	if _, top := e.src.(KeywordTopper); top && p.mode != domain.ModeSemantic {
@@ -744,7 +754,7 @@ func (e *Engine) retrieve(ctx context.Context, ci *capIndex, capsule, text strin
 			if e.cfg.KeywordNorm != KeywordNormSaturate {
 				r.kw = e.keywordNorm(ts, bounds)
 			}
-			r.kwHits, err = e.keywordTopHits(gctx, ci, capsule, ts, bounds, p.depth, pred)
+			r.kwHits, err = e.keywordTopHits(gctx, ci, capsule, ts, bounds, p.depth, pred, key)
 			return err
 		})
 	} else if p.mode != domain.ModeSemantic {
@@ -774,7 +784,11 @@ func (e *Engine) retrieve(ctx context.Context, ci *capIndex, capsule, text strin
 			// waits for the other while it holds it (a writer queued
 			// between two read locks would otherwise deadlock them).
 			ci.mu.RLock()
-			r.dense = e.denseSearch(ci, vs[0], p.depth, pred)
+			var acc *accepted
+			if pred != nil {
+				acc = ci.acceptedFor(key, pred)
+			}
+			r.dense = e.denseSearch(ci, vs[0], p.depth, pred, acc)
 			ci.mu.RUnlock()
 			r.qvec = vs[0]
 			return nil
@@ -942,7 +956,7 @@ const selectiveShare = 0.1
 
 // keywordTopHits is keywordHits over a KeywordTopper, with the terms'
 // bounds.
-func (e *Engine) keywordTopHits(ctx context.Context, ci *capIndex, capsule string, terms []string, bounds []float64, depth int, pred func(*domain.Item) bool) ([]kwHit, error) {
+func (e *Engine) keywordTopHits(ctx context.Context, ci *capIndex, capsule string, terms []string, bounds []float64, depth int, pred func(*domain.Item) bool, key string) ([]kwHit, error) {
 	kt := e.src.(KeywordTopper)
 	ci.mu.RLock()
 	defer ci.mu.RUnlock()
@@ -950,11 +964,7 @@ func (e *Engine) keywordTopHits(ctx context.Context, ci *capIndex, capsule strin
 	var items []string
 	if pred != nil {
 		want *= 2 // a filter rejects some hits: ask for more than depth
-		for id, en := range ci.items {
-			if pred(&en.item) {
-				items = append(items, id)
-			}
-		}
+		items = ci.acceptedFor(key, pred).ids
 		if float64(len(items)) <= selectiveShare*float64(len(ci.items)) {
 			want = depth
 			if items == nil {

@@ -1,6 +1,7 @@
 package retrieval
 
 import (
+	"encoding/json"
 	"strings"
 	"time"
 
@@ -211,4 +212,67 @@ func toFloat(v any) (float64, bool) {
 		return float64(n), true
 	}
 	return 0, false
+}
+
+// filterKey names a wishlist's filters (what Compile reads): equal keys,
+// equal predicates. "" for none.
+func filterKey(w domain.Wishlist) string {
+	f := struct {
+		Kinds                         []domain.ItemKind
+		FileTypes, ItemIDs            []string
+		URIPrefix                     string
+		AddedAfter, AddedBefore       *time.Time
+		AuthoredAfter, AuthoredBefore *time.Time
+		Metadata                      []domain.MetadataFilter
+	}{w.Kinds, w.FileTypes, w.ItemIDs, w.URIPrefix, w.AddedAfter, w.AddedBefore, w.AuthoredAfter, w.AuthoredBefore, w.Metadata}
+	b, err := json.Marshal(f)
+	if err != nil {
+		return "" // never cached
+	}
+	return string(b)
+}
+
+// accepted is the part of a capsule a filter passes: its items' ids, its
+// entries with vectors and their chunks, as of the capsule's accGen.
+type accepted struct {
+	gen    uint64
+	ids    []string
+	ens    []*entry
+	chunks int
+}
+
+// maxAccepted bounds each capsule's cache of filters' accepted sets.
+const maxAccepted = 32
+
+// acceptedFor is the part of the capsule that pred (of filter key) passes,
+// from the capsule's cache while no item changed since it was computed:
+// one pass over the items per filter and change, not one per query and
+// retriever (about half a microsecond an item, 70 ms a query at 131,000
+// items). Callers hold ci.mu (either way).
+func (ci *capIndex) acceptedFor(key string, pred Predicate) *accepted {
+	ci.accMu.Lock()
+	a := ci.acc[key]
+	ci.accMu.Unlock()
+	if key != "" && a != nil && a.gen == ci.accGen {
+		return a
+	}
+	a = &accepted{gen: ci.accGen}
+	for id, en := range ci.items {
+		if pred(&en.item) {
+			a.ids = append(a.ids, id)
+			if len(en.idxs) > 0 {
+				a.ens = append(a.ens, en)
+				a.chunks += len(en.idxs)
+			}
+		}
+	}
+	if key != "" {
+		ci.accMu.Lock()
+		if ci.acc == nil || len(ci.acc) >= maxAccepted {
+			ci.acc = map[string]*accepted{}
+		}
+		ci.acc[key] = a
+		ci.accMu.Unlock()
+	}
+	return a
 }

@@ -56,7 +56,7 @@ func dense(e *Engine, q []float32, k int, pred Predicate) []*cand {
 	ci := e.capsule("c")
 	ci.mu.RLock()
 	defer ci.mu.RUnlock()
-	return e.denseSearch(ci, q, k, pred)
+	return e.denseSearch(ci, q, k, pred, nil)
 }
 
 // TestGraphRecallAndScores: the graph's top 10 find at least 95% of the
@@ -252,6 +252,14 @@ func TestGraphPendingChanges(t *testing.T) {
 	for _, c := range dense(e, src.queries(3)[2], 50, nil) {
 		if c.ref.item == "itm_000000" {
 			t.Fatal("item removed during the build found")
+		}
+	}
+}
+
+func TestGraphEfFor(t *testing.T) {
+	for _, c := range []struct{ chunks, want int }{{0, 256}, {100000, 256}, {125000, 256}, {132809, 261}, {270894, 331}, {1000000, 512}, {8000000, 1024}} {
+		if got := GraphEfFor(c.chunks); got != c.want {
+			t.Errorf("GraphEfFor(%d) = %d, want %d", c.chunks, got, c.want)
 		}
 	}
 }

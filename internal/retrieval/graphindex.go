@@ -2,6 +2,7 @@ package retrieval
 
 import (
 	"context"
+	"math"
 	"slices"
 )
 
@@ -11,16 +12,20 @@ const (
 	DefaultGraphEf  = 256
 )
 
-// graphEfChunks is the number of chunks per unit of the default beam
-// width above DefaultGraphEf: at a fixed width, recall@10 against exact
-// search falls as the graph grows (on bench scale's vectors, 1.000 at
-// 100,000 chunks, 0.96 at 270,894, 0.885 at 1,083,249 with a width of
-// 256), so the width grows with the capsule (docs/benchmarks.md).
-const graphEfChunks = 1000
+// graphEfBase is the capsule size up to which the default beam width is
+// DefaultGraphEf. On bench scale's vectors recall@10 against exact at
+// 132,809 chunks was 0.775 / 0.88 / 0.96 at widths 64 / 128 / 256, and at
+// 1,083,249 chunks 0.885 at 256: a graph eight times larger needed twice
+// the width for the same recall, so the width grows with the cube root of
+// the capsule beyond it (512 at a million; docs/benchmarks.md).
+const graphEfBase = 125000
 
 // GraphEfFor is the default beam width of a graph search in a capsule of
-// chunks chunks: DefaultGraphEf, or one per graphEfChunks chunks if more.
-func GraphEfFor(chunks int) int { return max(DefaultGraphEf, chunks/graphEfChunks) }
+// chunks chunks: DefaultGraphEf·∛(chunks/graphEfBase), at least
+// DefaultGraphEf.
+func GraphEfFor(chunks int) int {
+	return max(DefaultGraphEf, int(math.Round(DefaultGraphEf*math.Cbrt(float64(chunks)/graphEfBase))))
+}
 
 // defaultGraphCost is about how many nodes an unfiltered graph search scores, the
 // unit of the filter cut-off: a filter passing a share s of a capsule's
@@ -198,10 +203,10 @@ func (ci *capIndex) stopGraph() {
 // one (it has at least GraphMin/2 chunks then) and pred passes enough of
 // them, else the scan (denseTopK). Either way the scores are the exact cosines and ties
 // break as in the scan. Callers hold ci.mu for reading.
-func (e *Engine) denseSearch(ci *capIndex, q []float32, k int, pred Predicate) []*cand {
+func (e *Engine) denseSearch(ci *capIndex, q []float32, k int, pred Predicate, acc *accepted) []*cand {
 	g := ci.graph
 	if g == nil {
-		return denseTopK(ci, q, e.dim, k, pred, e.cfg.ApproxMin, e.cfg.ApproxRerank)
+		return e.scan(ci, q, k, pred, acc)
 	}
 	ef := e.cfg.GraphEf
 	if ef <= 0 {
@@ -211,10 +216,15 @@ func (e *Engine) denseSearch(ci *capIndex, q []float32, k int, pred Predicate) [
 	accept := func(id uint32) bool { return !g.nodes[id].dead }
 	maxVisit := 0
 	if pred != nil {
-		list, _ := ci.snapshot()
-		share := passShare(list, pred)
+		var share float64
+		if acc != nil {
+			share = float64(acc.chunks) / float64(max(ci.chunks, 1))
+		} else {
+			list, _ := ci.snapshot()
+			share = passShare(list, pred)
+		}
 		if share*float64(ci.chunks) <= float64(e.graphCost)/max(share, 1e-9) {
-			return denseTopK(ci, q, e.dim, k, pred, e.cfg.ApproxMin, e.cfg.ApproxRerank)
+			return e.scan(ci, q, k, pred, acc)
 		}
 		accept = func(id uint32) bool { n := &g.nodes[id]; return !n.dead && pred(&n.en.item) }
 		maxVisit = int(4 * float64(e.graphCost) / share)
@@ -222,7 +232,7 @@ func (e *Engine) denseSearch(ci *capIndex, q []float32, k int, pred Predicate) [
 	res, complete := g.search(q, ef, accept, maxVisit)
 	if !complete {
 		// The filter passed fewer chunks near q than estimated: scan.
-		return denseTopK(ci, q, e.dim, k, pred, e.cfg.ApproxMin, e.cfg.ApproxRerank)
+		return e.scan(ci, q, k, pred, acc)
 	}
 	all := make([]scored, len(res))
 	for j, c := range res {
@@ -230,6 +240,18 @@ func (e *Engine) denseSearch(ci *capIndex, q []float32, k int, pred Predicate) [
 		all[j] = scored{c.s, n.en, int(n.i)}
 	}
 	return topCands(all, k)
+}
+
+// scan is the capsule's dense top k by scan: over acc's entries alone,
+// exactly, where a filter's accepted set is known and about as small as
+// what each worker of the approximate scan scores exactly (which then
+// scores all of it: the same chunks, scores and ties), else denseTopK,
+// which asks pred of every item.
+func (e *Engine) scan(ci *capIndex, q []float32, k int, pred Predicate, acc *accepted) []*cand {
+	if acc != nil && acc.chunks <= max(e.cfg.ApproxRerank, ci.chunks/ci.workers()/approxRerankShare, minChunksPerWorker) {
+		return topCands(exactScan(acc.ens, q, e.dim, k, nil), k)
+	}
+	return denseTopK(ci, q, e.dim, k, pred, e.cfg.ApproxMin, e.cfg.ApproxRerank)
 }
 
 // topCands sorts scan or graph results best first (cosine, then ref) and
