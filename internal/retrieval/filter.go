@@ -247,8 +247,8 @@ const maxAccepted = 32
 // acceptedFor is the part of the capsule that pred (of filter key) passes,
 // from the capsule's cache while no item changed since it was computed:
 // one pass over the items per filter and change, not one per query and
-// retriever (about half a microsecond an item, 70 ms a query at 131,000
-// items). Callers hold ci.mu (either way).
+// retriever (under a microsecond an item, but 70–100 ms a query at
+// 131,000 items). Callers hold ci.mu (either way).
 func (ci *capIndex) acceptedFor(key string, pred Predicate) *accepted {
 	ci.accMu.Lock()
 	a := ci.acc[key]
