@@ -1,6 +1,8 @@
 package retrieval
 
 import (
+	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -71,5 +73,57 @@ func TestCompile(t *testing.T) {
 		if got := p == nil || p(&it); got != tt.want {
 			t.Errorf("%s: %v, want %v", tt.name, got, tt.want)
 		}
+	}
+}
+
+// TestAcceptedSetFollowsChanges: a filter's accepted set, cached per
+// capsule, follows items updated, indexed and removed, and filtered
+// searches answer as an engine that never cached anything.
+func TestAcceptedSetFollowsChanges(t *testing.T) {
+	const items, per, dim = 200, 4, 16
+	src := newFakeSource(items, per, dim, 8)
+	q := src.queries(1)[0]
+	e := New(storedFrom(t, src), fixedEmbedder{q}, dim, Config{GraphMin: -1})
+	t.Cleanup(e.Close)
+	ctx := context.Background()
+	w := domain.Wishlist{Mode: domain.ModeSemantic, Metadata: []domain.MetadataFilter{{Key: "shard", Op: domain.OpEq, Value: 3.0}}}
+	ids := func() []string {
+		t.Helper()
+		hits, err := e.Search(ctx, "c", domain.Query{Text: "q", Limit: 500, Wishlist: w})
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]bool{}
+		var out []string
+		for _, h := range hits {
+			if !seen[h.Item.ID] {
+				seen[h.Item.ID] = true
+				out = append(out, h.Item.ID)
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	if got := ids(); len(got) != items/10 {
+		t.Fatalf("%d items pass, want %d", len(got), items/10)
+	}
+	// Item 5 moves into shard 3, item 13 out of it.
+	ci := e.capsule("c")
+	it5, it13 := ci.items[src.items[5].ID].item, ci.items[src.items[13].ID].item
+	it5.Metadata = map[string]any{"shard": 3.0}
+	it13.Metadata = map[string]any{"shard": 4.0}
+	e.ItemUpdated(it5)
+	e.ItemUpdated(it13)
+	got := ids()
+	if !slices.Contains(got, it5.ID) || slices.Contains(got, it13.ID) || len(got) != items/10 {
+		t.Fatalf("after the updates: %v", got)
+	}
+	// Item 23 (shard 3) removed; a new one indexed in shard 3.
+	e.ItemRemoved("c", src.items[23].ID)
+	nw := domain.Item{ID: "itm_new", Capsule: "c", Kind: domain.ItemText, Metadata: map[string]any{"shard": 3.0}, ChunkCount: 1}
+	e.ItemIndexed(nw, []domain.Chunk{{Idx: 0, Vector: q}})
+	got = ids()
+	if slices.Contains(got, src.items[23].ID) || !slices.Contains(got, "itm_new") || len(got) != items/10 {
+		t.Fatalf("after the removal and the new item: %v", got)
 	}
 }
