@@ -58,6 +58,15 @@ type KeywordTopper interface {
 	KeywordTop(ctx context.Context, capsule string, terms []string, bounds []float64, items []string, want int, fn func(itemID string, idx int, score float64) bool) error
 }
 
+// KeywordWarmer is a Source that keeps per-capsule keyword structures
+// (the SQLite store's in-process keyword index, read from its file or
+// built): KeywordReady gets the capsule's ready, returning when it is. The
+// Engine calls it in the background when it loads a capsule, so that the
+// keyword side's preparation and the load run at once.
+type KeywordWarmer interface {
+	KeywordReady(ctx context.Context, capsule string) error
+}
+
 // ChunkTexter is a Source that reads several chunks' texts in one call:
 // texts[i] is the text of chunk idxs[i] of item itemIDs[i], found[i] false
 // where that chunk no longer exists. Without it the Engine calls ChunkText
@@ -429,6 +438,9 @@ func (e *Engine) load(ctx context.Context, name string) (*capIndex, error) {
 	}
 	if ci.loaded {
 		e.changed() // another process changed the capsule
+	}
+	if kw, ok := e.src.(KeywordWarmer); ok && e.life.Err() == nil {
+		go kw.KeywordReady(e.life, name) //nolint:errcheck // a failure leaves the keyword side to the store's own path
 	}
 	items, err := e.src.SearchableItems(ctx, name)
 	if err != nil {
