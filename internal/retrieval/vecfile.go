@@ -214,7 +214,6 @@ func (r *breader) u64() uint64 {
 
 // vecSnap is one entry as a vectors file is written from it.
 type vecSnap struct {
-	en    *entry
 	id    string
 	idxs  []int
 	vecs  []float32
