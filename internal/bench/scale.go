@@ -77,7 +77,7 @@ func runScale(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	idxWorkers := fs.Int("index-workers", 2, "PostgreSQL: parallel maintenance workers of each index build after --defer-indexes (max_parallel_maintenance_workers)")
 	idxMem := fs.String("index-memory", "4GB", "PostgreSQL: maintenance_work_mem of each index build after --defer-indexes (the HNSW graph is built in memory within it: about 2 kB a chunk)")
 	graphEfs := fs.String("graph-ef", "", "SQLite: also measure recall, and the latency of the --modes semantic and hybrid, with each of these graph beam widths (comma-separated; default retrieval.GraphEfFor the capsule's chunks), each through a new engine that reads the capsule's vectors and graph files")
-	efList := fs.String("ef-search", "", "PostgreSQL: also measure recall, and the latency of the --modes semantic and hybrid, with each of these hnsw.ef_search floors (comma-separated; the store asks for at least 100 and twice the candidates)")
+	efList := fs.String("ef-search", "", "PostgreSQL: also measure recall, and the latency of the --modes semantic and hybrid, with each of these server hnsw.ef_search settings (comma-separated; each query asks for at least this, twice its candidates and the floor for the index's size, at most 1000)")
 	asJSON := fs.Bool("json", false, "print one JSON object as the last line")
 	ingestProfile := fs.String("ingest-cpuprofile", "", "write a CPU profile of the ingestion phase (this process: the capsule service and an embedded store) to this file")
 	if err := cli.Parse(fs, args); err != nil {

@@ -23,17 +23,46 @@ const hnswDim = 384
 
 // maxEfSearch is pgvector's largest hnsw.ef_search; minEfSearch is the
 // least capsuled asks for. pgvector's default, 40, gave recall@10 0.98
-// against exact search on SciFact's 12,098 chunks (0.995 at 100); on
-// 1,100,628 chunks of `bench scale`'s synthetic vectors (m 16,
-// ef_construction 64) recall@10 was 0.67 / 0.80 / 0.90 at 100 / 200 / 400
-// for a semantic p50 of 13 / 15 / 42 ms: 200 buys most of the recall a
-// limit-10 query can have within its latency, and a hybrid query (100
-// candidates) asks for 200 anyway. Operators who want more recall raise
-// the server's hnsw.ef_search, which is the floor (docs/deploy.md).
+// against exact search on SciFact's 12,098 chunks (0.995 at 100, 0.9987 at
+// 200). The walk needs a wider beam as the graph grows: on `bench scale`'s
+// synthetic vectors (built to be harder than a model's; m 16,
+// ef_construction 64, pgvector's defaults) recall@10 was 0.942 at 200 on
+// 200,000 chunks, and 0.83 / 0.913 / 0.943 / 0.963 / 0.98 at 200 / 400 /
+// 600 / 800 / 1000 on 1,058,209 chunks, for a semantic p50 of 14 / 19 / 26
+// / 35 / 38 ms (shared_buffers holding the index, load 1.4–2.3). So the
+// floor grows with the index: efSearchFloor. Operators who want more
+// recall raise the server's hnsw.ef_search, which is the floor
+// (docs/deploy.md); a denser graph (a higher m or ef_construction) buys
+// recall at the same setting.
 const (
 	maxEfSearch = 1000
 	minEfSearch = 200
 )
+
+// efSizeBase is the number of index rows up to which minEfSearch is the
+// floor; above it the floor grows as the rows' power 2/3 (efSearchFloor):
+// 274 at 200,000 rows, 800 at a million, maxEfSearch from about 1.4
+// million.
+const efSizeBase = 125000
+
+// efSearchFloor is the SQL expression of the hnsw.ef_search floor for an
+// index of rows entries (an SQL expression; pg_class.reltuples of
+// chunks_hnsw, which VACUUM, ANALYZE and CREATE INDEX keep, -1 before
+// any): minEfSearch · max(rows / efSizeBase, 1)^(2/3), rounded.
+func efSearchFloor(rows string) string {
+	return fmt.Sprintf("(%d * power(greatest(coalesce(%s, 0)::float8 / %d, 1), 2.0 / 3))::int", minEfSearch, rows, efSizeBase)
+}
+
+// efSearchSettings is the statement that sets a transaction's
+// hnsw.ef_search to the largest of the server's setting, $1 (twice the
+// candidates) and efSearchFloor of chunks_hnsw's rows, at most $2
+// (maxEfSearch), and hnsw.iterative_scan to relaxed_order. The server's
+// setting reads as NULL, or "" once a session has set and reset it, where
+// pgvector is not loaded yet: pgvector's default, 40, then.
+var efSearchSettings = `SELECT set_config('hnsw.ef_search',
+		least(greatest(coalesce(nullif(current_setting('hnsw.ef_search', true), '')::int, 40), $1::int,
+			` + efSearchFloor("(SELECT reltuples FROM pg_class WHERE oid = to_regclass('chunks_hnsw'))") + `), $2::int)::text, true),
+	set_config('hnsw.iterative_scan', 'relaxed_order', true)`
 
 // smallCapsule is the number of chunks below which a capsule's dense search
 // scores every chunk instead of reading the HNSW index, which covers every
@@ -83,8 +112,9 @@ func itemsWhere(cond string) string {
 // first.
 //
 // For 384-dimensional vectors it reads the HNSW index chunks_hnsw, in a
-// transaction that sets hnsw.ef_search to 2k (at least minEfSearch and the
-// server's own setting, at most 1000) and hnsw.iterative_scan to relaxed_order, so that
+// transaction that sets hnsw.ef_search to 2k (at least the server's own
+// setting and efSearchFloor of the index's size, at most maxEfSearch) and
+// hnsw.iterative_scan to relaxed_order, so that
 // pgvector keeps walking the graph while the capsule and the filters reject
 // what it finds, up to hnsw.max_scan_tuples (the server's setting). The
 // filters are applied inside that scan. When the index gives fewer than k
@@ -123,9 +153,7 @@ func (s *CapsuleStore) DenseTopK(ctx context.Context, capsule string, q []float3
 // exactly instead (final: the result is the exact one).
 func (s *CapsuleStore) denseHNSW(ctx context.Context, k int, cond string, indexed bool, w domain.Wishlist, args []any) (ms []retrieval.Match, final bool, err error) {
 	b := &pgx.Batch{}
-	b.Queue(`SELECT set_config('hnsw.ef_search',
-			least(greatest(coalesce(current_setting('hnsw.ef_search', true)::int, 40), $1::int), $2::int)::text, true),
-		set_config('hnsw.iterative_scan', 'relaxed_order', true)`, max(2*k, minEfSearch), maxEfSearch)
+	b.Queue(efSearchSettings, 2*k, maxEfSearch)
 	arg := func(v any) string {
 		args = append(args, v)
 		return fmt.Sprintf("$%d", len(args))

@@ -206,6 +206,55 @@ func TestDenseTopKHNSW(t *testing.T) {
 	}
 }
 
+// TestEfSearchFloor checks the hnsw.ef_search floor's growth with the
+// index (pgvector's beam must widen with the graph for the same recall)
+// and the per-query setting built on it: the largest of the floor, twice
+// the candidates and the server's setting, at most 1,000.
+func TestEfSearchFloor(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := openFresh(t, postgres.Options{})
+	for _, tc := range []struct {
+		rows float64
+		want int
+	}{{-1, 200}, {0, 200}, {12098, 200}, {125000, 200}, {200000, 274}, {1e6, 800}, {2e6, 1270}} {
+		var got int
+		if err := db.Pool().QueryRow(ctx, "SELECT "+postgres.EfSearchFloor("$1::float8"), tc.rows).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != tc.want {
+			t.Errorf("floor at %.0f rows: %d, want %d", tc.rows, got, tc.want)
+		}
+	}
+	// The statement in a transaction, on the fresh schema's empty index.
+	for _, tc := range []struct {
+		twoK   int
+		server string // the session's hnsw.ef_search, "" for pgvector's default
+		want   string
+	}{{20, "", "200"}, {200, "", "200"}, {600, "", "600"}, {5000, "", "1000"}, {20, "500", "500"}} {
+		tx, err := db.Pool().Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback(ctx) //nolint:errcheck // a no-op after the Rollback below; on a failure it frees the connection
+		if tc.server != "" {
+			if _, err := tx.Exec(ctx, "SET LOCAL hnsw.ef_search = "+tc.server); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var ef, iter string
+		if err := tx.QueryRow(ctx, postgres.EfSearchSettings, tc.twoK, 1000).Scan(&ef, &iter); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Rollback(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if ef != tc.want || iter != "relaxed_order" {
+			t.Errorf("2k %d, server %q: ef_search %s, iterative_scan %s; want %s, relaxed_order", tc.twoK, tc.server, ef, iter, tc.want)
+		}
+	}
+}
+
 // TestItemFilterPushdown checks the SQL translation of every wishlist
 // filter against retrieval.Compile: DenseTopK (scan path, all chunks)
 // returns exactly the chunks of the items Compile accepts for the filters
