@@ -22,6 +22,9 @@
 # their WAL is written (synchronous_commit on), for crash tests;
 # CAPSULED_PG_TEXTSEARCH=0 makes one without pg_textsearch (keyword search
 # on PostgreSQL's tsvector).
+# CAPSULED_PG_SHARED_BUFFERS (e.g. 6GB) starts the server with that
+# shared_buffers instead of the default 128MB, for benchmarks at scale (a
+# running server takes it at `postgres.sh restart`).
 #
 # Usage: postgres.sh [start|restart|crash-restart|stop]   (default start;
 # restart is a fast shutdown and start on the same port, as a deployment's
@@ -103,6 +106,9 @@ if [[ "$(id -u)" = 0 ]]; then
 	done
 fi
 run() { "${as_user[@]}" "$@"; }
+# The server's command-line options: the port, and shared_buffers where
+# CAPSULED_PG_SHARED_BUFFERS says.
+server_opts() { echo "-p $port${CAPSULED_PG_SHARED_BUFFERS:+ -c shared_buffers=$CAPSULED_PG_SHARED_BUFFERS}"; }
 ready() { "$bin/pg_isready" -q -h 127.0.0.1 -p "$1" -d postgres -U postgres 2>/dev/null; }
 
 if [[ "$action" = stop ]]; then
@@ -168,21 +174,21 @@ if [[ -z "$running_port" ]]; then
 		port=$((port + 1))
 	done
 	log "starting PostgreSQL on 127.0.0.1:$port"
-	run "$bin/pg_ctl" start -w -t 60 -D "$data" -l "$data/server.log" -o "-p $port" >/dev/null ||
+	run "$bin/pg_ctl" start -w -t 60 -D "$data" -l "$data/server.log" -o "$(server_opts)" >/dev/null ||
 		{ tail -n 30 "$data/server.log" >&2; exit 1; }
 	running_port="$port"
 fi
 port="$running_port"
 if [[ "$action" = restart ]]; then
 	log "restarting PostgreSQL on 127.0.0.1:$port (fast shutdown)"
-	run "$bin/pg_ctl" restart -w -t 60 -m fast -D "$data" -l "$data/server.log" -o "-p $port" >/dev/null ||
+	run "$bin/pg_ctl" restart -w -t 60 -m fast -D "$data" -l "$data/server.log" -o "$(server_opts)" >/dev/null ||
 		{ tail -n 30 "$data/server.log" >&2; exit 1; }
 fi
 if [[ "$action" = crash-restart ]]; then
 	log "crashing PostgreSQL on 127.0.0.1:$port (immediate shutdown) and starting it (crash recovery)"
 	run "$bin/pg_ctl" stop -w -t 60 -m immediate -D "$data" >/dev/null ||
 		{ tail -n 30 "$data/server.log" >&2; exit 1; }
-	run "$bin/pg_ctl" start -w -t 60 -D "$data" -l "$data/server.log" -o "-p $port" >/dev/null ||
+	run "$bin/pg_ctl" start -w -t 60 -D "$data" -l "$data/server.log" -o "$(server_opts)" >/dev/null ||
 		{ tail -n 30 "$data/server.log" >&2; exit 1; }
 fi
 log "$(cat "$marker")"
