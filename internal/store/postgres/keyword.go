@@ -80,9 +80,12 @@ func (s *CapsuleStore) KeywordWhere(ctx context.Context, capsule string, terms [
 		return interpret(err)
 	}
 	if s.db.fullText == FullTextBM25 {
-		// One more than wanted: a full page holds back its last group of
-		// equal scores, so want rows need want+1 unless the last ones tie.
-		return s.keywordBM25(ctx, capID, strings.Join(terms, " "), max(want, 1)+1, w, fn)
+		// More than wanted: a full page holds back its last group of equal
+		// scores (the next page, four times the size, holds it whole), so
+		// want rows need want+1 unless the last ones tie, and a margin of
+		// an eighth keeps a tie group at the boundary (duplicated chunks)
+		// from costing a second, larger scan.
+		return s.keywordBM25(ctx, capID, strings.Join(terms, " "), max(want, 1)+max(want, 1)/8+1, w, fn)
 	}
 	// Each term becomes its own plainto_tsquery, ORed: its lexemes come
 	// out quoted, so no term is read as tsquery syntax.
