@@ -166,14 +166,19 @@ func (w *gwriter) u32(v uint32) {
 	w.bytes(w.buf[:])
 }
 
-// errGraphFile is a graph file that cannot be used.
-var errGraphFile = errors.New("graph file unusable")
+// errGraphFile is a graph file that cannot be used; errGraphBehind one
+// that covers too little of the capsule to be worth reading.
+var (
+	errGraphFile   = errors.New("graph file unusable")
+	errGraphBehind = errors.New("graph file behind the capsule")
+)
 
 // loadGraph reads the graph file at path over the capsule's entries (ids
 // and ens, as buildGraph takes them): its nodes of entries that still match
 // are live, the others dead on zero vectors; entries the file lacks are
 // inserted. It returns errGraphFile (wrapped) for a file that does not
-// parse, and fs.ErrNotExist when there is none.
+// parse, errGraphBehind (wrapped) for one of fewer nodes than half the
+// entries' chunks, and fs.ErrNotExist when there is none.
 func loadGraph(ctx context.Context, path string, dim int, ids []string, ens []*entry) (*graph, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -200,6 +205,16 @@ func readGraph(ctx context.Context, src *bufio.Reader, size int64, path string, 
 	// allocate before the checksum is known.
 	if r.err != nil || nNodes < 0 || int64(nNodes)*2 > size || nGroups > nNodes || top > 30 || int(entryPt) >= nNodes || (nNodes > 0) != (entryPt >= 0) {
 		return nil, fmt.Errorf("%w: %s: bad header", errGraphFile, path)
+	}
+	// A file that holds less than half the capsule's chunks (the capsule
+	// grew while the process was down) is left for a fresh build: the build
+	// runs on every core, where the inserts after reading run on one.
+	chunks := 0
+	for _, en := range ens {
+		chunks += len(en.idxs)
+	}
+	if 2*nNodes < chunks {
+		return nil, fmt.Errorf("%w: %s: %d nodes for %d chunks", errGraphBehind, path, nNodes, chunks)
 	}
 	byID := make(map[string]*entry, len(ids))
 	for j, id := range ids {

@@ -208,6 +208,40 @@ func TestGraphFileChangesWhileDown(t *testing.T) {
 	}
 }
 
+// TestGraphFileBehind: a file that holds less than half of the capsule's
+// chunks (it grew while the process was down) is not read: the graph is
+// built afresh, every item inserted once.
+func TestGraphFileBehind(t *testing.T) {
+	const items, per, dim = 200, 10, 32
+	fake := newFakeSource(items, per, dim, 30)
+	src := storedFrom(t, fake)
+	dir := t.TempDir()
+	e, _ := graphEngine(t, src, dim, 1000, dir)
+	e.Close() // writes the file
+
+	more := newFakeSource(3*items, per, dim, 30)
+	extra := storedFrom(t, more)
+	for i := items; i < 3*items; i++ {
+		id := fmt.Sprintf("itm_%06d", i)
+		src.items = append(src.items, domain.Item{ID: id, Capsule: "c", Kind: domain.ItemText, Metadata: map[string]any{"shard": float64(i % 10)}})
+		src.vecs[id] = extra.vecs[id]
+	}
+	path := GraphPath(dir, "c")
+	ids, ens := make([]string, len(src.items)), make([]*entry, len(src.items))
+	for i, it := range src.items {
+		ids[i] = it.ID
+		ens[i] = &entry{item: it, idxs: make([]int, per)}
+	}
+	if _, err := loadGraph(context.Background(), path, dim, ids, ens); !errors.Is(err, errGraphBehind) {
+		t.Fatalf("loading a file of a third of the chunks: %v, want errGraphBehind", err)
+	}
+	_, g := graphEngine(t, src, dim, 1000, dir)
+	// edits counts items: reading the file would have inserted 2·items.
+	if n := 3 * items; g.live() != n*per || g.edits != uint64(n) {
+		t.Errorf("graph of %d live nodes after %d item insertions, want a fresh build of %d items", g.live(), g.edits, n)
+	}
+}
+
 // TestGraphFileUnusable: a file that is cut short, altered, of another
 // dimension or not a graph file is refused with errGraphFile, and the
 // engine builds the graph instead; a capsule's removal removes its file.
