@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"capsuled/internal/atomicfile"
 	"capsuled/internal/vecmath"
 )
 
@@ -75,23 +76,7 @@ func (g *graph) groups() []ggroup {
 // so that a reader never sees half a file). Callers keep the graph from
 // changing meanwhile (the capsule's read lock).
 func (g *graph) save(path string) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return fmt.Errorf("graph file: %w", err)
-	}
-	f, err := os.CreateTemp(filepath.Dir(path), ".graph-*")
-	if err != nil {
-		return fmt.Errorf("graph file: %w", err)
-	}
-	defer os.Remove(f.Name()) // after the rename: no such file
-	bw := bufio.NewWriterSize(f, 1<<20)
-	err = g.encode(bw)
-	if err == nil {
-		err = bw.Flush()
-	}
-	if err := errors.Join(err, f.Close()); err != nil {
-		return fmt.Errorf("graph file: %w", err)
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
+	if err := atomicfile.Write(path, ".graph-*", g.encode); err != nil {
 		return fmt.Errorf("graph file: %w", err)
 	}
 	return nil

@@ -1,19 +1,17 @@
 package retrieval
 
 import (
-	"bufio"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"unsafe"
 
+	"capsuled/internal/atomicfile"
 	"capsuled/internal/vecmath"
 )
 
@@ -224,28 +222,14 @@ type vecSnap struct {
 // writeVecFile writes entries to path (through a temporary file renamed
 // over it). codes are written when words > 0 and every entry has them.
 func writeVecFile(path string, dim, words, codedAt int, mean []float32, ens []vecSnap) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return fmt.Errorf("vectors file: %w", err)
-	}
 	for _, s := range ens {
 		if len(s.codes) != len(s.idxs)*words {
 			words = 0 // an entry without codes: keep none
 		}
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), ".vecs-*")
-	if err != nil {
-		return fmt.Errorf("vectors file: %w", err)
-	}
-	defer os.Remove(f.Name()) // after the rename: no such file
-	bw := bufio.NewWriterSize(f, 1<<20)
-	err = encodeVecFile(bw, dim, words, codedAt, mean, ens)
-	if err == nil {
-		err = bw.Flush()
-	}
-	if err := errors.Join(err, f.Close()); err != nil {
-		return fmt.Errorf("vectors file: %w", err)
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
+	if err := atomicfile.Write(path, ".vecs-*", func(w io.Writer) error {
+		return encodeVecFile(w, dim, words, codedAt, mean, ens)
+	}); err != nil {
 		return fmt.Errorf("vectors file: %w", err)
 	}
 	return nil

@@ -8,9 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"os"
+	"io"
 	"path/filepath"
 	"strconv"
+
+	"capsuled/internal/atomicfile"
 )
 
 // Keyword index files keep a capsule's keyword index (kwIndex) between
@@ -284,19 +286,10 @@ func decodeKW(b []byte) (*kwIndex, kwStamp, error) {
 // writeKWFile writes data, an encoded index, to path through a temporary
 // file renamed over it.
 func writeKWFile(path string, data []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return fmt.Errorf("keyword index file: %w", err)
-	}
-	f, err := os.CreateTemp(filepath.Dir(path), ".kwix-*")
-	if err != nil {
-		return fmt.Errorf("keyword index file: %w", err)
-	}
-	defer os.Remove(f.Name()) // after the rename: no such file
-	_, err = f.Write(data)
-	if err := errors.Join(err, f.Close()); err != nil {
-		return fmt.Errorf("keyword index file: %w", err)
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
+	if err := atomicfile.Write(path, ".kwix-*", func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	}); err != nil {
 		return fmt.Errorf("keyword index file: %w", err)
 	}
 	return nil
