@@ -102,21 +102,13 @@ func runScale(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	case *nq < 1 || *nRecall < 0:
 		return errors.New("--queries must be at least 1, --recall-queries at least 0")
 	}
-	var efs []int
-	for _, f := range strings.FieldsFunc(*efList, func(r rune) bool { return r == ',' }) {
-		ef, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || ef < 1 || ef > 1000 {
-			return fmt.Errorf("--ef-search: %q is not a number from 1 to 1000", f)
-		}
-		efs = append(efs, ef)
+	efs, err := widths("ef-search", *efList, 1000)
+	if err != nil {
+		return err
 	}
-	var gefs []int
-	for _, f := range strings.FieldsFunc(*graphEfs, func(r rune) bool { return r == ',' }) {
-		ef, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || ef < 1 || ef > 100000 {
-			return fmt.Errorf("--graph-ef: %q is not a number from 1 to 100000", f)
-		}
-		gefs = append(gefs, ef)
+	gefs, err := widths("graph-ef", *graphEfs, 100000)
+	if err != nil {
+		return err
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	res := map[string]any{"chunks_target": *target, "vectors": *vectors, "cpus": runtime.NumCPU(), "replicas": *replicas}
@@ -1291,4 +1283,18 @@ func sqliteMemory(res map[string]any, prefix string, pid int) {
 		res[prefix+"go_heap_inuse_mb"] = math.Round(float64(ms.HeapInuse)/(1<<20)*10) / 10
 		res[prefix+"go_sys_mb"] = math.Round(float64(ms.Sys)/(1<<20)*10) / 10
 	}
+}
+
+// widths parses the comma-separated list of flag --name, each a number from
+// 1 to most.
+func widths(name, list string, most int) ([]int, error) {
+	var out []int
+	for _, f := range strings.FieldsFunc(list, func(r rune) bool { return r == ',' }) {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 || n > most {
+			return nil, fmt.Errorf("--%s: %q is not a number from 1 to %d", name, f, most)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
