@@ -142,8 +142,7 @@ func TestVectorFileRoundTrip(t *testing.T) {
 	if ci2.codeWords == 0 || len(ci2.mean) != dim {
 		t.Errorf("second load has no codes (%d words)", ci2.codeWords)
 	}
-	plain := New(storedFrom(t, fake), fixedEmbedder{make([]float32, dim)}, dim, Config{GraphMin: -1, ApproxMin: 500})
-	t.Cleanup(plain.Close)
+	plain := plainEngine(t, storedFrom(t, fake), dim)
 	sameDense(t, plain, e2, fake.queries(20))
 }
 
@@ -174,8 +173,7 @@ func TestVectorFileChangesWhileDown(t *testing.T) {
 	if got := src.read.Load(); got != 2*per {
 		t.Errorf("load read %d vectors from the store, want %d (the changed and the added item)", got, 2*per)
 	}
-	plain := New(src.storedSource, fixedEmbedder{make([]float32, dim)}, dim, Config{GraphMin: -1, ApproxMin: 500})
-	t.Cleanup(plain.Close)
+	plain := plainEngine(t, src.storedSource, dim)
 	sameDense(t, plain, e2, fake.queries(20))
 	// The file is written anew with the changes: a third load reads nothing.
 	e2.Close()
@@ -203,8 +201,7 @@ func TestVectorFileDamaged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plain := New(src.storedSource, fixedEmbedder{make([]float32, dim)}, dim, Config{GraphMin: -1, ApproxMin: 500})
-	t.Cleanup(plain.Close)
+	plain := plainEngine(t, src.storedSource, dim)
 
 	// The table: one byte of an item id.
 	bad := slices.Clone(good)
@@ -333,4 +330,13 @@ func aligned(b []byte) []byte {
 	out := unsafe.Slice((*byte)(unsafe.Pointer(&w[0])), len(b))
 	copy(out, b)
 	return out
+}
+
+// plainEngine is an engine over src with neither files nor graph, the
+// answers the tests compare a file-backed engine with.
+func plainEngine(t *testing.T, src Source, dim int) *Engine {
+	t.Helper()
+	e := New(src, fixedEmbedder{make([]float32, dim)}, dim, Config{GraphMin: -1, ApproxMin: 500})
+	t.Cleanup(e.Close)
+	return e
 }

@@ -188,11 +188,8 @@ func TestKeywordIndexExact(t *testing.T) {
 	// Closed (which writes the indexes' files) and opened again: the
 	// indexes come from their files and answer the same, also after more
 	// changes.
-	reopen := func() {
+	open := func() {
 		t.Helper()
-		if err := idx.Close(); err != nil {
-			t.Fatal(err)
-		}
 		if idx, err = sqlite.Open(ctx, path); err != nil {
 			t.Fatal(err)
 		}
@@ -203,6 +200,13 @@ func TestKeywordIndexExact(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+	}
+	reopen := func() {
+		t.Helper()
+		if err := idx.Close(); err != nil {
+			t.Fatal(err)
+		}
+		open()
 	}
 	fromFile := func(want bool, capsules ...string) {
 		t.Helper()
@@ -229,16 +233,7 @@ func TestKeywordIndexExact(t *testing.T) {
 	}
 	addItem(t, rs, "solo", "itm_s_ref", chunks()...)
 	items["solo"] = append(items["solo"], "itm_s_ref")
-	if idx, err = sqlite.Open(ctx, path); err != nil {
-		t.Fatal(err)
-	}
-	idx.SetKeywordIndexMin(1)
-	st = idx.Capsules()
-	for _, c := range []string{"solo", "a"} {
-		if err := st.KeywordReady(ctx, c); err != nil {
-			t.Fatal(err)
-		}
-	}
+	open()
 	fromFile(false, "solo")
 	fromFile(true, "a")
 	compare(12, []string{"solo", "a"})
@@ -264,16 +259,7 @@ func TestKeywordIndexExact(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if idx, err = sqlite.Open(ctx, path); err != nil {
-		t.Fatal(err)
-	}
-	idx.SetKeywordIndexMin(1)
-	st = idx.Capsules()
-	for _, c := range []string{"solo", "a"} {
-		if err := st.KeywordReady(ctx, c); err != nil {
-			t.Fatal(err)
-		}
-	}
+	open()
 	fromFile(false, "solo", "a")
 	compare(13, []string{"solo", "a"})
 	// The capsule alone in the table: document counts from the index.
