@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"capsuled/internal/domain"
 	"capsuled/internal/rank"
 	"capsuled/internal/vecmath"
 )
@@ -246,6 +247,29 @@ func (ci *capIndex) snapshot() ([]*entry, []span) {
 	ci.list = list
 	ci.split()
 	return ci.list, ci.spans
+}
+
+// listFrom sets the snapshot from items, the order the Source listed
+// them in, where that is item id order: a load then skips snapshot's
+// sort (0.1–0.2 s for 130,000 items). Callers hold ci.mu for writing,
+// after filling ci.items from items.
+func (ci *capIndex) listFrom(items []domain.Item) {
+	if !slices.IsSortedFunc(items, func(a, b domain.Item) int { return strings.Compare(a.ID, b.ID) }) {
+		return // snapshot sorts
+	}
+	list := make([]*entry, 0, len(items))
+	for i, it := range items {
+		if i > 0 && it.ID == items[i-1].ID {
+			continue
+		}
+		if en := ci.items[it.ID]; en != nil && len(en.idxs) > 0 {
+			list = append(list, en)
+		}
+	}
+	ci.snapMu.Lock()
+	ci.list = list
+	ci.split()
+	ci.snapMu.Unlock()
 }
 
 // workers is how many goroutines scan the capsule.

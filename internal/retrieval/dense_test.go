@@ -199,3 +199,48 @@ func TestIncrementalIndex(t *testing.T) {
 		ci.mu.RUnlock()
 	}
 }
+
+// listFrom, given the Source's items in id order, sets the snapshot that
+// snapshot would sort; given them in another order, leaves it to
+// snapshot.
+func TestListFromItems(t *testing.T) {
+	mk := func(ids ...string) (*capIndex, []domain.Item) {
+		ci := &capIndex{items: map[string]*entry{}}
+		var items []domain.Item
+		for i, id := range ids {
+			it := domain.Item{ID: id}
+			items = append(items, it)
+			en := &entry{item: it}
+			if i%4 != 1 { // every fourth item has no vectors
+				en.idxs, en.vecs = []int{0, 1}[:1+i%2], make([]float32, 2*(1+i%2))
+				ci.chunks += len(en.idxs)
+			}
+			ci.items[id] = en
+		}
+		return ci, items
+	}
+	ids := func(list []*entry) []string {
+		var out []string
+		for _, en := range list {
+			out = append(out, en.item.ID)
+		}
+		return out
+	}
+	sorted := []string{"a", "b", "c", "d", "e", "f", "g"}
+	ci, items := mk(sorted...)
+	ci.listFrom(items)
+	if ci.list == nil {
+		t.Fatal("items in id order: no snapshot set")
+	}
+	got, gotSpans := ids(ci.list), ci.spans
+	ci.invalidate()
+	want, wantSpans := ci.snapshot()
+	if !slices.Equal(got, ids(want)) || !slices.Equal(gotSpans, wantSpans) {
+		t.Fatalf("listFrom %v %v, snapshot %v %v", got, gotSpans, ids(want), wantSpans)
+	}
+	ci, items = mk("c", "a", "b")
+	ci.listFrom(items)
+	if ci.list != nil {
+		t.Fatal("items out of id order: a snapshot set without sorting")
+	}
+}

@@ -442,6 +442,11 @@ func (e *Engine) load(ctx context.Context, name string) (*capIndex, error) {
 	if kw, ok := e.src.(KeywordWarmer); ok && e.life.Err() == nil {
 		go kw.KeywordReady(e.life, name) //nolint:errcheck // a failure leaves the keyword side to the store's own path
 	}
+	var sums *vectorSums
+	if e.emb != nil {
+		sums = e.readVectorSums(ctx, name) // beside the items: both are walks of the capsule's items
+		defer sums.cancel()
+	}
 	items, err := e.src.SearchableItems(ctx, name)
 	if err != nil {
 		return nil, fmt.Errorf("load capsule %s: %w", name, err)
@@ -454,7 +459,7 @@ func (e *Engine) load(ctx context.Context, name string) (*capIndex, error) {
 	var vf *vecFile
 	var fromStore int
 	if e.emb != nil {
-		if vf, fromStore, err = e.fillVectors(ctx, ci, items); err != nil {
+		if vf, fromStore, err = e.fillVectors(ctx, ci, items, sums); err != nil {
 			return nil, fmt.Errorf("load capsule %s: %w", name, err)
 		}
 	}
@@ -474,6 +479,7 @@ func (e *Engine) load(ctx context.Context, name string) (*capIndex, error) {
 		}
 	}
 	ci.invalidate()
+	ci.listFrom(items)
 	ci.accGen++
 	ci.loaded, ci.gen = true, gen
 	ci.vecEdits, ci.vecSaved = 0, 0

@@ -35,27 +35,69 @@ type vsum struct {
 	crc   uint32
 }
 
+// vectorSums is a VectorSums read running in the background.
+type vectorSums struct {
+	stop context.CancelFunc
+	done chan struct{}
+	sums map[string]vsum
+	err  error
+}
+
+// readVectorSums starts reading the capsule's vector sums, where its
+// vectors may be kept in a vectors file (nil where they cannot): load
+// reads them beside the capsule's items, before it knows whether the
+// capsule is large enough to keep a file. At a million chunks each read
+// is a walk of 130,000 items (0.5 s for the sums on SQLite); one after the
+// other they made most of a cold start.
+func (e *Engine) readVectorSums(ctx context.Context, capsule string) *vectorSums {
+	vs, ok := e.src.(VectorSummer)
+	if !ok || !vecFiles || e.cfg.GraphDir == "" {
+		return nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	r := &vectorSums{stop: cancel, done: make(chan struct{}), sums: map[string]vsum{}}
+	go func() {
+		defer close(r.done)
+		r.err = vs.VectorSums(ctx, capsule, func(id string, count int, crc uint32) error {
+			r.sums[id] = vsum{count, crc}
+			return nil
+		})
+	}()
+	return r
+}
+
+// wait returns the sums once read.
+func (r *vectorSums) wait() (map[string]vsum, error) {
+	<-r.done
+	return r.sums, r.err
+}
+
+// cancel stops the read if it still runs, and waits for it (nil: none).
+func (r *vectorSums) cancel() {
+	if r != nil {
+		r.stop()
+		<-r.done
+	}
+}
+
 // fillVectors gives the entries of ci.items (just made from items, under
 // ci.mu) their vectors: views of the capsule's vectors file for items
-// whose vector count and checksum there are the store's, read from the
-// store for the others. It returns the file used (nil: none) and how many
-// vectors came from the store.
-func (e *Engine) fillVectors(ctx context.Context, ci *capIndex, items []domain.Item) (*vecFile, int, error) {
+// whose vector count and checksum there (read by readVectorSums, nil where
+// the Source keeps none) are the store's, read from the store for the
+// others. It returns the file used (nil: none) and how many vectors came
+// from the store.
+func (e *Engine) fillVectors(ctx context.Context, ci *capIndex, items []domain.Item, read *vectorSums) (*vecFile, int, error) {
 	total := 0
 	for _, it := range items {
 		total += it.ChunkCount
 	}
-	vs, ok := e.src.(VectorSummer)
-	ci.vecFile = ok && vecFiles && e.cfg.GraphDir != "" && total >= e.vecFileMin
+	vs, _ := e.src.(VectorSummer)
+	ci.vecFile = read != nil && total >= e.vecFileMin
 	if !ci.vecFile {
 		n, err := e.storeVectors(ctx, ci, nil)
 		return nil, n, err
 	}
-	sums := make(map[string]vsum, len(items))
-	err := vs.VectorSums(ctx, ci.name, func(id string, count int, crc uint32) error {
-		sums[id] = vsum{count, crc}
-		return nil
-	})
+	sums, err := read.wait()
 	if err != nil {
 		return nil, 0, err
 	}

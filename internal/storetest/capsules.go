@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -279,6 +280,63 @@ func CapsuleStore(t *testing.T, newStore func(t *testing.T) capsule.Store) {
 		}
 		if items, chunks, err := st.VectorBacklog(ctx); err != nil || items != 1 || chunks != 2 {
 			t.Fatalf("backlog %d %d %v", items, chunks, err)
+		}
+	})
+
+	// Items without vectors are listed a page at a time, in id order, the
+	// ready ones only, each once however many of its chunks lack one.
+	t.Run("ItemsWithoutVectorsInPages", func(t *testing.T) {
+		t.Parallel()
+		st := setup(t, "docs")
+		var want []string
+		for i := range 7 {
+			id, n := fmt.Sprintf("itm_%d", i), fmt.Sprint(i)
+			if _, _, err := st.PutItem(ctx, item("docs", id, "u"+n, "h"+n)); err != nil {
+				t.Fatal(err)
+			}
+			if i == 5 {
+				continue // queued: not ready
+			}
+			it, err := startQueued(ctx, st, t0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cs := chunks("one", "two", "three")
+			if i%3 != 0 {
+				for j := range cs {
+					cs[j].Vector = nil
+				}
+				want = append(want, it.ID)
+			}
+			if _, err := st.CompleteItem(ctx, it.ID, it.ContentHash, "full text", cs, t0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var got []string
+		for after := ""; ; {
+			page, err := st.ItemsWithoutVectors(ctx, after, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(page) == 0 {
+				break
+			}
+			if len(page) > 2 {
+				t.Fatalf("a page of %d items, limit 2", len(page))
+			}
+			for _, it := range page {
+				if it.Status != domain.StatusReady || it.Capsule != "docs" {
+					t.Fatalf("listed %+v", it)
+				}
+				got = append(got, it.ID)
+			}
+			after = page[len(page)-1].ID
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("items without vectors %v, want %v", got, want)
+		}
+		if items, chunks, err := st.VectorBacklog(ctx); err != nil || items != len(want) || chunks != 3*len(want) {
+			t.Fatalf("backlog %d items %d chunks (%v), want %d %d", items, chunks, err, len(want), 3*len(want))
 		}
 	})
 

@@ -1,6 +1,10 @@
 package sqlite
 
-import "context"
+import (
+	"context"
+
+	"capsuled/internal/domain"
+)
 
 // KeywordIndexed reports whether the capsule's keyword search runs on a
 // built in-process index (tests).
@@ -43,4 +47,10 @@ func KeywordIndexFromFile(ctx context.Context, db *DB, capsule string) bool {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	return ix.fromFile
+}
+
+// SearchableItemsInParts is SearchableItems read in up to parts id ranges
+// of at least perPart items (tests).
+func SearchableItemsInParts(ctx context.Context, st *CapsuleStore, capsule string, perPart, parts int) ([]domain.Item, error) {
+	return st.searchableItems(ctx, capsule, perPart, parts)
 }

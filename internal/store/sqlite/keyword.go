@@ -4,21 +4,80 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
+	"golang.org/x/sync/errgroup"
+
 	"capsuled/internal/domain"
 )
 
-// SearchableItems returns the capsule's items that have chunks in the index.
+// itemsPerPart is the fewest items SearchableItems reads on one connection
+// when it splits a capsule's items across several.
+const itemsPerPart = 20000
+
+// SearchableItems returns the capsule's items that have chunks in the
+// index, in id order. A large capsule's items are read in id ranges on up
+// to GOMAXPROCS read connections at once: decoding an item's row costs
+// about 15 µs, most of a large capsule's cold load (1.9 s for 130,000
+// items on one core). Each range is read in its own snapshot, so an item
+// written meanwhile is seen in its state before or after the write, never
+// twice or not at all.
 func (s *CapsuleStore) SearchableItems(ctx context.Context, capsule string) ([]domain.Item, error) {
-	rows, err := s.db.read.QueryContext(ctx, "SELECT "+itemColumns+itemFrom+" WHERE c.name = ? AND i.indexed_hash IS NOT NULL ORDER BY i.id", capsule)
-	if err != nil {
-		return nil, fmt.Errorf("searchable items: %w", err)
+	return s.searchableItems(ctx, capsule, itemsPerPart, runtime.GOMAXPROCS(0))
+}
+
+// searchableItems is SearchableItems in up to maxParts ranges of at least
+// perPart items.
+func (s *CapsuleStore) searchableItems(ctx context.Context, capsule string, perPart, maxParts int) ([]domain.Item, error) {
+	var capID, n int64
+	err := s.db.read.QueryRowContext(ctx, "SELECT c.id, (SELECT count(*) FROM items WHERE capsule_id = c.id) FROM capsules c WHERE c.name = ?",
+		capsule).Scan(&capID, &n)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
 	}
-	return collect(rows, scanItem)
+	if err != nil {
+		return nil, fmt.Errorf("searchable items: %w", interpret(err))
+	}
+	parts := max(1, min(maxParts, int(n/int64(perPart))))
+	// Range k holds the ids from bounds[k-1] (inclusive) to bounds[k];
+	// "" stands for no bound.
+	bounds := make([]string, parts+1)
+	for k := 1; k < parts; k++ {
+		if err := s.db.read.QueryRowContext(ctx, "SELECT id FROM items WHERE capsule_id = ? ORDER BY id LIMIT 1 OFFSET ?",
+			capID, n*int64(k)/int64(parts)).Scan(&bounds[k]); err != nil {
+			return nil, fmt.Errorf("searchable items: %w", interpret(err))
+		}
+	}
+	out := make([][]domain.Item, parts)
+	g, gctx := errgroup.WithContext(ctx)
+	for k := range parts {
+		g.Go(func() error {
+			q := "SELECT " + itemColumns + itemFrom + " WHERE i.capsule_id = ? AND i.indexed_hash IS NOT NULL"
+			args := []any{capID}
+			if lo := bounds[k]; lo != "" {
+				q, args = q+" AND i.id >= ?", append(args, lo)
+			}
+			if hi := bounds[k+1]; hi != "" {
+				q, args = q+" AND i.id < ?", append(args, hi)
+			}
+			rows, err := s.db.read.QueryContext(gctx, q+" ORDER BY i.id", args...)
+			if err != nil {
+				return fmt.Errorf("searchable items: %w", err)
+			}
+			out[k], err = collect(rows, scanItem)
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return slices.Concat(out...), nil
 }
 
 // ChunkVectors calls fn with every chunk vector of the capsule, by item and

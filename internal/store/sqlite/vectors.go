@@ -65,10 +65,14 @@ func (s *CapsuleStore) UseEmbeddingSpace(ctx context.Context, sp domain.Embeddin
 }
 
 // VectorBacklog counts the ready items with chunks without a vector, and
-// those chunks.
+// those chunks. The CROSS JOIN keeps SQLite's join order: the chunks
+// without a vector (the partial index chunks_without_vector, usually
+// empty) first. With a plain JOIN the planner walked every ready item and
+// probed that index for each: 0.4 s at start-up for 130,000 items, against
+// milliseconds.
 func (s *CapsuleStore) VectorBacklog(ctx context.Context) (items, chunks int, err error) {
 	err = s.db.read.QueryRowContext(ctx, `SELECT count(DISTINCT k.item_id), count(*) FROM chunks k
-		JOIN items i ON i.id = k.item_id WHERE k.vector IS NULL AND i.status = ?`, string(domain.StatusReady)).Scan(&items, &chunks)
+		CROSS JOIN items i ON i.id = k.item_id WHERE k.vector IS NULL AND i.status = ?`, string(domain.StatusReady)).Scan(&items, &chunks)
 	if err != nil {
 		return 0, 0, fmt.Errorf("vector backlog: %w", interpret(err))
 	}
@@ -76,11 +80,16 @@ func (s *CapsuleStore) VectorBacklog(ctx context.Context) (items, chunks int, er
 }
 
 // ItemsWithoutVectors lists, in id order after the id after, up to limit
-// ready items that have chunks without a vector.
+// ready items that have chunks without a vector. The item ids come from
+// the partial index chunks_without_vector, walked in its order (grouped
+// by item, so the LIMIT stops the walk): a page costs what it returns,
+// where probing every ready item for chunks without a vector cost a walk
+// of all of them per page.
 func (s *CapsuleStore) ItemsWithoutVectors(ctx context.Context, after string, limit int) ([]domain.Item, error) {
-	rows, err := s.db.read.QueryContext(ctx, "SELECT "+itemColumns+itemFrom+` WHERE i.status = ? AND i.id > ?
-		AND EXISTS (SELECT 1 FROM chunks k WHERE k.item_id = i.id AND k.vector IS NULL) ORDER BY i.id LIMIT ?`,
-		string(domain.StatusReady), after, limit)
+	rows, err := s.db.read.QueryContext(ctx, "SELECT "+itemColumns+` FROM chunks k CROSS JOIN items i ON i.id = k.item_id
+		JOIN capsules c ON c.id = i.capsule_id WHERE k.vector IS NULL AND k.item_id > ? AND i.status = ?
+		GROUP BY k.item_id ORDER BY k.item_id LIMIT ?`,
+		after, string(domain.StatusReady), limit)
 	if err != nil {
 		return nil, fmt.Errorf("items without vectors: %w", err)
 	}

@@ -155,3 +155,79 @@ func TestVectorSums(t *testing.T) {
 	}
 
 }
+
+// TestSearchableItemsInParts: read in id ranges on several connections,
+// SearchableItems lists the same items, in the same order, as in one
+// read: every searchable item of the capsule once, none of another
+// capsule's (whose ids interleave) and none not yet searchable.
+func TestSearchableItemsInParts(t *testing.T) {
+	ctx := context.Background()
+	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "c.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	st := db.Capsules()
+	t0 := time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC)
+	for _, c := range []string{"c", "d"} {
+		if err := st.CreateCapsule(ctx, domain.Capsule{Name: c, CreatedAt: t0}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := 0
+	for i := range 40 {
+		capsule := "c"
+		if i%3 == 0 {
+			capsule = "d"
+		}
+		id := fmt.Sprintf("itm_%03d", i)
+		hash := "h" + id
+		if _, _, err := st.PutItem(ctx, domain.Item{ID: id, Capsule: capsule, Kind: domain.ItemText, URI: id, ContentHash: hash,
+			Metadata: map[string]any{"i": float64(i)}, TimeAdded: t0, TimeUpdated: t0}); err != nil {
+			t.Fatal(err)
+		}
+		if i%7 == 0 {
+			continue // queued: not searchable
+		}
+		if _, err := startItem(ctx, st, id, hash, t0); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.CompleteItem(ctx, id, hash, "text", []domain.Chunk{{Idx: 0, Text: "text", End: 4}}, t0); err != nil {
+			t.Fatal(err)
+		}
+		if capsule == "c" {
+			want++
+		}
+	}
+	one, err := sqlite.SearchableItemsInParts(ctx, st, "c", 1<<30, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(one) != want {
+		t.Fatalf("one read: %d items, want %d", len(one), want)
+	}
+	for _, it := range one {
+		if it.Capsule != "c" || it.Status != domain.StatusReady || it.Metadata["i"] == nil {
+			t.Fatalf("one read: item %+v", it)
+		}
+	}
+	for _, perPart := range []int{1, 2, 5, 9} {
+		for _, parts := range []int{2, 3, 8} {
+			got, err := sqlite.SearchableItemsInParts(ctx, st, "c", perPart, parts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(one) {
+				t.Fatalf("%d parts of %d: %d items, want %d", parts, perPart, len(got), len(one))
+			}
+			for i := range got {
+				if got[i].ID != one[i].ID || got[i].Metadata["i"] != one[i].Metadata["i"] {
+					t.Fatalf("%d parts of %d: item %d is %s, want %s", parts, perPart, i, got[i].ID, one[i].ID)
+				}
+			}
+		}
+	}
+	if got, err := st.SearchableItems(ctx, "nope"); err != nil || len(got) != 0 {
+		t.Fatalf("unknown capsule: %d items, %v", len(got), err)
+	}
+}
