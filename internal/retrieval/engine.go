@@ -378,6 +378,9 @@ type capIndex struct {
 	vecEdits, vecSaved uint64
 	vecSaving          bool
 	vecFile            bool // the capsule keeps a vectors file
+	// vecChecked is closed when the background check of the mapped
+	// vectors file the last load started (verifyAsync) ends; nil: none.
+	vecChecked chan struct{}
 
 	// Filters' accepted sets (acceptedFor); accGen moves with every change
 	// of the items, under mu for writing.

@@ -231,19 +231,21 @@ func TestVectorFileDamaged(t *testing.T) {
 	src.read.Store(0)
 	e3, ci3 := vecEngine(t, src, dim, dir)
 	first := vf.order[0]
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		ci3.mu.RLock()
-		en := ci3.items[first]
-		fixed := en != nil && vecmath.Checksum(en.vecs) == en.sum && en.sum == vf.items[first].crc
-		ci3.mu.RUnlock()
-		if fixed {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the damaged item was not read again from the store")
-		}
-		time.Sleep(10 * time.Millisecond)
+	// VectorsChecked returns once the check has read the item again.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := e3.VectorsChecked(ctx, "c"); err != nil {
+		t.Fatalf("VectorsChecked: %v", err)
+	}
+	ci3.mu.RLock()
+	en := ci3.items[first]
+	fixed := en != nil && vecmath.Checksum(en.vecs) == en.sum && en.sum == vf.items[first].crc
+	ci3.mu.RUnlock()
+	if !fixed {
+		t.Fatal("the damaged item was not read again from the store when VectorsChecked returned")
+	}
+	if err := e3.VectorsChecked(ctx, "other"); err != nil {
+		t.Fatalf("VectorsChecked of a capsule never loaded: %v", err)
 	}
 	if got := src.read.Load(); got != per {
 		t.Errorf("damaged vectors: %d read from the store, want %d (one item)", got, per)
