@@ -279,8 +279,6 @@ func runScale(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	// graph this run builds is read back by the servers below and by the
 	// next run over the same --data-dir.
 	graphDir := filepath.Join(dir, "graphs")
-	_, statErr := os.Stat(retrieval.GraphPath(graphDir, scaleCapsule))
-	graphFile := statErr == nil
 	eng := retrieval.New(st, memo, emb.Dim(), retrieval.Config{ApproxRerank: *rerank, GraphDir: graphDir})
 	defer eng.Close()
 	if *rerank > 0 {
@@ -303,9 +301,10 @@ func runScale(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if took := time.Since(t0); took > time.Second {
 		// Built (and written to its file), or read from the file an
-		// earlier run wrote.
+		// earlier run wrote (one too far behind the capsule is left for a
+		// fresh build).
 		what := "graph_build"
-		if graphFile {
+		if eng.GraphRead(scaleCapsule) {
 			what = "graph_read"
 		}
 		res[what+"_s"] = round4(took.Seconds())

@@ -40,6 +40,7 @@ type graph struct {
 	first  map[string]uint32 // item id → its first node; its chunks' nodes follow
 	edits  uint64            // insertions and removals so far
 	saved  atomic.Uint64     // edits when last written to or read from its file
+	read   bool              // read from its file (false: built)
 	rng    *rand.Rand
 	seen   sync.Pool // *visitSet
 

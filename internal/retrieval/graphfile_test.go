@@ -217,7 +217,13 @@ func TestGraphFileBehind(t *testing.T) {
 	src := storedFrom(t, fake)
 	dir := t.TempDir()
 	e, _ := graphEngine(t, src, dim, 1000, dir)
+	if e.GraphRead("c") {
+		t.Error("GraphRead of a graph built without a file: true")
+	}
 	e.Close() // writes the file
+	if e2, _ := graphEngine(t, src, dim, 1000, dir); !e2.GraphRead("c") {
+		t.Error("GraphRead of a graph read from its file: false")
+	}
 
 	more := newFakeSource(3*items, per, dim, 30)
 	extra := storedFrom(t, more)
@@ -235,7 +241,10 @@ func TestGraphFileBehind(t *testing.T) {
 	if _, err := loadGraph(context.Background(), path, dim, ids, ens); !errors.Is(err, errGraphBehind) {
 		t.Fatalf("loading a file of a third of the chunks: %v, want errGraphBehind", err)
 	}
-	_, g := graphEngine(t, src, dim, 1000, dir)
+	e3, g := graphEngine(t, src, dim, 1000, dir)
+	if e3.GraphRead("c") {
+		t.Error("GraphRead of a fresh build beside a file too far behind: true")
+	}
 	// edits counts items: reading the file would have inserted 2·items.
 	if n := 3 * items; g.live() != n*per || g.edits != uint64(n) {
 		t.Errorf("graph of %d live nodes after %d item insertions, want a fresh build of %d items", g.live(), g.edits, n)

@@ -96,6 +96,7 @@ func (e *Engine) loadOrBuild(ctx context.Context, name string, fromFile bool, id
 			if g.edits == 0 {
 				g.saved.Store(0) // as on disk
 			}
+			g.read = true
 			return g, nil
 		}
 	}
@@ -282,6 +283,16 @@ func passShare(list []*entry, pred Predicate) float64 {
 		}
 	}
 	return float64(pass) / float64(max(all, 1))
+}
+
+// GraphRead reports whether the capsule's graph was read from its file
+// (false: built, or none): a file that holds too few of the capsule's
+// chunks, or is damaged, is left for a fresh build.
+func (e *Engine) GraphRead(capsule string) bool {
+	ci := e.capsule(capsule)
+	ci.mu.RLock()
+	defer ci.mu.RUnlock()
+	return ci.graph != nil && ci.graph.read
 }
 
 // GraphReady waits until the capsule's graph build, if one is running, has
