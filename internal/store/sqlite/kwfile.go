@@ -11,6 +11,7 @@ import (
 	"io"
 	"path/filepath"
 	"strconv"
+	"unsafe"
 
 	"capsuled/internal/atomicfile"
 )
@@ -225,8 +226,16 @@ func decodeKW(b []byte) (*kwIndex, kwStamp, error) {
 			return bad("term listed twice")
 		}
 		// The list must decode to p.n increasing documents ending at last.
+		// A long list's skip table is made on the way (kwskip.go).
 		doc, cnt := int64(-1), 0
+		var blocks []kwSkip
+		if p.n >= kwSkipMin {
+			blocks = make([]kwSkip, 0, p.n/kwSkipEvery+1)
+		}
 		for d := p.data; len(d) > 0; {
+			if blocks != nil && cnt%kwSkipEvery == 0 {
+				blocks = append(blocks, kwSkip{doc, len(p.data) - len(d)})
+			}
 			v, k := binary.Uvarint(d)
 			if k <= 0 {
 				return bad("malformed posting list")
@@ -250,6 +259,9 @@ func decodeKW(b []byte) (*kwIndex, kwStamp, error) {
 		}
 		if cnt != p.n || doc != p.last {
 			return bad("posting list count differs")
+		}
+		if blocks != nil {
+			p.skipTable.Store(&kwSkips{data: unsafe.SliceData(p.data), n: len(p.data), blocks: blocks})
 		}
 		ix.terms[t] = p
 	}

@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -121,6 +122,9 @@ type kwPosting struct {
 	// while no row of the list has died since (peaksAt == kwIndex.deaths).
 	peaks   []kwPeak
 	peaksAt uint64
+
+	// skipTable is the list's skip table (kwskip.go), made on first use.
+	skipTable atomic.Pointer[kwSkips]
 }
 
 // kwPeak is a count and the shortest row with it.
@@ -950,45 +954,97 @@ type kwCand struct {
 
 // score scores every live row (of allowed, when not nil) that holds any
 // of the phrases' tokens, summing the phrases in order as FTS5 does (a
-// phrase a row lacks adds 0). Callers hold ix.mu.
+// phrase a row lacks adds 0). A query of many postings is scored in
+// document ranges on up to GOMAXPROCS goroutines (each starting every list
+// at its range through the list's skip table, kwskip.go). Callers hold
+// ix.mu.
 func (ix *kwIndex) score(tokens []string, st kwStats, allowed []uint64) []kwCand {
+	return ix.scoreInParts(tokens, st, allowed, runtime.GOMAXPROCS(0), kwPartPostings)
+}
+
+// scoreInParts is score on up to maxParts goroutines of at least perPart
+// postings each.
+func (ix *kwIndex) scoreInParts(tokens []string, st kwStats, allowed []uint64, maxParts, perPart int) []kwCand {
 	var acc []float64
 	if p, ok := ix.accs.Get().(*[]float64); ok && len(*p) >= len(ix.rowids) {
 		acc = *p
 	} else {
 		acc = make([]float64, len(ix.rowids)+len(ix.rowids)/8)
 	}
-	var order []uint32
+	lists := make([]*kwPosting, len(tokens))
+	postings := 0
 	for i, t := range tokens {
-		p := ix.terms[t]
-		if p == nil {
-			continue
-		}
-		idf := st.idf[i]
-		b := p.data
-		doc := int64(-1)
-		for len(b) > 0 {
-			dd, tf, n := kwNext(b)
-			b = b[n:]
-			doc += int64(dd)
-			d := uint32(doc)
-			if ix.dead[d/64]&(1<<(d%64)) != 0 || (allowed != nil && allowed[d/64]&(1<<(d%64)) == 0) {
-				continue
-			}
-			if acc[d] == 0 { // every part is above 0: 0 is a row not met yet
-				order = append(order, d)
-			}
-			acc[d] += bm25Term(idf, float64(tf), float64(ix.dl[d]), st.avgdl)
+		if p := ix.terms[t]; p != nil {
+			lists[i] = p
+			postings += p.n
 		}
 	}
-	out := make([]kwCand, len(order))
-	for i, d := range order {
-		out[i] = kwCand{d, acc[d]}
-		acc[d] = 0
+	// Rows in parts of equal document ranges, one goroutine each: every
+	// row's parts are added in the tokens' order whichever range it is in,
+	// so its score is the same to the bit.
+	n := int64(len(ix.rowids))
+	parts := max(1, min(maxParts, postings/max(perPart, 1), int(n)))
+	orders := make([][]uint32, parts)
+	scorePart := func(k int) {
+		lo, hi := n*int64(k)/int64(parts), n*int64(k+1)/int64(parts)
+		var order []uint32
+		for i, p := range lists {
+			if p == nil {
+				continue
+			}
+			idf := st.idf[i]
+			off, doc := p.seek(lo)
+			b := p.data[off:]
+			for len(b) > 0 {
+				dd, tf, m := kwNext(b)
+				b = b[m:]
+				doc += int64(dd)
+				if doc < lo {
+					continue
+				}
+				if doc >= hi {
+					break
+				}
+				d := uint32(doc)
+				if ix.dead[d/64]&(1<<(d%64)) != 0 || (allowed != nil && allowed[d/64]&(1<<(d%64)) == 0) {
+					continue
+				}
+				if acc[d] == 0 { // every part is above 0: 0 is a row not met yet
+					order = append(order, d)
+				}
+				acc[d] += bm25Term(idf, float64(tf), float64(ix.dl[d]), st.avgdl)
+			}
+		}
+		orders[k] = order
+	}
+	if parts == 1 {
+		scorePart(0)
+	} else {
+		var wg sync.WaitGroup
+		for k := 1; k < parts; k++ {
+			wg.Go(func() { scorePart(k) })
+		}
+		scorePart(0)
+		wg.Wait()
+	}
+	total := 0
+	for _, o := range orders {
+		total += len(o)
+	}
+	out := make([]kwCand, 0, total)
+	for _, o := range orders {
+		for _, d := range o {
+			out = append(out, kwCand{d, acc[d]})
+			acc[d] = 0
+		}
 	}
 	ix.accs.Put(&acc)
 	return out
 }
+
+// kwPartPostings is the fewest postings a query's scoring gives each
+// goroutine: below it, starting one costs more than it saves.
+const kwPartPostings = 100000
 
 // tokens maps query terms to FTS5 tokens; false when a term is not exactly
 // one token (the FTS5 path answers such a query).
