@@ -256,9 +256,9 @@ func (s *Service) Close() error {
 // collectBlobs removes the blobs no item holds, left by a process that
 // stopped between writing a blob and its item's row (or removing a row and
 // its blob). Start runs it in the background, Config.BlobSweepDelay after
-// it, so a server with many blobs (one lookup each) answers at once: a hash found unused is checked again
-// under blobMu before its blob goes (removeBlobs), so an upload placing the
-// same bytes meanwhile keeps it.
+// it, so a server with many blobs (one lookup each) answers at once: a
+// hash found unused is checked again under blobMu before its blob goes
+// (removeBlobs), so an upload placing the same bytes meanwhile keeps it.
 func (s *Service) collectBlobs(ctx context.Context) {
 	var unused []string
 	err := s.blobs.each(func(h string) {

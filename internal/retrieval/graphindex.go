@@ -301,13 +301,21 @@ func (e *Engine) GraphRead(capsule string) bool {
 func (e *Engine) GraphReady(ctx context.Context, capsule string) error {
 	ci := e.capsule(capsule)
 	ci.mu.RLock()
-	b := ci.build
+	var done chan struct{}
+	if ci.build != nil {
+		done = ci.build.done
+	}
 	ci.mu.RUnlock()
-	if b == nil {
+	return waitClosed(ctx, done)
+}
+
+// waitClosed waits until done is closed (at once when nil) or ctx is done.
+func waitClosed(ctx context.Context, done <-chan struct{}) error {
+	if done == nil {
 		return nil
 	}
 	select {
-	case <-b.done:
+	case <-done:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()

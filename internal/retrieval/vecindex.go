@@ -336,15 +336,7 @@ func (e *Engine) VectorsChecked(ctx context.Context, capsule string) error {
 	ci.mu.RLock()
 	ch := ci.vecChecked
 	ci.mu.RUnlock()
-	if ch == nil {
-		return nil
-	}
-	select {
-	case <-ch:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return waitClosed(ctx, ch)
 }
 
 // pageSpan is the part of b[from:to] made of whole pages of the mapping

@@ -226,7 +226,8 @@ func decodeKW(b []byte) (*kwIndex, kwStamp, error) {
 			return bad("term listed twice")
 		}
 		// The list must decode to p.n increasing documents ending at last.
-		// A long list's skip table is made on the way (kwskip.go).
+		// A long list's skip table is made on the way (kwskip.go), as
+		// kwPosting.skips would make it with a second walk of the list.
 		doc, cnt := int64(-1), 0
 		var blocks []kwSkip
 		if p.n >= kwSkipMin {

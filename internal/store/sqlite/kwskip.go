@@ -1,6 +1,9 @@
 package sqlite
 
-import "unsafe"
+import (
+	"sort"
+	"unsafe"
+)
 
 // Skip tables let a walk of a posting list start at a chosen document
 // without decoding the postings before it: score splits a query's rows into
@@ -58,15 +61,8 @@ func (p *kwPosting) seek(lo int64) (off int, doc int64) {
 		return 0, -1
 	}
 	blocks := p.skips()
-	// The last block whose previous posting is before lo.
-	i, j := 0, len(blocks)
-	for i+1 < j {
-		h := (i + j) / 2
-		if blocks[h].base < lo {
-			i = h
-		} else {
-			j = h
-		}
-	}
+	// The last block whose previous posting is before lo (the first
+	// block's, -1, always is).
+	i := sort.Search(len(blocks), func(h int) bool { return blocks[h].base >= lo }) - 1
 	return blocks[i].off, blocks[i].base
 }

@@ -68,6 +68,24 @@ func sameSums(t *testing.T, what string, got, want map[string]string) {
 	}
 }
 
+// openWithCapsules opens a new database in a temporary folder, closed
+// when the test ends, with the capsules named.
+func openWithCapsules(t *testing.T, capsules ...string) *sqlite.DB {
+	t.Helper()
+	ctx := context.Background()
+	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "c.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	for _, c := range capsules {
+		if err := db.Capsules().CreateCapsule(ctx, domain.Capsule{Name: c, CreatedAt: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return db
+}
+
 // TestVectorSums: the sums VectorSums reports are those of the vectors
 // stored, after CompleteItem (kept in its transaction), after
 // SetChunkVectors and a change of embedding model (forgotten by the
@@ -75,15 +93,8 @@ func sameSums(t *testing.T, what string, got, want map[string]string) {
 // and ItemVectors reads exactly the items asked for.
 func TestVectorSums(t *testing.T) {
 	ctx := context.Background()
-	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "c.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openWithCapsules(t, "c")
 	st := db.Capsules()
-	if err := st.CreateCapsule(ctx, domain.Capsule{Name: "c", CreatedAt: time.Now()}); err != nil {
-		t.Fatal(err)
-	}
 	t0 := time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC)
 	vec := func(i, j int) []float32 {
 		v := make([]float32, 4)
@@ -128,7 +139,7 @@ func TestVectorSums(t *testing.T) {
 	sameSums(t, "after a direct write", storeSums(t, st, "c"), sumsFromChunks(t, st, "c"))
 
 	var read []string
-	err = st.ItemVectors(ctx, []string{"itm_e", "itm_zz"}, func(id string, idx int, v []float32) error {
+	err := st.ItemVectors(ctx, []string{"itm_e", "itm_zz"}, func(id string, idx int, v []float32) error {
 		if v[0] != vec(4, idx)[0] {
 			t.Errorf("item e chunk %d: vector %v", idx, v)
 		}
@@ -162,18 +173,8 @@ func TestVectorSums(t *testing.T) {
 // capsule's (whose ids interleave) and none not yet searchable.
 func TestSearchableItemsInParts(t *testing.T) {
 	ctx := context.Background()
-	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "c.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	st := db.Capsules()
+	st := openWithCapsules(t, "c", "d").Capsules()
 	t0 := time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC)
-	for _, c := range []string{"c", "d"} {
-		if err := st.CreateCapsule(ctx, domain.Capsule{Name: c, CreatedAt: t0}); err != nil {
-			t.Fatal(err)
-		}
-	}
 	want := 0
 	for i := range 40 {
 		capsule := "c"
