@@ -412,6 +412,7 @@ func (s *CapsuleStore) CompleteItem(ctx context.Context, id, hash, text string, 
 		}
 		for i := range ch.added {
 			ch.added[i].rowid = rowids[i]
+			ch.added[i].idx = uint32(chunks[i].Idx)
 		}
 	}
 	if _, err := tx.ExecContext(ctx, "INSERT INTO item_texts (item_id, text) VALUES (?, ?)", id, text); err != nil {

@@ -34,9 +34,9 @@ import (
 // bytes, document count, last document plus one, peaks' deaths, peak
 // count and (count, length) pairs, and its posting bytes' length and
 // bytes; the item count and per item its id's length and bytes, document
-// count and documents as gaps from the previous plus one; last, the
-// CRC-32C of everything before it (uint32, little-endian).
-const kwFileMagic = "capsuled-kwix-1\n"
+// count and per document its gap from the previous plus one and its chunk
+// idx; last, the CRC-32C of everything before it (uint32, little-endian).
+const kwFileMagic = "capsuled-kwix-2\n"
 
 // kwStamp is what a keyword index file was written at: the capsule (id
 // and creation time, since ids can be taken again) and its chunk_writes.
@@ -113,6 +113,7 @@ func encodeKW(ix *kwIndex, st kwStamp) []byte {
 		prev := int64(-1)
 		for _, d := range docs {
 			b = binary.AppendUvarint(b, uint64(int64(d)-prev))
+			b = binary.AppendUvarint(b, uint64(ix.pos[d]))
 			prev = int64(d)
 		}
 	}
@@ -266,12 +267,18 @@ func decodeKW(b []byte) (*kwIndex, kwStamp, error) {
 		}
 		ix.terms[t] = p
 	}
+	ix.owner = make([]uint32, n)
+	for i := range ix.owner {
+		ix.owner[i] = kwNoOwner
+	}
+	ix.pos = make([]uint32, n)
 	nItems := r.count(len(r.b))
 	for range nItems {
 		id := string(r.bytes(r.count(len(r.b))))
 		c := r.count(n)
 		docs := make([]uint32, c)
 		prev := int64(-1)
+		o := uint32(len(ix.names))
 		for j := range docs {
 			v := r.uv()
 			if v == 0 || v > uint64(n) {
@@ -279,19 +286,30 @@ func decodeKW(b []byte) (*kwIndex, kwStamp, error) {
 				break
 			}
 			prev += int64(v)
-			if prev >= int64(n) {
+			if prev >= int64(n) || ix.owner[prev] != kwNoOwner {
 				r.bad = true
 				break
 			}
 			docs[j] = uint32(prev)
+			ix.owner[prev] = o
+			ix.pos[prev] = uint32(r.count(1<<32 - 1))
 		}
 		if r.bad {
 			return bad("short item")
 		}
+		if _, dup := ix.items[id]; dup {
+			return bad("item listed twice")
+		}
 		ix.items[id] = docs
+		ix.names = append(ix.names, id)
 	}
 	if r.bad || len(r.b) != 0 {
 		return bad("malformed")
+	}
+	for d, o := range ix.owner {
+		if o == kwNoOwner && ix.dead[d/64]&(1<<(d%64)) == 0 {
+			return bad("a live document of no item")
+		}
 	}
 	return ix, st, nil
 }

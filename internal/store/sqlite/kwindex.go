@@ -4,13 +4,13 @@ import (
 	"context"
 	"database/sql"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -91,10 +91,20 @@ type kwIndex struct {
 	terms   map[string]*kwPosting
 	rowids  []int64  // by local document number, in order
 	dl      []uint32 // each row's length in tokens, all columns
-	dead    []uint64 // bit set of deleted documents
-	ndead   int
-	deaths  uint64    // rows ever marked dead (kwPosting.peaksAt)
-	accs    sync.Pool // *[]float64: score's accumulators, all 0
+	// Each document's item (owner, a number into names; kwNoOwner for
+	// none) and chunk idx (pos): a query's hits are named from memory,
+	// not read back from chunks. rowids, owner and pos are only appended
+	// to, or copied (truncate), so a query may read the slices it took
+	// under mu after letting go of it (rowsOf).
+	owner  []uint32
+	pos    []uint32
+	names  []string // item ids by owner number: one per build item or change
+	dead   []uint64 // bit set of deleted documents
+	ndead  int
+	deaths uint64    // rows ever marked dead (kwPosting.peaksAt)
+	accs   sync.Pool // *[]float64: score's accumulators, all 0
+	orders sync.Pool // *[]uint32: a score part's rows in the order met
+	cands  sync.Pool // *[]kwCand: score's results, back from kwSearch
 
 	// items maps each item id to its live documents: a selective filter's
 	// items become the documents to score (kwAllowed) without a query.
@@ -156,9 +166,15 @@ func (p *kwPosting) add(doc, tf, dl uint32) {
 	p.n++
 }
 
-// kwDoc is one row to add: its rowid, length and body tokens with counts.
+// kwNoOwner is the owner of a document no item lists (a dead one read
+// from a file).
+const kwNoOwner = math.MaxUint32
+
+// kwDoc is one row to add: its rowid, chunk idx, length and body tokens
+// with counts.
 type kwDoc struct {
 	rowid  int64
+	idx    uint32
 	dl     uint32
 	tokens map[string]uint32
 }
@@ -360,6 +376,10 @@ func (ix *kwIndex) apply(ch kwChange) bool {
 	}
 	delete(ix.items, ch.item)
 	ix.stamp.writes += int64(len(ch.removed) + len(ch.added))
+	owner := uint32(len(ix.names))
+	if len(ch.added) > 0 {
+		ix.names = append(ix.names, ch.item)
+	}
 	for _, doc := range ch.added {
 		if n := len(ix.rowids); n > 0 && doc.rowid <= ix.rowids[n-1] {
 			// SQLite gives a new row the table's largest rowid plus one:
@@ -373,6 +393,8 @@ func (ix *kwIndex) apply(ch kwChange) bool {
 		d := uint32(len(ix.rowids))
 		ix.items[ch.item] = append(ix.items[ch.item], d)
 		ix.rowids = append(ix.rowids, doc.rowid)
+		ix.owner = append(ix.owner, owner)
+		ix.pos = append(ix.pos, doc.idx)
 		ix.dl = append(ix.dl, doc.dl)
 		if int(d/64) >= len(ix.dead) {
 			ix.dead = append(ix.dead, 0)
@@ -429,7 +451,10 @@ func (ix *kwIndex) truncate(k uint32) bool {
 		p.data, p.last, p.n = p.data[:off], doc, cnt
 	}
 	ix.ndead -= int(n - k)
-	ix.rowids, ix.dl = ix.rowids[:k], ix.dl[:k]
+	// Copies, not cuts: a query may still read the old slices (rowsOf),
+	// and the next appends would write over their last documents.
+	ix.rowids, ix.owner, ix.pos = slices.Clone(ix.rowids[:k]), slices.Clone(ix.owner[:k]), slices.Clone(ix.pos[:k])
+	ix.dl = ix.dl[:k]
 	for d := k; d < n && d/64 < uint32(len(ix.dead)); d++ {
 		ix.dead[d/64] &^= 1 << (d % 64)
 	}
@@ -574,25 +599,38 @@ func (x *kwIndexes) build(ctx context.Context, ix *kwIndex) (fromFile bool, err 
 		}
 		ix.mu.Lock()
 		ix.terms, ix.rowids, ix.dl, ix.dead, ix.ndead, ix.deaths, ix.items = saved.terms, saved.rowids, saved.dl, saved.dead, saved.ndead, saved.deaths, saved.items
+		ix.owner, ix.pos, ix.names = saved.owner, saved.pos, saved.names
 		ix.saved, ix.fromFile = savedAt.writes, true
 		ix.mu.Unlock()
 		return true, x.finish(ix)
 	}
 	triedOnce()
 	err = func() error {
-		rows, err := conn.QueryContext(ctx, "SELECT id, item_id FROM chunks WHERE capsule_id = ? ORDER BY id", ix.capID)
+		rows, err := conn.QueryContext(ctx, "SELECT id, item_id, idx FROM chunks WHERE capsule_id = ? ORDER BY id", ix.capID)
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
+		owners := map[string]uint32{}
 		for rows.Next() {
-			var r int64
+			var r, idx int64
 			var item string
-			if err := rows.Scan(&r, &item); err != nil {
+			if err := rows.Scan(&r, &item, &idx); err != nil {
 				return err
+			}
+			if idx < 0 || idx > math.MaxUint32 {
+				return fmt.Errorf("chunk %d: idx %d out of range", r, idx)
+			}
+			o, ok := owners[item]
+			if !ok {
+				o = uint32(len(ix.names))
+				owners[item] = o
+				ix.names = append(ix.names, item)
 			}
 			ix.items[item] = append(ix.items[item], uint32(len(ix.rowids)))
 			ix.rowids = append(ix.rowids, r)
+			ix.owner = append(ix.owner, o)
+			ix.pos = append(ix.pos, uint32(idx))
 		}
 		return rows.Err()
 	}()
@@ -824,11 +862,31 @@ func (s *CapsuleStore) bm25IDFs(ctx context.Context, nRow int64, hits []int64, i
 // holding the phrase tf times, operation for operation as FTS5 computes it
 // (the conversions keep the compiler from fusing a multiply and an add).
 func bm25Term(idf, tf, d, avgdl float64) float64 {
+	return float64(idf * bm25Ratio(tf, d, avgdl))
+}
+
+// bm25Ratio is bm25Term's factor of idf.
+func bm25Ratio(tf, d, avgdl float64) float64 {
 	num := float64(tf * (bm25K1 + 1.0))
 	norm := float64(1-bm25B) + float64(float64(bm25B*d)/avgdl)
 	den := tf + float64(bm25K1*norm)
-	return float64(idf * float64(num/den))
+	return float64(num / den)
 }
+
+// bm25Ones is bm25Ratio of a row holding a token once, by the row's length
+// below kwOnesLen: a query's scoring takes most postings' factor from it
+// instead of two divisions each (the same bits: it is the same
+// computation).
+func bm25Ones(avgdl float64) *[kwOnesLen]float64 {
+	var t [kwOnesLen]float64
+	for d := range t {
+		t[d] = bm25Ratio(1, float64(d), avgdl)
+	}
+	return &t
+}
+
+// kwOnesLen covers the lengths of chunks of a few hundred words.
+const kwOnesLen = 1024
 
 // kwStats are what a query's BM25 reads from the whole table.
 type kwStats struct {
@@ -986,9 +1044,13 @@ func (ix *kwIndex) scoreInParts(tokens []string, st kwStats, allowed []uint64, m
 	n := int64(len(ix.rowids))
 	parts := max(1, min(maxParts, postings/max(perPart, 1), int(n)))
 	orders := make([][]uint32, parts)
+	ones := bm25Ones(st.avgdl)
 	scorePart := func(k int) {
 		lo, hi := n*int64(k)/int64(parts), n*int64(k+1)/int64(parts)
 		var order []uint32
+		if o, ok := ix.orders.Get().(*[]uint32); ok {
+			order = (*o)[:0]
+		}
 		for i, p := range lists {
 			if p == nil {
 				continue
@@ -1013,7 +1075,11 @@ func (ix *kwIndex) scoreInParts(tokens []string, st kwStats, allowed []uint64, m
 				if acc[d] == 0 { // every part is above 0: 0 is a row not met yet
 					order = append(order, d)
 				}
-				acc[d] += bm25Term(idf, float64(tf), float64(ix.dl[d]), st.avgdl)
+				if dl := ix.dl[d]; tf == 1 && dl < kwOnesLen {
+					acc[d] += float64(idf * ones[dl])
+				} else {
+					acc[d] += bm25Term(idf, float64(tf), float64(dl), st.avgdl)
+				}
 			}
 		}
 		orders[k] = order
@@ -1032,12 +1098,18 @@ func (ix *kwIndex) scoreInParts(tokens []string, st kwStats, allowed []uint64, m
 	for _, o := range orders {
 		total += len(o)
 	}
-	out := make([]kwCand, 0, total)
+	var out []kwCand
+	if c, ok := ix.cands.Get().(*[]kwCand); ok && cap(*c) >= total {
+		out = (*c)[:0]
+	} else {
+		out = make([]kwCand, 0, total)
+	}
 	for _, o := range orders {
 		for _, d := range o {
 			out = append(out, kwCand{d, acc[d]})
 			acc[d] = 0
 		}
+		ix.orders.Put(&o)
 	}
 	ix.accs.Put(&acc)
 	return out
@@ -1118,7 +1190,7 @@ func (s *CapsuleStore) kwSearch(ctx context.Context, ix *kwIndex, terms []string
 		return false, err
 	}
 	var cands []kwCand
-	var rowids []int64
+	var rows kwRows
 	err = func() error {
 		ix.mu.RLock()
 		defer ix.mu.RUnlock()
@@ -1131,13 +1203,40 @@ func (s *CapsuleStore) kwSearch(ctx context.Context, ix *kwIndex, terms []string
 			allowed = s.kwAllowed(ix, items)
 		}
 		cands = ix.score(toks, st, allowed)
-		rowids = ix.rowids
+		rows = ix.rowsOf()
 		return nil
 	}()
 	if err != nil {
 		return true, err
 	}
-	return true, s.kwEmit(ctx, cands, rowids, want, fn)
+	kwEmit(cands, rows, want, fn)
+	ix.cands.Put(&cands)
+	return true, nil
+}
+
+// kwRows is what a query's hits are named from: views of an index's
+// document arrays, taken under its read lock (kwIndex.rowsOf). The index
+// only appends to these arrays or replaces them, so the views keep the
+// values they had when the query scored.
+type kwRows struct {
+	rowids []int64
+	owner  []uint32
+	pos    []uint32
+	names  []string
+}
+
+// rowsOf takes the views. Callers hold ix.mu.
+func (ix *kwIndex) rowsOf() kwRows {
+	return kwRows{ix.rowids, ix.owner, ix.pos, ix.names}
+}
+
+// hit names candidate c; false for a document of no item.
+func (r kwRows) hit(c kwCand) (keywordHit, bool) {
+	o := r.owner[c.doc]
+	if o == kwNoOwner {
+		return keywordHit{}, false
+	}
+	return keywordHit{rowid: r.rowids[c.doc], itemID: r.names[o], idx: int(r.pos[c.doc]), score: c.score}, true
 }
 
 // kwAllowed is the bit set of the index's live documents that are chunks
@@ -1154,10 +1253,10 @@ func (s *CapsuleStore) kwAllowed(ix *kwIndex, items []string) []uint64 {
 
 // kwEmit streams cands best first, equal scores by item id, then idx: in
 // groups (the first of want+1 rows, then fourfold), each cut after a whole
-// run of equal scores and read from chunks (item id, idx) as a group. The
-// first group is selected in linear time (most consumers stop in it), the
-// later ones popped from a heap of the rest.
-func (s *CapsuleStore) kwEmit(ctx context.Context, cands []kwCand, rowids []int64, want int, fn func(itemID string, idx int, score float64) bool) error {
+// run of equal scores and sorted as a group. The first group is selected in
+// linear time (most consumers stop in it), the later ones popped from a
+// heap of the rest.
+func kwEmit(cands []kwCand, rows kwRows, want int, fn func(itemID string, idx int, score float64) bool) {
 	n := max(want, 1) + 1
 	var group []kwCand
 	if len(cands) <= n {
@@ -1179,19 +1278,18 @@ func (s *CapsuleStore) kwEmit(ctx context.Context, cands []kwCand, rowids []int6
 	}
 	h := kwHeap(cands) // made a heap when the consumer wants more than the first group
 	heaped := false
+	hits := make([]keywordHit, 0, len(group))
 	for len(group) > 0 {
-		ids := make([]int64, len(group))
-		for i, c := range group {
-			ids[i] = rowids[c.doc]
-		}
-		hits, err := s.kwRows(ctx, ids, group)
-		if err != nil {
-			return err
+		hits = hits[:0]
+		for _, c := range group {
+			if hit, ok := rows.hit(c); ok {
+				hits = append(hits, hit)
+			}
 		}
 		sortHits(hits)
 		for _, h := range hits {
 			if !fn(h.itemID, h.idx, h.score) {
-				return nil
+				return
 			}
 		}
 		n *= 4
@@ -1204,7 +1302,6 @@ func (s *CapsuleStore) kwEmit(ctx context.Context, cands []kwCand, rowids []int6
 			group = append(group, h.pop())
 		}
 	}
-	return nil
 }
 
 // selectTop moves the k best-scoring candidates to c[:k], in no order
@@ -1239,34 +1336,6 @@ func selectTop(c []kwCand, k int) {
 			return
 		}
 	}
-}
-
-// kwRows reads the item id and idx of the rows ids (scores from group, by
-// position); rows deleted meanwhile are left out.
-func (s *CapsuleStore) kwRows(ctx context.Context, ids []int64, group []kwCand) ([]keywordHit, error) {
-	score := make(map[int64]float64, len(ids))
-	for i, r := range ids {
-		score[r] = group[i].score
-	}
-	b, err := json.Marshal(ids)
-	if err != nil {
-		return nil, err
-	}
-	rows, err := s.db.read.QueryContext(ctx, "SELECT id, item_id, idx FROM chunks WHERE id IN (SELECT value FROM json_each(?))", string(b))
-	if err != nil {
-		return nil, fmt.Errorf("keyword search: %w", interpret(err))
-	}
-	defer rows.Close()
-	hits := make([]keywordHit, 0, len(ids))
-	for rows.Next() {
-		var h keywordHit
-		if err := rows.Scan(&h.rowid, &h.itemID, &h.idx); err != nil {
-			return nil, fmt.Errorf("keyword search: %w", err)
-		}
-		h.score = score[h.rowid]
-		hits = append(hits, h)
-	}
-	return hits, rows.Err()
 }
 
 // kwHeap is a max-heap of candidates by score.

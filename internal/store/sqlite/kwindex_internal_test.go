@@ -166,6 +166,7 @@ func FuzzKeywordIndexFile(f *testing.F) {
 	ix := &kwIndex{terms: map[string]*kwPosting{}, items: map[string][]uint32{}}
 	for d, words := range [][]string{{"a", "b", "a"}, {"b"}, {"c", "a"}, {"a", "a", "a", "d"}} {
 		ix.rowids = append(ix.rowids, int64(10+3*d))
+		ix.pos = append(ix.pos, uint32(d%2))
 		ix.dl = append(ix.dl, uint32(len(words)))
 		tf := map[string]uint32{}
 		for _, w := range words {
@@ -194,14 +195,19 @@ func FuzzKeywordIndexFile(f *testing.F) {
 	if err != nil || st != (kwStamp{3, 1700000000000, 42}) || len(back.terms) != 4 || len(back.rowids) != 4 {
 		f.Fatalf("round trip: %v, stamp %v", err, st)
 	}
+	for d := range back.rowids {
+		if h, ok := back.rowsOf().hit(kwCand{doc: uint32(d)}); !ok || h.itemID != fmt.Sprintf("itm_%d", d/2) || h.idx != d%2 || h.rowid != int64(10+3*d) {
+			f.Fatalf("round trip: document %d named %+v, %v", d, h, ok)
+		}
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		ix, _, err := decodeKW(b)
 		if err != nil {
 			return
 		}
 		n := len(ix.rowids)
-		if len(ix.dl) != n || len(ix.dead) != (n+63)/64 {
-			t.Fatalf("%d rows, %d lengths, %d dead words", n, len(ix.dl), len(ix.dead))
+		if len(ix.dl) != n || len(ix.dead) != (n+63)/64 || len(ix.owner) != n || len(ix.pos) != n {
+			t.Fatalf("%d rows, %d lengths, %d dead words, %d owners, %d idxs", n, len(ix.dl), len(ix.dead), len(ix.owner), len(ix.pos))
 		}
 		for term, p := range ix.terms {
 			cnt := 0
@@ -221,6 +227,16 @@ func FuzzKeywordIndexFile(f *testing.F) {
 			for _, d := range docs {
 				if int(d) >= n {
 					t.Fatalf("item %q: document %d of %d", id, d, n)
+				}
+				if h, ok := ix.rowsOf().hit(kwCand{doc: d}); !ok || h.itemID != id {
+					t.Fatalf("item %q: document %d named %+v", id, d, h)
+				}
+			}
+		}
+		for d := range n {
+			if ix.dead[d/64]&(1<<(d%64)) == 0 {
+				if _, ok := ix.rowsOf().hit(kwCand{doc: uint32(d)}); !ok {
+					t.Fatalf("live document %d of no item", d)
 				}
 			}
 		}
