@@ -80,6 +80,7 @@ func runScale(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	efList := fs.String("ef-search", "", "PostgreSQL: also measure recall, and the latency of the --modes semantic and hybrid, with each of these server hnsw.ef_search settings (comma-separated; each query asks for at least this, twice its candidates and the floor for the index's size, at most 1000)")
 	asJSON := fs.Bool("json", false, "print one JSON object as the last line")
 	ingestProfile := fs.String("ingest-cpuprofile", "", "write a CPU profile of the ingestion phase (this process: the capsule service and an embedded store) to this file")
+	heapProfile := fs.String("heap-profile", "", "write a heap profile of this process to this file after its in-process queries, when its memory is measured (the loaded indexes: what a server holds)")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
@@ -439,6 +440,9 @@ func runScale(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	runtime.GC()
 	res["bench_rss_mb"] = rssMB()
 	sqliteMemory(res, "bench_", os.Getpid())
+	if err := writeHeapProfile(*heapProfile); err != nil {
+		return fmt.Errorf("heap profile: %w", err)
+	}
 	// Stop the engine's background work (the check of a mapped vectors
 	// file runs for seconds after a load) before the servers start: their
 	// cold start is timed on cores this process leaves idle.
@@ -728,6 +732,23 @@ func startProfile(path string) (func(), error) {
 		return nil, err
 	}
 	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
+// writeHeapProfile writes the heap profile of the last garbage collection
+// to path (nothing when path is empty).
+func writeHeapProfile(path string) error {
+	if path == "" {
+		return nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // estimateChunks is about how many chunks the service cuts text into

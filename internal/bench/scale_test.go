@@ -90,8 +90,12 @@ func TestScale(t *testing.T) {
 				t.Errorf("%s: %v, want a number", k, res[k])
 			}
 		}
-		again := run(t, "--data-dir", data, "--graph-ef", "32,64")
+		heap := filepath.Join(t.TempDir(), "heap.pprof")
+		again := run(t, "--data-dir", data, "--graph-ef", "32,64", "--heap-profile", heap)
 		check(t, again, 1)
+		if b, err := os.ReadFile(heap); err != nil || len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+			t.Errorf("--heap-profile: %d bytes (%v), want a gzipped profile", len(b), err)
+		}
 		for _, k := range []string{"graph_ef32_dense_recall_at_10", "graph_ef64_semantic_p50_ms", "graph_ef64_hybrid_filtered_cpu_ms"} {
 			if _, ok := again[k].(float64); !ok {
 				t.Errorf("--graph-ef: %s: %v, want a number", k, again[k])
@@ -103,6 +107,11 @@ func TestScale(t *testing.T) {
 		// Other vectors than the capsule's: refused, the capsule kept.
 		if code, _, stderr := runBench(t, append(common, "--data-dir", data, "--vectors", "synthetic-flat")...); code != 1 || stderr == "" {
 			t.Errorf("other vectors: exit %d, stderr %q; want 1 and a message", code, stderr)
+		}
+		// A heap profile that cannot be written: an error, not a run that
+		// says nothing of it.
+		if code, _, stderr := runBench(t, append(common, "--data-dir", data, "--replicas", "0", "--heap-profile", filepath.Join(data, "no", "such", "dir", "heap.pprof"))...); code != 1 || !strings.Contains(stderr, "heap profile") {
+			t.Errorf("unwritable --heap-profile: exit %d, stderr %q; want 1 and a message", code, stderr)
 		}
 		if third := run(t, "--data-dir", data, "--replicas", "0"); third["reused_capsule"] != true {
 			t.Errorf("after the refused run: reused %v", third["reused_capsule"])
