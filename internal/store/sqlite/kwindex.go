@@ -1217,7 +1217,9 @@ func (s *CapsuleStore) kwSearch(ctx context.Context, ix *kwIndex, terms []string
 // kwRows is what a query's hits are named from: views of an index's
 // document arrays, taken under its read lock (kwIndex.rowsOf). The index
 // only appends to these arrays or replaces them, so the views keep the
-// values they had when the query scored.
+// values they had when the query scored: a row deleted after that is still
+// named, as it would be had the write come just after the query (the
+// engine leaves out a chunk removed since when it reads the hits' texts).
 type kwRows struct {
 	rowids []int64
 	owner  []uint32
