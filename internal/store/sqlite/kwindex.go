@@ -611,7 +611,6 @@ func (x *kwIndexes) build(ctx context.Context, ix *kwIndex) (fromFile bool, err 
 			return err
 		}
 		defer rows.Close()
-		owners := map[string]uint32{}
 		for rows.Next() {
 			var r, idx int64
 			var item string
@@ -621,13 +620,14 @@ func (x *kwIndexes) build(ctx context.Context, ix *kwIndex) (fromFile bool, err 
 			if idx < 0 || idx > math.MaxUint32 {
 				return fmt.Errorf("chunk %d: idx %d out of range", r, idx)
 			}
-			o, ok := owners[item]
-			if !ok {
-				o = uint32(len(ix.names))
-				owners[item] = o
+			docs := ix.items[item]
+			o := uint32(len(ix.names)) // the item's first row: a new owner
+			if len(docs) > 0 {
+				o = ix.owner[docs[0]]
+			} else {
 				ix.names = append(ix.names, item)
 			}
-			ix.items[item] = append(ix.items[item], uint32(len(ix.rowids)))
+			ix.items[item] = append(docs, uint32(len(ix.rowids)))
 			ix.rowids = append(ix.rowids, r)
 			ix.owner = append(ix.owner, o)
 			ix.pos = append(ix.pos, uint32(idx))
