@@ -63,7 +63,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	split := fs.String("split", "all", "answer all questions, or only the odd- or even-numbered ones (1st, 3rd, … by sorted id): all, odd or even")
 	cacheFile := fs.String("search-cache", "", "remember every search's result in FILE and answer it from there on the next run (for iterating on the\n"+
 		"policy over one --data-dir; latencies then leave the searches out, so never report them from such a run)")
-	perQuestion := fs.String("per-question", "", "write one JSON line per question to FILE (gold ids, one-shot and agent rankings)")
+	perQuestion := fs.String("per-question", "", "write one JSON line per question to FILE (gold ids, one-shot and agent rankings, every id the loop's tools returned)")
 	untitled := fs.Bool("untitled", false, "HotpotQA, 2WikiMultihopQA and MultiHop-RAG: ingest each passage's text without its title (file_name stays empty), as document chunks\n"+
 		"and notes come; the capsule is then hotpotqa-untitled")
 	if err := cli.Parse(fs, args); err != nil {
@@ -212,7 +212,8 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			splits[half].add(q, ans)
 			if pq != nil {
 				b, _ := json.Marshal(map[string]any{"id": q.id, "split": half, "kind": q.kind, "question": q.text, "gold": q.rel,
-					"oneshot": ans.oneshot, "agent": ans.agent, "agent_unpruned": ans.ranked, "turns": ans.res.Turns, "tool_calls": ans.res.ToolCalls})
+					"oneshot": ans.oneshot, "agent": ans.agent, "agent_unpruned": ans.ranked, "seen": seenIDs(ans.res, uri),
+					"turns": ans.res.Turns, "tool_calls": ans.res.ToolCalls})
 				fmt.Fprintln(pq, string(b))
 			}
 			if (i+1)%100 == 0 {
@@ -706,6 +707,25 @@ func (s *benchStats) ask(ctx context.Context, c *gen.ClientWithResponses, b agen
 	}
 	s.add(q, a)
 	return a, nil
+}
+
+// seenIDs lists the corpus ids of every document the loop's tool calls
+// returned, in the order they were first returned: what the loop could have
+// reported.
+func seenIDs(res *agent.Result, uri map[string]string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, st := range res.Trace {
+		for _, tc := range st.ToolCalls {
+			for _, id := range tc.ResultIDs {
+				if u, ok := uri[id]; ok && !seen[u] {
+					seen[u] = true
+					out = append(out, u)
+				}
+			}
+		}
+	}
+	return out
 }
 
 // add adds up one answer's measures.

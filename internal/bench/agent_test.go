@@ -149,8 +149,29 @@ func TestBenchAgentDataDir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := len(strings.Split(strings.TrimSpace(string(raw)), "\n")); n != 3 {
-		t.Errorf("per-question lines = %d, want 3", n)
+	lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
+	if len(lines) != 3 {
+		t.Errorf("per-question lines = %d, want 3", len(lines))
+	}
+	for _, l := range lines {
+		// every document the loop reported or ranked was returned by one of
+		// its tools, so it is among those seen
+		var q struct {
+			Agent  []string `json:"agent"`
+			Ranked []string `json:"agent_unpruned"`
+			Seen   []string `json:"seen"`
+		}
+		if err := json.Unmarshal([]byte(l), &q); err != nil {
+			t.Fatalf("per-question line %q: %v", l, err)
+		}
+		if len(q.Seen) == 0 {
+			t.Errorf("per-question line without the documents seen: %s", l)
+		}
+		for _, id := range append(q.Agent, q.Ranked...) {
+			if !slices.Contains(q.Seen, id) {
+				t.Errorf("%s ranked or reported but not among the documents seen %v", id, q.Seen)
+			}
+		}
 	}
 	evenOnly := run("--split", "even")
 	if evenOnly["questions"] != 1.0 {
