@@ -157,7 +157,30 @@ func relationStems(question string) map[string]bool {
 		}
 		out[stem(lw)] = true
 	}
+	for _, g := range relationWords {
+		for _, q := range g.question {
+			if out[q] {
+				for _, t := range g.text {
+					out[t] = true
+				}
+				break
+			}
+		}
+	}
 	return out
+}
+
+// relationWords are the words a text states a relation with when the
+// question names it by another: the question asks for a father, the text
+// says "the second son of Charlemagne"; for a performer, "recorded by Bing
+// Crosby"; for an author, "written by". Stems as relationStems makes them
+// (first five letters; "son" whole).
+var relationWords = []struct{ question, text []string }{
+	{[]string{"fathe", "mothe", "paren", "grand"}, []string{"son", "daugh", "child", "fathe", "mothe", "paren"}},
+	{[]string{"daugh", "child"}, []string{"fathe", "mothe", "paren"}},
+	{[]string{"spous", "wife", "husba"}, []string{"marri", "wife", "husba", "spous", "widow"}},
+	{[]string{"perfo", "singe"}, []string{"recor", "sung", "sang", "perfo", "singe"}},
+	{[]string{"autho", "write"}, []string{"writt", "wrote", "autho", "write"}},
 }
 
 // relationStop are the question words that say nothing of a relation.
@@ -217,7 +240,7 @@ func slotNear(text string, start, end int, stems map[string]bool, sentence bool)
 		}
 	}
 	for _, w := range strings.FieldsFunc(text[a:start]+" "+text[end:b], func(r rune) bool { return !unicode.IsLetter(r) }) {
-		if len(w) >= 4 && stems[stem(strings.ToLower(w))] {
+		if len(w) >= 4 && stems[stem(strings.ToLower(w))] || len(w) == 3 && stems[strings.ToLower(w)] {
 			return true
 		}
 	}

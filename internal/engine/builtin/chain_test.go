@@ -479,3 +479,42 @@ func TestArmsAndShortForms(t *testing.T) {
 		t.Errorf("slotMention: want Paul Martin (managed by …) and not office")
 	}
 }
+
+// TestRelationWordsOfTheText: the question names a relation by one word
+// and the text by another ("father" against "the daughter of", "performer"
+// against "recorded by", "author" against "written by"). Over untitled
+// notes the chain is still followed and reported, and a name next to no
+// word of the relation is not linked.
+func TestRelationWordsOfTheText(t *testing.T) {
+	t.Parallel()
+	stems := relationStems("What nationality is Ada Lind's father?")
+	for _, c := range []struct {
+		text, name string
+		want       bool
+	}{
+		{"Ada Lind (born 1950) is a painter, the second daughter of Olav Lind.", "Olav Lind", true},
+		{"Ada Lind is the son of Olav Lind.", "Olav Lind", true},
+		{"Ada Lind painted a portrait of Olav Lind in 1990.", "Olav Lind", false},
+	} {
+		i := strings.Index(c.text, c.name)
+		if got := inSentenceSlot(c.text, i, i+len(c.name), stems); got != c.want {
+			t.Errorf("%q: %s in the father slot = %v, want %v", c.text, c.name, got, c.want)
+		}
+	}
+	if stems := relationStems("Who recorded the song Blue Harbour?"); stems["son"] {
+		t.Errorf("a question without a kinship word gets its words: %v", stems)
+	}
+	corpus := fakeCorpus{
+		"n-song":   "Blue Harbour is a 1962 ballad recorded by Tove Sand for the Nordlys label.",
+		"n-tove":   "Tove Sand (1931–2004) was a Danish singer and actress from Aarhus.",
+		"n-label":  "Nordlys was a record label in Oslo; it released ballads and folk songs in the 1960s.",
+		"n-ballad": "A ballad is a song that tells a story; many were recorded for radio.",
+		"n-aarhus": "Aarhus is the second-largest city of Denmark.",
+	}
+	ids, _, why := corpus.run(t, New(Config{}), "What nationality is the performer of the song Blue Harbour?")
+	for _, want := range []string{"n-song", "n-tove"} {
+		if !slices.Contains(ids, want) {
+			t.Errorf("the report %v lacks %q (the song, and its performer named as \"recorded by\")\n%s", ids, want, why)
+		}
+	}
+}

@@ -41,7 +41,10 @@
 //     phrases and identifiers, quoted strings, dates and numbers, ranked by
 //     the rank of the documents that state them, how early they come, whether
 //     they fill the slot of one of the question's relations ("directed by
-//     ___" for "the director of"), and how specific they are; after the first
+//     ___" for "the director of"; a relation the text states by another
+//     word fills it too: "the daughter of ___" for "the father of",
+//     "recorded by ___" for "the performer of", relationWords), and how
+//     specific they are; after the first
 //     hop the best documents the last hop found (the chain's frontier) give
 //     bridges too, and so do the documents whose subject the question names
 //     (each arm of a comparison gives its own hop). A document's subject
