@@ -40,17 +40,16 @@
 //   - bridges come from the documents' text, not their titles: proper-noun
 //     phrases and identifiers, quoted strings, dates and numbers, ranked by
 //     the rank of the documents that state them, how early they come, whether
-//     they fill the slot of one of the question's relations ("directed by
-//     ___" for "the director of"; a relation the text states by another
-//     word fills it too: "the daughter of ___" for "the father of",
-//     "recorded by ___" for "the performer of", relationWords), and how
-//     specific they are; after the first
-//     hop the best documents the last hop found (the chain's frontier) give
-//     bridges too, and so do the documents whose subject the question names
-//     (each arm of a comparison gives its own hop). A document's subject
-//     (its title, a title read from a "title text" lead, or else the name
-//     its text starts with) is never its own bridge and links documents
-//     that name it;
+//     they fill the slot of one of the question's relations ("directed by ___"
+//     for "the director of"; a relation the text states by another word fills
+//     it too: "the daughter of ___" for "the father of", "recorded by ___" for
+//     "the performer of", relationWords), and how specific they are; after the
+//     first hop the best documents the last hop found (the chain's frontier)
+//     give bridges too, and so do the documents whose subject the question
+//     names (each arm of a comparison gives its own hop). A document's subject
+//     (its title, a title read from a "title text" lead, or else the name its
+//     text starts with) is never its own bridge and links documents that name
+//     it;
 //   - a name and its short form are linked from the text seen (aliases):
 //     a short form of three to six capitals that spells a name's initials
 //     ("SBF" for "Sam Bankman-Fried", "IRC" for "Infrastructure Review
