@@ -63,11 +63,20 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	split := fs.String("split", "all", "answer all questions, or only the odd- or even-numbered ones (1st, 3rd, … by sorted id): all, odd or even")
 	cacheFile := fs.String("search-cache", "", "remember every search's result in FILE and answer it from there on the next run (for iterating on the\n"+
 		"policy over one --data-dir; latencies then leave the searches out, so never report them from such a run)")
-	perQuestion := fs.String("per-question", "", "write one JSON line per question to FILE (gold ids, one-shot and agent rankings, every id the loop's tools returned)")
+	perQuestion := fs.String("per-question", "", "write one JSON line per question to FILE (gold ids, one-shot and agent rankings, every id the loop's tools\n"+
+		"returned, the reasoning of each turn)")
+	onlyIDs := fs.String("ids", "", "ask only the questions of these ids (comma-separated, as --per-question writes them; the corpus and the\n"+
+		"odd/even halves stay those of the whole set)")
 	untitled := fs.Bool("untitled", false, "HotpotQA, 2WikiMultihopQA and MultiHop-RAG: ingest each passage's text without its title (file_name stays empty), as document chunks\n"+
 		"and notes come; the capsule is then hotpotqa-untitled")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
+	}
+	only := map[string]bool{}
+	for _, id := range strings.Split(*onlyIDs, ",") {
+		if id = strings.TrimSpace(id); id != "" {
+			only[id] = true
+		}
 	}
 	if *split != "all" && *split != "odd" && *split != "even" {
 		return fmt.Errorf("--split %q: want all, odd or even", *split)
@@ -94,6 +103,24 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if err != nil {
 		return err
+	}
+	if len(only) > 0 {
+		known := map[string]bool{}
+		for _, set := range sets {
+			for _, q := range set.questions {
+				known[q.id] = true
+			}
+		}
+		var unknown []string
+		for id := range only {
+			if !known[id] {
+				unknown = append(unknown, id)
+			}
+		}
+		if len(unknown) > 0 {
+			slices.Sort(unknown)
+			return fmt.Errorf("--ids: no question %s in the set", strings.Join(unknown, ", "))
+		}
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 
@@ -202,7 +229,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			if qn%2 == 1 {
 				half = "odd"
 			}
-			if *split != "all" && half != *split {
+			if *split != "all" && half != *split || len(only) > 0 && !only[q.id] {
 				continue
 			}
 			ans, err := st.ask(ctx, client, backend, cache, model, set.capsule, q, uri, *maxTurns, eng.unprunedFor)
@@ -213,7 +240,8 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			if pq != nil {
 				b, _ := json.Marshal(map[string]any{"id": q.id, "split": half, "kind": q.kind, "question": q.text, "gold": q.rel,
 					"oneshot": ans.oneshot, "agent": ans.agent, "agent_unpruned": ans.ranked, "seen": seenIDs(ans.res, uri),
-					"turns": ans.res.Turns, "tool_calls": ans.res.ToolCalls})
+					"reasoning": reasoning(ans.res),
+					"turns":     ans.res.Turns, "tool_calls": ans.res.ToolCalls})
 				fmt.Fprintln(pq, string(b))
 			}
 			if (i+1)%100 == 0 {
@@ -724,6 +752,15 @@ func seenIDs(res *agent.Result, uri map[string]string) []string {
 				}
 			}
 		}
+	}
+	return out
+}
+
+// reasoning returns what the model said of each turn.
+func reasoning(res *agent.Result) []string {
+	out := make([]string, 0, len(res.Trace))
+	for _, st := range res.Trace {
+		out = append(out, st.Content)
 	}
 	return out
 }

@@ -153,25 +153,36 @@ func TestBenchAgentDataDir(t *testing.T) {
 	if len(lines) != 3 {
 		t.Errorf("per-question lines = %d, want 3", len(lines))
 	}
+	var ids []string
 	for _, l := range lines {
 		// every document the loop reported or ranked was returned by one of
 		// its tools, so it is among those seen
 		var q struct {
-			Agent  []string `json:"agent"`
-			Ranked []string `json:"agent_unpruned"`
-			Seen   []string `json:"seen"`
+			ID        string   `json:"id"`
+			Agent     []string `json:"agent"`
+			Ranked    []string `json:"agent_unpruned"`
+			Seen      []string `json:"seen"`
+			Reasoning []string `json:"reasoning"`
 		}
 		if err := json.Unmarshal([]byte(l), &q); err != nil {
 			t.Fatalf("per-question line %q: %v", l, err)
 		}
-		if len(q.Seen) == 0 {
-			t.Errorf("per-question line without the documents seen: %s", l)
+		if len(q.Seen) == 0 || len(q.Reasoning) == 0 || q.Reasoning[0] == "" {
+			t.Errorf("per-question line without the documents seen or the reasoning: %s", l)
 		}
+		ids = append(ids, q.ID)
 		for _, id := range append(q.Agent, q.Ranked...) {
 			if !slices.Contains(q.Seen, id) {
 				t.Errorf("%s ranked or reported but not among the documents seen %v", id, q.Seen)
 			}
 		}
+	}
+	// --ids asks those questions alone; an id of no question is an error
+	if one := run("--ids", ids[len(ids)-1]); one["questions"] != 1.0 {
+		t.Errorf("--ids %s: %v questions, want 1", ids[len(ids)-1], one["questions"])
+	}
+	if code, _, stderr := runBench(t, "agent", "--embedder", "off", "--dataset", "testdata/hotpot", "--data-dir", data, "--ids", ids[0]+",no-such-question"); code != 1 || !strings.Contains(stderr, "no-such-question") {
+		t.Errorf("--ids with an unknown id: exit %d, stderr %q; want 1 naming it", code, stderr)
 	}
 	evenOnly := run("--split", "even")
 	if evenOnly["questions"] != 1.0 {

@@ -1,6 +1,7 @@
 package builtin
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -178,8 +179,9 @@ type doc struct {
 	text    string
 	full    bool // its text came from read
 	trunc   bool
-	first   int // order of first sight
-	hop     int // hop of the first result list that showed it
+	other   []string // the other passages of it the searches showed, in order (at most maxOther)
+	first   int      // order of first sight
+	hop     int      // hop of the first result list that showed it
 	// derived once the conversation is read (see state.finish)
 	low  string   // the text lower-cased
 	key  string   // the subject as mentions look for it (subjectKey)
@@ -215,6 +217,10 @@ type state struct {
 }
 
 func readState(msgs []domain.Message, defs []ToolDef) *state { return readStateMemo(msgs, defs, nil) }
+
+// maxOther is how many passages of a document besides its longest the
+// state keeps, to read a subject from.
+const maxOther = 4
 
 // readStateMemo is readState with what it derives from text remembered in
 // mem (nil: nothing remembered).
@@ -300,7 +306,12 @@ func readStateMemo(msgs []domain.Message, defs []ToolDef, mem *memo) *state {
 					d.title = h.Title
 				}
 				if !d.full && len(h.Text) > len(d.text) {
+					if d.text != "" {
+						d.other = append(d.other, d.text)
+					}
 					d.text, d.trunc = h.Text, h.Truncated
+				} else if !d.full && h.Text != "" && h.Text != d.text && len(d.other) < maxOther {
+					d.other = append(d.other, h.Text)
 				}
 			}
 		}
@@ -331,6 +342,17 @@ func (st *state) finish() {
 		d.subject = d.title
 		if d.subject == "" {
 			d.subject = f.entity
+		}
+		// A long document's longest passage need not be its start: its
+		// subject then comes from the first other passage that names one
+		// ("After the screening, …" is a passage of "Franz Antel( 28 June
+		// 1913 – 11 August 2007) was a veteran Austrian filmmaker").
+		for _, t := range d.other {
+			if d.subject != "" {
+				break
+			}
+			of := st.memo.features(t)
+			d.subject = cmp.Or(of.lead, of.entity)
 		}
 		d.low = f.low
 		d.key = subjectKey(d.subject)

@@ -171,6 +171,7 @@ func TestLeadTitle(t *testing.T) {
 		{"Single", ""},
 		{"", ""},
 		{"Melanie: I went to the park. Melanie likes parks.", ""},
+		{"Rakesh Roshan( born Rakesh Roshan Lal Nagrath on 6 September 1949) is an Indian producer.", "Rakesh Roshan"},
 	}
 	for _, tt := range tests {
 		if got := leadTitle(tt.text); got != tt.want {
@@ -358,4 +359,32 @@ func FuzzLower(f *testing.F) {
 			t.Fatalf("%q: words lower-cased %q, words of the lower-cased text %q", s, a, b)
 		}
 	})
+}
+
+// TestSubjectFromAnotherPassage: a long document's longest passage need
+// not be its start. When it names no subject, the document's subject comes
+// from another passage of it that the searches showed, so the documents
+// naming that subject link to it; a longest passage that names one keeps
+// it.
+func TestSubjectFromAnotherPassage(t *testing.T) {
+	t.Parallel()
+	msgs := conv("Where was the director of Einer spinnt immer born?")
+	c := gen(t, msgs)
+	n := 0
+	msgs = append(msgs, answer(c, func(domain.ToolCall) string {
+		n++
+		if n == 1 {
+			return `[{"id":"d1","content":"After the screening, people should say: well now, I am in a good mood, I will go and have a drink, and the evening was worth it. That was what the films were for."},
+				{"id":"d2","content":"Einer spinnt immer is a 1971 Austrian film directed by Franz Antel."},
+				{"id":"d3","content":"Ingrid Berg speaks Norwegian and English, and joined the company in 2012 after a long stay abroad in Lyon and Marseille."}]`
+		}
+		return `[{"id":"d1","content":"Franz Antel( 28 June 1913 – 11 August 2007) was a veteran Austrian filmmaker."},
+			{"id":"d3","content":"The Oslo office is managed by Ingrid Berg."}]`
+	})...)
+	st := readState(msgs, nil)
+	for id, want := range map[string]string{"d1": "franz antel", "d3": "ingrid berg"} {
+		if got := st.docs[id].key; got != want {
+			t.Errorf("%s: subject key %q, want %q", id, got, want)
+		}
+	}
 }

@@ -288,7 +288,9 @@ func leadTitle(text string) string {
 			best = n
 		}
 	}
-	return strings.Join(f[:best], " ")
+	// "Rakesh Roshan( born Rakesh Roshan Lal Nagrath …": the bracket that
+	// opens on the last word is not the title's
+	return strings.TrimRight(strings.Join(f[:best], " "), "(")
 }
 
 // fieldsN is strings.Fields(s) up to its first n fields.
