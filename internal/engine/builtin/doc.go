@@ -48,7 +48,8 @@
 //     give bridges too, and so do the documents whose subject the question
 //     names (each arm of a comparison gives its own hop). A document's subject
 //     (its title, a title read from a "title text" lead, or else the name its
-//     text starts with) is never its own bridge and links documents that name
+//     text starts with; of the longest passage seen, or of another one when
+//     that names none) is never its own bridge and links documents that name
 //     it;
 //   - a name and its short form are linked from the text seen (aliases):
 //     a short form of three to six capitals that spells a name's initials
