@@ -141,6 +141,17 @@ func (f fakeCorpus) search(q string) string {
 	return string(b)
 }
 
+// wantReported fails t for each of want that the report ids lacks; what
+// says what the missing documents are, why is the engine's reasoning.
+func wantReported(t *testing.T, ids []string, why, what string, want ...string) {
+	t.Helper()
+	for _, w := range want {
+		if !slices.Contains(ids, w) {
+			t.Errorf("the report %v lacks %q (%s)\n%s", ids, w, what, why)
+		}
+	}
+}
+
 // run drives the loop over the fake corpus until the report; it returns
 // the reported ids and the number of turns.
 func (f fakeCorpus) run(t *testing.T, e *Engine, question string) ([]string, int, string) {
@@ -187,11 +198,7 @@ func TestChainOfThreeHops(t *testing.T) {
 		"other2":   "A drama film festival is held every year in a coastal town.",
 	}
 	ids, turns, why := corpus.run(t, New(Config{}), "In which country is the town where the director of Harbor Lights was born?")
-	for _, want := range []string{"film", "director", "town"} {
-		if !slices.Contains(ids, want) {
-			t.Errorf("the report %v lacks %q (the chain)\n%s", ids, want, why)
-		}
-	}
+	wantReported(t, ids, why, "the chain", "film", "director", "town")
 	if turns < 3 {
 		t.Errorf("%d turns: want a hop for each link", turns)
 	}
@@ -424,11 +431,7 @@ func TestReportHoldsBothChains(t *testing.T) {
 		"n-desks":  "The Oslo office ordered new desks; the Lyon office asked for a bigger kitchen.",
 	}
 	ids, _, why := corpus.run(t, New(Config{}), "Do the managers of the Oslo office and the Lyon office speak the same language?")
-	for _, want := range []string{"n-oslo", "n-lyon", "n-ingrid", "n-paul"} {
-		if !slices.Contains(ids, want) {
-			t.Errorf("the report %v lacks %q (one of the two chains)\n%s", ids, want, why)
-		}
-	}
+	wantReported(t, ids, why, "one of the two chains", "n-oslo", "n-lyon", "n-ingrid", "n-paul")
 }
 
 // TestReportChainsOverUntitledChunks: document chunks without titles, where
@@ -446,11 +449,7 @@ func TestReportChainsOverUntitledChunks(t *testing.T) {
 		"c-fees":      "Harbor fees rose in 2019, according to the port authority's yearly report.",
 	}
 	ids, _, why := corpus.run(t, New(Config{}), "Were the authors of the reports Northwind Audit and Harbor Review trained at the same university?")
-	for _, want := range []string{"c-northwind", "c-harbor", "c-miriam", "c-jonas"} {
-		if !slices.Contains(ids, want) {
-			t.Errorf("the report %v lacks %q (one of the two chains)\n%s", ids, want, why)
-		}
-	}
+	wantReported(t, ids, why, "one of the two chains", "c-northwind", "c-harbor", "c-miriam", "c-jonas")
 }
 
 func TestArmsAndShortForms(t *testing.T) {
@@ -512,9 +511,5 @@ func TestRelationWordsOfTheText(t *testing.T) {
 		"n-aarhus": "Aarhus is the second-largest city of Denmark.",
 	}
 	ids, _, why := corpus.run(t, New(Config{}), "What nationality is the performer of the song Blue Harbour?")
-	for _, want := range []string{"n-song", "n-tove"} {
-		if !slices.Contains(ids, want) {
-			t.Errorf("the report %v lacks %q (the song, and its performer named as \"recorded by\")\n%s", ids, want, why)
-		}
-	}
+	wantReported(t, ids, why, `the song, and its performer named as "recorded by"`, "n-song", "n-tove")
 }

@@ -160,11 +160,7 @@ func TestParallelQuestionReportsEachFact(t *testing.T) {
 		"n-basement":   "The basement storage room holds archive boxes and spare chairs.",
 	}
 	ids, _, why := corpus.run(t, New(Config{}), "Does the Oslo team's memo say the boiler failed in March, while the Lyon team's memo blames the new pump for the leak?")
-	for _, want := range []string{"n-oslo-leak", "n-lyon-pump"} {
-		if !slices.Contains(ids, want) {
-			t.Errorf("the report %v lacks %q (one fact of the comparison)\n%s", ids, want, why)
-		}
-	}
+	wantReported(t, ids, why, "one fact of the comparison", "n-oslo-leak", "n-lyon-pump")
 	// a question of two clauses also reports the top of its own search
 	// (AnchorKeep, 7), no further: the note that shares nothing with
 	// either fact stays out
