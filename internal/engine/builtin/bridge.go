@@ -4,6 +4,7 @@ import (
 	"sort"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // Kinds of bridge candidates, by what the text shows of them.
@@ -122,7 +123,10 @@ func tokenizeAt(s string) []tokenAt {
 
 // leadEntity is the subject a text starts with when it has no title: the
 // first name among its first three words ("Ed Wood is a 1994 American
-// film" gives "Ed Wood"), or "".
+// film" gives "Ed Wood"), or "". When the text starts with that name and
+// defines it ("Una storia d'amore is a 1942 Italian film", "Men with
+// Brooms is a 2002 comedy", "Brutti di notte (literally …) is a"), the
+// subject is the whole phrase the definition is of (definedLead).
 func leadEntity(text string) string {
 	if len(text) > 300 {
 		text = text[:300]
@@ -137,10 +141,173 @@ func leadEntity(text string) string {
 			break
 		}
 		if c.kind == candName && len(terms(c.text)) > 0 {
+			if def, _ := definedLead(text); strings.Contains(def, c.text) {
+				return def
+			}
 			return c.text
 		}
 	}
 	return ""
+}
+
+// definedLead is the phrase a definitional first sentence is of: the words
+// before "is a", "was an", "are the", "were 12 …" (a copula followed by an
+// article or a number), leaving out a bracket right before it ("Brutti di
+// notte( literally "Ugly by night") is a 1968 comedy" gives "Brutti di
+// notte"). The phrase starts with a capital or a digit, has at most eight
+// words, no comma or sentence end, and no word that reports or narrates
+// ("Marta said the router is a mess", "Jon repaired the unit was a …"): a
+// title keeps its lower-case words ("Les films du losange"), a sentence's
+// verb is not part of its subject. It returns "" for any other shape. A
+// quoted nickname is left out of the phrase and given as the name the
+// subject goes by: Samuel Timothy "Tim" McGraw is "Samuel Timothy McGraw",
+// nick "Tim McGraw".
+func definedLead(text string) (phrase, nick string) {
+	f := fieldsN(text, 40)
+	if len(f) < 3 {
+		return "", ""
+	}
+	if r, _ := utf8.DecodeRuneInString(f[0]); !unicode.IsUpper(r) && !unicode.IsDigit(r) {
+		return "", ""
+	}
+	var span []string
+	depth := 0      // brackets open
+	closed := false // a bracket after the phrase closed: the copula must follow
+	quoted := false // inside a quoted nickname
+	var nicks []string
+	for i := 0; i+1 < len(f) && i <= 30; i++ {
+		w := f[i]
+		if depth > 0 {
+			if depth += strings.Count(w, "(") - strings.Count(w, ")"); depth <= 0 {
+				depth, closed = 0, true
+			}
+			continue
+		}
+		switch {
+		case len(span) > 0 && copulas[bareWord(w)] && !strings.ContainsAny(w, "()"):
+			next := bareWord(f[i+1])
+			if r, _ := utf8.DecodeRuneInString(next); next == "a" || next == "an" || next == "the" || unicode.IsDigit(r) {
+				return joinLead(span), nickname(nicks, span)
+			}
+			return "", ""
+		case len(span) > 0 && otherName[w]:
+			// "Richard Blund or Richard Blundy was", "Ming Luhulima aka
+			// Lou Lima": the first name is the subject
+			return joinLead(span), nickname(nicks, span)
+		case closed: // "Ronald Coleman (born 1973), better known as"
+			return "", ""
+		}
+		head, opens := w, false
+		if j := strings.IndexByte(w, '('); j >= 0 { // "notte( literally"
+			head, opens = strings.TrimRight(w[:j], ",;:"), true
+			if depth = strings.Count(w, "(") - strings.Count(w, ")"); depth <= 0 {
+				depth, closed = 0, true
+			}
+		}
+		if head == "" {
+			continue
+		}
+		if len(span) > 0 && (sentenceStart[head] || repeats(span, head)) {
+			// "Bruce Islands The Bruce Islands are", "Cheech Marin Richard
+			// Anthony Marin (born": a title before its text, not a
+			// definition's phrase
+			return "", ""
+		}
+		if len(span) == 8 || narrates(head) ||
+			!opens && (strings.HasSuffix(head, ",") || strings.HasSuffix(head, ";") || endsSentence(head) && !isInitial(head)) {
+			return "", ""
+		}
+		// a nickname is not part of the name: Amir "The Sphinx" Zeyada
+		opening := strings.HasPrefix(head, "\"") || strings.HasPrefix(head, "“")
+		shut := strings.TrimRight(head, ",;:.!?")
+		closing := len(shut) > 1 && (strings.HasSuffix(shut, "\"") || strings.HasSuffix(shut, "”"))
+		quoted = quoted || opening
+		if !quoted {
+			span = append(span, head)
+		} else if len(span) > 0 {
+			nicks = append(nicks, strings.Trim(head, "\"“”,"))
+		}
+		quoted = quoted && !closing
+	}
+	return "", ""
+}
+
+// sentenceStart are capitalised words that start a sentence rather than
+// continue a name.
+var sentenceStart = map[string]bool{"The": true, "A": true, "An": true, "This": true, "It": true, "He": true, "She": true, "They": true, "In": true, "On": true, "At": true}
+
+// repeats says whether w is one of span's words again (bar connectors):
+// a name does not repeat its words ("Circus Circus Las Vegas" aside).
+func repeats(span []string, w string) bool {
+	b := bareWord(w)
+	if connectors[b] || len(b) < 2 {
+		return false
+	}
+	for _, s := range span {
+		if bareWord(s) == b {
+			return true
+		}
+	}
+	return false
+}
+
+// nickname is a quoted nickname with the name's last word ("Tim McGraw"),
+// or "".
+func nickname(nicks, span []string) string {
+	if len(nicks) == 0 || len(span) < 2 {
+		return ""
+	}
+	return strings.Join(nicks, " ") + " " + strings.TrimSuffix(span[len(span)-1], ".")
+}
+
+// joinLead joins a defined phrase's words without a leading article ("The
+// Irish Home Rule movement" is named "Irish Home Rule movement" as often as
+// not) or the full stop of an abbreviation that ends it ("Daniel Gibson
+// Sr.").
+func joinLead(span []string) string {
+	if len(span) > 1 && (span[0] == "The" || span[0] == "A" || span[0] == "An") {
+		span = span[1:]
+	}
+	return strings.TrimSuffix(strings.Join(span, " "), ".")
+}
+
+// otherName are the words that join a subject's other name to it.
+var otherName = map[string]bool{"or": true, "aka": true, "a.k.a.": true, "alias": true, "later": true, "born": true, "née": true, "formerly": true, "also": true, "known": true}
+
+// copulas are the verbs a definition is stated with.
+var copulas = map[string]bool{"is": true, "was": true, "are": true, "were": true}
+
+// narrates says whether a lower-case word of a sentence's start is a verb
+// that reports or narrates (a past form in -ed, or a common verb of
+// saying, thinking or doing): such a sentence does not define its opening
+// words.
+func narrates(w string) bool {
+	if r, _ := utf8.DecodeRuneInString(w); !unicode.IsLower(r) {
+		return false
+	}
+	b := bareWord(w)
+	return len(b) > 4 && strings.HasSuffix(b, "ed") || narrative[b]
+}
+
+// narrative are common verbs of saying, thinking and doing that do not end
+// in -ed.
+var narrative = func() map[string]bool {
+	m := map[string]bool{}
+	for _, w := range strings.Fields(`said says say thinks think thought told tells tell knows know knew
+		believes believe feels feel felt hopes hope wants want wrote writes write asks ask noted notes
+		agrees agree claims claim reports report mentions mention found finds find explains explain
+		saw sees see heard hears hear made makes make took takes take got gets get went goes go
+		came comes come gave gives give kept keeps keep left leaves put puts ran runs let lets
+		guess guesses means meant shows showed shown`) {
+		m[w] = true
+	}
+	return m
+}()
+
+// isInitial says whether w is a name's initial ("H." of "Fred H. Frank").
+func isInitial(w string) bool {
+	r, n := utf8.DecodeRuneInString(w)
+	return unicode.IsUpper(r) && w[n:] == "."
 }
 
 // relationStems are the stems (first five letters) of the question's words

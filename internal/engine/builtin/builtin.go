@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"capsuled/internal/domain"
@@ -218,6 +219,15 @@ type state struct {
 
 func readState(msgs []domain.Message, defs []ToolDef) *state { return readStateMemo(msgs, defs, nil) }
 
+// addOther keeps t among the document's other passages: once, and while
+// they are fewer than maxOther (a passage the searches showed again takes
+// no second place).
+func (d *doc) addOther(t string) {
+	if t != "" && t != d.text && len(d.other) < maxOther && !slices.Contains(d.other, t) {
+		d.other = append(d.other, t)
+	}
+}
+
 // maxOther is how many passages of a document besides its longest the
 // state keeps, to read a subject from.
 const maxOther = 4
@@ -306,12 +316,10 @@ func readStateMemo(msgs []domain.Message, defs []ToolDef, mem *memo) *state {
 					d.title = h.Title
 				}
 				if !d.full && len(h.Text) > len(d.text) {
-					if d.text != "" {
-						d.other = append(d.other, d.text)
-					}
+					d.addOther(d.text)
 					d.text, d.trunc = h.Text, h.Truncated
-				} else if !d.full && h.Text != "" && h.Text != d.text && len(d.other) < maxOther {
-					d.other = append(d.other, h.Text)
+				} else if !d.full {
+					d.addOther(h.Text)
 				}
 			}
 		}
@@ -340,8 +348,9 @@ func (st *state) finish() {
 			d.title = f.lead
 		}
 		d.subject = d.title
+		nick := ""
 		if d.subject == "" {
-			d.subject = f.entity
+			d.subject, nick = f.entity, f.nick
 		}
 		// A long document's longest passage need not be its start: its
 		// subject then comes from the first other passage that names one
@@ -353,11 +362,18 @@ func (st *state) finish() {
 			}
 			of := st.memo.features(t)
 			d.subject = cmp.Or(of.lead, of.entity)
+			if of.lead == "" {
+				nick = of.nick
+			}
 		}
 		d.low = f.low
 		d.key = subjectKey(d.subject)
 		if d.title == "" {
+			// "Samuel Timothy "Tim" McGraw" is named "Tim McGraw"
 			d.alt = shortForms(d.key)
+			if k := subjectKey(nick); k != "" {
+				d.alt = append(d.alt, k)
+			}
 		}
 		if d.spk = f.spk; d.spk != "" {
 			turns++

@@ -3,6 +3,7 @@ package builtin
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -172,6 +173,10 @@ func TestLeadTitle(t *testing.T) {
 		{"", ""},
 		{"Melanie: I went to the park. Melanie likes parks.", ""},
 		{"Rakesh Roshan( born Rakesh Roshan Lal Nagrath on 6 September 1949) is an Indian producer.", "Rakesh Roshan"},
+		// a definition whose words come back by chance has no title of
+		// its own (leadEntity reads its subject)
+		{"Hugo Gernsback (born Hugo Gernsbacher, August 16, 1884) was a writer.", ""},
+		{"The View from the Bottom is the fifth studio album by the band.", ""},
 	}
 	for _, tt := range tests {
 		if got := leadTitle(tt.text); got != tt.want {
@@ -386,5 +391,54 @@ func TestSubjectFromAnotherPassage(t *testing.T) {
 		if got := st.docs[id].key; got != want {
 			t.Errorf("%s: subject key %q, want %q", id, got, want)
 		}
+	}
+}
+
+// TestRepeatedPassageTakesOnePlace: a passage the searches show again and
+// again is kept once among a document's other passages, so a later passage
+// that names the document's subject still finds a place (maxOther).
+func TestRepeatedPassageTakesOnePlace(t *testing.T) {
+	t.Parallel()
+	var c domain.Choice
+	for i := range maxOther + 3 {
+		c.ToolCalls = append(c.ToolCalls, domain.ToolCall{ID: fmt.Sprintf("call_%d", i), Name: ToolSearch,
+			Arguments: fmt.Sprintf(`{"query":"Einer spinnt immer director %d"}`, i)})
+	}
+	n := 0
+	msgs := conv("Where was the director of Einer spinnt immer born?", answer(c, func(domain.ToolCall) string {
+		n++
+		switch {
+		case n == 1:
+			return `[{"id":"d1","content":"After the screening, people should say: well now, I am in a good mood, I will go and have a drink, and the evening was worth it. That was what the films were for."}]`
+		case n <= 2+maxOther:
+			return `[{"id":"d1","content":"His films were popular with audiences for decades."}]`
+		default:
+			return `[{"id":"d1","content":"Franz Antel( 28 June 1913 – 11 August 2007) was a veteran Austrian filmmaker."}]`
+		}
+	}))
+	st := readState(msgs, nil)
+	if got := st.docs["d1"].key; got != "franz antel" {
+		t.Errorf("subject key %q, want %q (other passages %q)", got, "franz antel", st.docs["d1"].other)
+	}
+}
+
+// TestNicknameLinksDocuments: an untitled document that defines its subject
+// with a quoted nickname ("Margaret Ellen "Peggy" Lindqvist") is named by
+// the nickname elsewhere ("recorded by Peggy Lindqvist"), and the two link.
+func TestNicknameLinksDocuments(t *testing.T) {
+	t.Parallel()
+	var c domain.Choice
+	c.ToolCalls = []domain.ToolCall{{ID: "call_0", Name: ToolSearch, Arguments: `{"query":"father of the singer of Harbor Lights"}`}}
+	msgs := conv("Who is the father of the singer of Harbor Lights?", answer(c, func(domain.ToolCall) string {
+		return `[{"id":"d1","content":"Harbor Lights is a 1998 song recorded by Peggy Lindqvist for her second album."},
+			{"id":"d2","content":"Margaret Ellen \"Peggy\" Lindqvist (born 1950) is a Swedish singer, the daughter of the fiddler Anders Lindqvist."}]`
+	}))
+	st := readState(msgs, nil)
+	d1, d2 := st.docs["d1"], st.docs["d2"]
+	if d2.key != "margaret ellen lindqvist" || !slices.Contains(d2.alt, "peggy lindqvist") {
+		t.Fatalf("subject %q, other forms %q", d2.key, d2.alt)
+	}
+	if !mentionsDoc(d1.low, d2) || !st.namesDoc(d1, d2, true) {
+		t.Errorf("the song's document does not name the singer's by her nickname")
 	}
 }

@@ -48,9 +48,11 @@
 //     give bridges too, and so do the documents whose subject the question
 //     names (each arm of a comparison gives its own hop). A document's subject
 //     (its title, a title read from a "title text" lead, or else the name its
-//     text starts with; of the longest passage seen, or of another one when
-//     that names none) is never its own bridge and links documents that name
-//     it;
+//     text starts with, the whole phrase when its first sentence defines it:
+//     "Una storia d'amore is a 1942 film", not "Una"; of the longest passage
+//     seen, or of another one when that names none) is never its own bridge
+//     and links documents that name it, also by the name a quoted nickname
+//     gives it ("Cheech Marin" for Richard Anthony "Cheech" Marin);
 //   - a name and its short form are linked from the text seen (aliases):
 //     a short form of three to six capitals that spells a name's initials
 //     ("SBF" for "Sam Bankman-Fried", "IRC" for "Infrastructure Review
@@ -97,7 +99,9 @@
 // never short of what one search for it found at its top. A subject read
 // from a document's own lead may be named by its shorter form elsewhere
 // ("Vernon Campbell Sewell" as "Vernon Sewell"): its first or second word
-// with its last count too.
+// with its last count too, and so does a given name's familiar form with
+// the last word, read from the given name's start or end ("Tim McGraw" for
+// "Samuel Timothy McGraw", "Drew Fortier" for "Andrew Fortier").
 // Documents seen below the cut are left out, so the report is the answer's
 // evidence rather than everything seen. Chat turns are reported in the
 // question's order, up to ReportLimit, without the cut. A negative ReportCut

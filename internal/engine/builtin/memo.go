@@ -45,11 +45,16 @@ type textFeat struct {
 	low    string // lower-cased (lower)
 	lead   string // a title the text starts with (leadTitle)
 	entity string // the name the text starts with (leadEntity)
+	nick   string // the name the entity goes by, from a quoted nickname (definedLead)
 	spk    string // a chat turn's speaker (speaker)
 }
 
 func featuresOf(text string) textFeat {
-	return textFeat{low: lower(text), lead: leadTitle(text), entity: leadEntity(text), spk: speaker(text)}
+	f := textFeat{low: lower(text), lead: leadTitle(text), entity: leadEntity(text), spk: speaker(text)}
+	if def, nick := definedLead(text); def == f.entity {
+		f.nick = nick
+	}
+	return f
 }
 
 // hasKey is a question's terms (joined by NUL, with its aliases, see

@@ -881,23 +881,61 @@ func startsName(s string) bool {
 	return unicode.IsUpper(r) || unicode.IsDigit(r)
 }
 
-// shortForms are the shorter forms a text may use for a subject of three
-// or more words read from a document's own lead: its first or second word
+// shortForms are the shorter forms a text may use for a subject read from
+// a document's own lead: for three or more words, its first or second word
 // with its last ("Vernon Campbell Sewell" is named "Vernon Sewell", "Sir
-// Peter Robert Jackson" "Peter Jackson").
+// Peter Robert Jackson" "Peter Jackson"); for a name of two to four words
+// (letters only), the familiar form of a given name with the last word:
+// the given name's first three to five letters or, of six letters or
+// more, its last four ("Samuel Timothy McGraw" is named "Tim McGraw",
+// "Andrew Fortier" "Drew Fortier").
 func shortForms(key string) []string {
 	ws := strings.Fields(key)
-	if len(ws) < 3 {
+	if len(ws) < 2 {
 		return nil
 	}
 	last := ws[len(ws)-1]
 	var out []string
-	for _, w := range ws[:2] {
-		if len(w) > 2 {
-			out = append(out, w+" "+last)
+	if len(ws) >= 3 {
+		for _, w := range ws[:2] {
+			if len(w) > 2 {
+				out = append(out, w+" "+last)
+			}
 		}
 	}
-	return out
+	if !personName(ws) {
+		return out
+	}
+	for _, w := range ws[:min(2, len(ws)-1)] {
+		r := []rune(w)
+		for n := 3; n <= 5 && n < len(r); n++ {
+			out = append(out, string(r[:n])+" "+last)
+		}
+		if len(r) >= 6 {
+			out = append(out, string(r[len(r)-4:])+" "+last)
+		}
+	}
+	return uniq(out)
+}
+
+// personName says whether a subject's words can be a person's name: two to
+// four words of letters, none of them a connector ("of", "the", "and"),
+// the last of three letters or more.
+func personName(ws []string) bool {
+	if len(ws) < 2 || len(ws) > 4 || len([]rune(ws[len(ws)-1])) < 3 {
+		return false
+	}
+	for _, w := range ws {
+		if connectors[w] {
+			return false
+		}
+		for _, r := range w {
+			if !unicode.IsLetter(r) && r != '-' && r != '\'' {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // mentionsDoc says whether a lower-cased text names d's subject, in full or

@@ -290,7 +290,27 @@ func leadTitle(text string) string {
 	}
 	// "Rakesh Roshan( born Rakesh Roshan Lal Nagrath …": the bracket that
 	// opens on the last word is not the title's
-	return strings.TrimRight(strings.Join(f[:best], " "), "(")
+	lead := strings.TrimRight(strings.Join(f[:best], " "), "(")
+	if def, _ := definedLead(text); lead != "" && !titleThenText(lead, def) {
+		// "Hugo Gernsback (born Hugo Gernsbacher) was an …", "The View
+		// from the Bottom is the fifth album by …": a definition, whose
+		// words come back by chance, not a title before its text
+		return ""
+	}
+	return lead
+}
+
+// titleThenText says whether a text's lead and its definition (definedLead,
+// "" when it has none) show a title before its text: no definition, one of
+// the lead itself, or one of the lead followed by its first word again
+// ("Paris Paris is a city").
+func titleThenText(lead, def string) bool {
+	if def == "" || def == lead {
+		return true
+	}
+	rest, ok := strings.CutPrefix(def, lead+" ")
+	first, _, _ := strings.Cut(lead, " ")
+	return ok && strings.HasPrefix(rest+" ", first+" ")
 }
 
 // fieldsN is strings.Fields(s) up to its first n fields.
