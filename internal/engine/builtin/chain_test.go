@@ -532,7 +532,7 @@ func TestArmsAndShortForms(t *testing.T) {
 		"vernon campbell sewell":   "vernon sewell|campbell sewell|ver sewell|vern sewell|verno sewell|rnon sewell|cam sewell|camp sewell|campb sewell|bell sewell",
 		"sir peter robert jackson": "sir jackson|peter jackson|pet jackson|pete jackson",
 		"ed wood":                  "",
-		"andrew fortier":           "and fortier|andr fortier|andre fortier|drew fortier",
+		"andrew fortier":           "andr fortier|andre fortier|drew fortier", // not "and fortier"
 		"samuel timothy mcgraw":    "samuel mcgraw|timothy mcgraw|sam mcgraw|samu mcgraw|samue mcgraw|muel mcgraw|tim mcgraw|timo mcgraw|timot mcgraw|othy mcgraw",
 		"irish home rule movement": "irish movement|home movement|iri movement|iris movement|hom movement", // not a name, but nothing tells
 		"battle of hastings":       "battle hastings",

@@ -888,7 +888,7 @@ func startsName(s string) bool {
 // (letters only), the familiar form of a given name with the last word:
 // the given name's first three to five letters or, of six letters or
 // more, its last four ("Samuel Timothy McGraw" is named "Tim McGraw",
-// "Andrew Fortier" "Drew Fortier").
+// "Andrew Fortier" "Drew Fortier"; never a stop word: "and Fortier").
 func shortForms(key string) []string {
 	ws := strings.Fields(key)
 	if len(ws) < 2 {
@@ -908,11 +908,17 @@ func shortForms(key string) []string {
 	}
 	for _, w := range ws[:min(2, len(ws)-1)] {
 		r := []rune(w)
+		var forms []string
 		for n := 3; n <= 5 && n < len(r); n++ {
-			out = append(out, string(r[:n])+" "+last)
+			forms = append(forms, string(r[:n]))
 		}
 		if len(r) >= 6 {
-			out = append(out, string(r[len(r)-4:])+" "+last)
+			forms = append(forms, string(r[len(r)-4:]))
+		}
+		for _, f := range forms {
+			if !stopwords[f] { // "and fortier" is not Andrew Fortier: "Lee and Fortier"
+				out = append(out, f+" "+last)
+			}
 		}
 	}
 	return uniq(out)
