@@ -128,6 +128,12 @@ func tokenizeAt(s string) []tokenAt {
 // Brooms is a 2002 comedy", "Brutti di notte (literally …) is a"), the
 // subject is the whole phrase the definition is of (definedLead).
 func leadEntity(text string) string {
+	def, _ := definedLead(text)
+	return leadEntityOf(text, def)
+}
+
+// leadEntityOf is leadEntity given the text's definedLead.
+func leadEntityOf(text, def string) string {
 	if len(text) > 300 {
 		text = text[:300]
 	}
@@ -141,7 +147,7 @@ func leadEntity(text string) string {
 			break
 		}
 		if c.kind == candName && len(terms(c.text)) > 0 {
-			if def, _ := definedLead(text); strings.Contains(def, c.text) {
+			if strings.Contains(def, c.text) {
 				return def
 			}
 			return c.text

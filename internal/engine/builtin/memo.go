@@ -50,8 +50,9 @@ type textFeat struct {
 }
 
 func featuresOf(text string) textFeat {
-	f := textFeat{low: lower(text), lead: leadTitle(text), entity: leadEntity(text), spk: speaker(text)}
-	if def, nick := definedLead(text); def == f.entity {
+	def, nick := definedLead(text) // read once for both leads
+	f := textFeat{low: lower(text), lead: leadTitleOf(text, def), entity: leadEntityOf(text, def), spk: speaker(text)}
+	if def == f.entity {
 		f.nick = nick
 	}
 	return f

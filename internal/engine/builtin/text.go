@@ -239,6 +239,12 @@ func normQuery(q string) string {
 // disambiguation or what follows a comma) all come back within the next few words, the first of them
 // within three; it returns "" when the text does not have that shape.
 func leadTitle(text string) string {
+	def, _ := definedLead(text)
+	return leadTitleOf(text, def)
+}
+
+// leadTitleOf is leadTitle given the text's definedLead.
+func leadTitleOf(text, def string) string {
 	if len(text) > 400 {
 		text = text[:400]
 	}
@@ -291,7 +297,7 @@ func leadTitle(text string) string {
 	// "Rakesh Roshan( born Rakesh Roshan Lal Nagrath …": the bracket that
 	// opens on the last word is not the title's
 	lead := strings.TrimRight(strings.Join(f[:best], " "), "(")
-	if def, _ := definedLead(text); lead != "" && !titleThenText(lead, def) {
+	if lead != "" && !titleThenText(lead, def) {
 		// "Hugo Gernsback (born Hugo Gernsbacher) was an …", "The View
 		// from the Bottom is the fifth album by …": a definition, whose
 		// words come back by chance, not a title before its text
