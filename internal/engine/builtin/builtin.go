@@ -316,8 +316,9 @@ func readStateMemo(msgs []domain.Message, defs []ToolDef, mem *memo) *state {
 					d.title = h.Title
 				}
 				if !d.full && len(h.Text) > len(d.text) {
-					d.addOther(d.text)
+					shorter := d.text
 					d.text, d.trunc = h.Text, h.Truncated
+					d.addOther(shorter)
 				} else if !d.full {
 					d.addOther(h.Text)
 				}

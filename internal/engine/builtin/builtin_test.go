@@ -422,6 +422,30 @@ func TestRepeatedPassageTakesOnePlace(t *testing.T) {
 	}
 }
 
+// TestShorterPassageSeenFirst: a passage that names the document's subject
+// and was seen before a longer one that names none stays among its other
+// passages, and gives the subject.
+func TestShorterPassageSeenFirst(t *testing.T) {
+	t.Parallel()
+	var c domain.Choice
+	for i := range 2 {
+		c.ToolCalls = append(c.ToolCalls, domain.ToolCall{ID: fmt.Sprintf("call_%d", i), Name: ToolSearch,
+			Arguments: fmt.Sprintf(`{"query":"Einer spinnt immer director %d"}`, i)})
+	}
+	n := 0
+	msgs := conv("Where was the director of Einer spinnt immer born?", answer(c, func(domain.ToolCall) string {
+		n++
+		if n == 1 {
+			return `[{"id":"d1","content":"Franz Antel( 28 June 1913 – 11 August 2007) was a veteran Austrian filmmaker."}]`
+		}
+		return `[{"id":"d1","content":"After the screening, people should say: well now, I am in a good mood, I will go and have a drink, and the evening was worth it. That was what the films were for."}]`
+	}))
+	st := readState(msgs, nil)
+	if got := st.docs["d1"].key; got != "franz antel" {
+		t.Errorf("subject key %q, want %q (other passages %q)", got, "franz antel", st.docs["d1"].other)
+	}
+}
+
 // TestNicknameLinksDocuments: an untitled document that defines its subject
 // with a quoted nickname ("Margaret Ellen "Peggy" Lindqvist") is named by
 // the nickname elsewhere ("recorded by Peggy Lindqvist"), and the two link.
