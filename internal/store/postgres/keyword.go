@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 
@@ -172,19 +173,58 @@ func (s *CapsuleStore) KeywordBounds(ctx context.Context, capsule string, terms 
 // query's depth (100) fits in it.
 const firstKeywordPage = 128
 
+// accepted is what acceptedIDs found: the items that pass a filter, the
+// chunks they hold, and the rows of the chunks table (pg_class.reltuples,
+// ≤ 0 where never counted), which size a keyword page (keywordAccepted).
+type accepted struct {
+	ids       []string
+	chunks    int64
+	tableRows float64
+}
+
 // acceptedIDs lists the capsule's items that pass w's item filters (an
 // indexed laxItemFilter: a superset, which the engine checks) when they are
 // few (acceptedItems' rule); ok is false when they are more.
-func (s *CapsuleStore) acceptedIDs(ctx context.Context, capID int64, w domain.Wishlist) (ids []string, ok bool, err error) {
+func (s *CapsuleStore) acceptedIDs(ctx context.Context, capID int64, w domain.Wishlist) (a accepted, ok bool, err error) {
 	cond, args, _ := laxItemFilter(w, []any{capID})
 	args = append(args, exactFilterItems, exactFilterChunks)
 	n := len(args)
 	err = s.db.pool.QueryRow(ctx, `WITH `+acceptedItems("$1", cond, fmt.Sprintf("$%d", n-1), fmt.Sprintf("$%d", n))+`
-		SELECT (SELECT yes FROM exact), coalesce((SELECT array_agg(id) FROM acc), '{}')`, args...).Scan(&ok, &ids)
+		SELECT (SELECT yes FROM exact), coalesce((SELECT array_agg(id) FROM acc), '{}'),
+			(SELECT coalesce(sum(chunk_count), 0) FROM acc),
+			coalesce((SELECT reltuples FROM pg_class WHERE oid = to_regclass('chunks')), -1)`, args...).Scan(&ok, &a.ids, &a.chunks, &a.tableRows)
 	if err != nil || !ok {
-		return nil, false, interpret(err)
+		return accepted{}, false, interpret(err)
 	}
-	return ids, true, nil
+	return a, true, nil
+}
+
+// sizedPageShare is the largest share of the index's rows a filter's chunks
+// may hold for keywordAccepted to answer it. pg_textsearch cannot see a
+// filter: given `LIMIT n` it computes the index's top n, and when the
+// filter rejects rows it computes the top 2n again from the start, then 4n,
+// until n rows pass. For a filter passing 1% of a million chunks that is
+// eight passes over the query terms' postings, the top 113, 226, …, 14,464
+// (442 ms for one three-word query at load 4, against 203 ms for one pass
+// of the top 14,000; docs/experiments/postgres.md). Where the filter passes
+// half the rows or more, the doubling costs at most one extra pass, and the
+// filtered scan stays.
+const sizedPageShare = 0.5
+
+// maxSizedPage caps keywordAccepted's first page: a filter that passes a
+// very small share of a large index starts at this many rows and grows
+// from there, fourfold a page.
+const maxSizedPage = 200000
+
+// sizedPage is keywordAccepted's first page: enough of the index's top rows
+// that want of them pass a filter passing share of the rows, with a
+// quarter's margin for a filter whose chunks score below the average.
+func sizedPage(want int, share float64) int {
+	n := float64(want) / share * 1.25
+	if n >= maxSizedPage {
+		return maxSizedPage
+	}
+	return max(want, int(math.Ceil(n)))
 }
 
 // keywordBM25 is Keyword through pg_textsearch. The query is the terms as
@@ -204,15 +244,23 @@ func (s *CapsuleStore) keywordBM25(ctx context.Context, capID int64, query strin
 		// scan goes on past the page's LIMIT while rows are filtered out
 		// (pg_textsearch cannot see through the filter), so the page stays
 		// the size wanted.
-		ids, ok, err := s.acceptedIDs(ctx, capID, w)
+		acc, ok, err := s.acceptedIDs(ctx, capID, w)
 		if err != nil {
 			return fmt.Errorf("keyword search: %w", err)
 		}
 		if ok {
-			if len(ids) == 0 {
+			if len(acc.ids) == 0 || acc.chunks == 0 {
 				return nil
 			}
-			args = append(args[:3:3], ids)
+			if share := float64(acc.chunks) / acc.tableRows; acc.tableRows > 0 && share < sizedPageShare {
+				done, err := s.keywordAccepted(ctx, query, acc.ids, sizedPage(first, share), fn)
+				if err != nil || done {
+					return err
+				}
+				// The index gave nothing for the query at all.
+				return s.keywordRescored(ctx, capID, query, w, fn)
+			}
+			args = append(args[:3:3], acc.ids)
 			where = " AND k.item_id = ANY($4::text[])"
 		}
 	}
@@ -244,15 +292,7 @@ func (s *CapsuleStore) keywordBM25(ctx context.Context, capID int64, query strin
 					return nil
 				}
 			}
-			cond, args, _ := itemFilter(w, []any{capID, query})
-			rows, err := s.db.pool.Query(ctx, `SELECT item_id, idx, s FROM (
-				SELECT k.item_id, k.idx, -(k.text <@> to_bm25query($2, 'chunks_bm25')) AS s FROM chunks k
-				WHERE k.capsule_id = $1`+itemsWhere(cond)+`) m
-				WHERE s > 0 ORDER BY s DESC, item_id, idx`, args...)
-			if err != nil {
-				return fmt.Errorf("keyword search: %w", err)
-			}
-			return streamScored(rows, fn)
+			return s.keywordRescored(ctx, capID, query, w, fn)
 		}
 		// A full page may have cut a group of equal scores short: those wait
 		// for the next page, which holds the whole group, in order.
@@ -273,6 +313,102 @@ func (s *CapsuleStore) keywordBM25(ctx context.Context, capID int64, query strin
 		}
 		if !full {
 			return nil
+		}
+	}
+}
+
+// keywordRescored scores every chunk of the capsule that passes w's item
+// filters from its text (`<@>`): the answer when pg_textsearch's index gives
+// nothing (after a restart with empty corpus statistics; see Keyword).
+func (s *CapsuleStore) keywordRescored(ctx context.Context, capID int64, query string, w domain.Wishlist, fn func(itemID string, idx int, score float64) bool) error {
+	cond, args, _ := itemFilter(w, []any{capID, query})
+	rows, err := s.db.pool.Query(ctx, `SELECT item_id, idx, s FROM (
+		SELECT k.item_id, k.idx, -(k.text <@> to_bm25query($2, 'chunks_bm25')) AS s FROM chunks k
+		WHERE k.capsule_id = $1`+itemsWhere(cond)+`) m
+		WHERE s > 0 ORDER BY s DESC, item_id, idx`, args...)
+	if err != nil {
+		return fmt.Errorf("keyword search: %w", err)
+	}
+	return streamScored(rows, fn)
+}
+
+// keywordAccepted is keywordBM25 over the chunks of the items ids (of one
+// capsule) when they are a small share of the index (sizedPageShare): each
+// page is the index's top limit rows, unfiltered, so pg_textsearch computes
+// it in one pass, of which the rows of ids are kept; limit starts at the
+// size that should hold the page wanted (sizedPage) and grows fourfold.
+// Rows scoring above the page's last are final; those tied with it wait for
+// the next page, which holds their whole group. done is false only when the
+// index gave no row at all. The page is a subquery in FROM, where
+// pg_textsearch replaces the rescoring of its ORDER BY (indexScored); in a
+// CTE it rescored every row, 14,000 rows in 8–10 s.
+func (s *CapsuleStore) keywordAccepted(ctx context.Context, query string, ids []string, limit int, fn func(itemID string, idx int, score float64) bool) (done bool, err error) {
+	type key struct {
+		item string
+		idx  int
+	}
+	sent := map[key]bool{}
+	for first := true; ; limit *= 4 {
+		// The page's rows of ids, and its last row (n = limit) whatever
+		// its item: a page holding fewer rows is the index's last.
+		rows, err := s.indexScored(ctx, `SELECT item_id, idx, s, n, item_id = ANY($3::text[]) FROM (
+				SELECT p.item_id, p.idx, p.s, row_number() OVER () AS n FROM (
+					SELECT k.item_id, k.idx, -bm25_get_current_score() AS s FROM chunks k
+					ORDER BY k.text <@> to_bm25query($1, 'chunks_bm25') LIMIT $2) p) x
+			WHERE item_id = ANY($3::text[]) OR n = $2`, query, limit, ids)
+		if err != nil {
+			return false, fmt.Errorf("keyword search: %w", err)
+		}
+		var page []scoredRow
+		full, seen := false, false
+		var last float64
+		for rows.Next() {
+			var r scoredRow
+			var n int
+			var kept bool
+			if err := rows.Scan(&r.itemID, &r.idx, &r.score, &n, &kept); err != nil {
+				rows.Close()
+				return false, fmt.Errorf("keyword search: %w", err)
+			}
+			seen = true
+			if n == limit {
+				full, last = true, r.score
+			}
+			if kept {
+				page = append(page, r)
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return false, fmt.Errorf("keyword search: %w", interpret(err))
+		}
+		if first && !seen {
+			// No row of the page passed and the page held fewer rows than
+			// asked for: the index may have given nothing at all.
+			var found bool
+			if err := s.db.pool.QueryRow(ctx, `SELECT EXISTS (SELECT FROM chunks k
+				ORDER BY k.text <@> to_bm25query($1, 'chunks_bm25') LIMIT 1)`, query).Scan(&found); err != nil {
+				return false, fmt.Errorf("keyword search: %w", interpret(err))
+			}
+			if !found {
+				return false, nil
+			}
+		}
+		first = false
+		sortScored(page)
+		for _, h := range page {
+			if h.score <= 0 || (full && h.score <= last) {
+				break
+			}
+			if k := (key{h.itemID, h.idx}); !sent[k] {
+				sent[k] = true
+				if !fn(h.itemID, h.idx, h.score) {
+					return true, nil
+				}
+			}
+		}
+		if !full || last <= 0 {
+			return true, nil
 		}
 	}
 }
@@ -298,11 +434,28 @@ func (s *CapsuleStore) keywordBM25(ctx context.Context, capID int64, query strin
 // sequential scans off locally, so the planner takes the index's ordered
 // scan whenever the index exists (without it the query fails, as the exact
 // form does).
+//
+// The plan also computes the ORDER BY expression for each row it returns,
+// which is the same rescoring from the text. pg_textsearch's planner hook
+// replaces it with bm25_get_current_score() only when the statement was
+// parse-analysed right before it is planned (its post-parse hook sets a flag
+// the planner hook reads), and only in the main plan tree and subqueries in
+// FROM, not in CTEs or subplans. A prepared statement that pgx's statement
+// cache plans later, after other statements were parsed, keeps the
+// rescoring: at a million chunks a 113-row page took 113–131 ms against 40
+// ms with the replacement (PREPARE / EXECUTE against the same statement
+// in psql, docs/experiments/postgres.md). So these statements run on
+// scanPool, whose connections parse every statement before planning it
+// (pgx.QueryExecModeExec: unnamed statements, parameter types taken from the
+// Go values, which the statements cast where it matters). Planning with the
+// values also shows pg_textsearch the LIMIT: a generic plan's `LIMIT $n` is
+// unknown to it, and it then computes its default 1,000 rows and doubles
+// from there.
 func (s *CapsuleStore) indexScored(ctx context.Context, query string, args ...any) (pgx.Rows, error) {
 	b := &pgx.Batch{}
 	b.Queue(`SELECT set_config('enable_sort', 'off', true), set_config('enable_seqscan', 'off', true)`)
 	b.Queue(query, args...)
-	br := s.db.pool.SendBatch(ctx, b)
+	br := s.db.scanPool.SendBatch(ctx, b)
 	if _, err := br.Exec(); err != nil {
 		br.Close()
 		return nil, err
@@ -360,8 +513,14 @@ func collectScored(rows pgx.Rows) ([]scoredRow, error) {
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	sort.Slice(out, func(i, j int) bool {
-		a, b := out[i], out[j]
+	sortScored(out)
+	return out, nil
+}
+
+// sortScored orders rows best first, ties by item id, then idx.
+func sortScored(rows []scoredRow) {
+	sort.Slice(rows, func(i, j int) bool {
+		a, b := rows[i], rows[j]
 		if a.score != b.score {
 			return a.score > b.score
 		}
@@ -370,7 +529,6 @@ func collectScored(rows pgx.Rows) ([]scoredRow, error) {
 		}
 		return a.idx < b.idx
 	})
-	return out, nil
 }
 
 // ChunkText returns the text of one chunk.

@@ -227,3 +227,98 @@ func TestKeywordBounds(t *testing.T) {
 		})
 	}
 }
+
+// TestKeywordFilteredPages checks BM25 keyword search under a filter that
+// passes a small share of the index's chunks (read in unfiltered pages of
+// the index's top rows, sized by that share): the hits are exactly the
+// unfiltered search's hits of the items that pass, in the same order with
+// the same scores, also when a group of equal scores straddles pages and
+// when the caller stops early, with another capsule's chunks in the index.
+func TestKeywordFilteredPages(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := openFresh(t, postgres.Options{})
+	if db.FullText() != postgres.FullTextBM25 {
+		t.Skip("the test server has no pg_textsearch")
+	}
+	st := db.Capsules()
+	t0 := time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC)
+	for _, c := range []string{"a", "b"} {
+		if err := st.CreateCapsule(ctx, domain.Capsule{Name: c, CreatedAt: t0}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	words := []string{"ledger", "invoice", "refund", "parcel", "courier"}
+	text := func(i int) string {
+		// Chunks repeat, so many scores are equal.
+		var b strings.Builder
+		for j := 0; j <= i%3; j++ {
+			b.WriteString(words[(i+j)%len(words)] + " note ")
+		}
+		return b.String()
+	}
+	for i := range 240 {
+		for _, c := range []string{"a", "b"} {
+			id := fmt.Sprintf("itm_%s%03d", c, i)
+			if _, _, err := st.PutItem(ctx, domain.Item{ID: id, Capsule: c, Kind: domain.ItemText, URI: id, ContentHash: "h" + id,
+				Metadata: map[string]any{"team": float64(i % 30)}, TimeAdded: t0, TimeUpdated: t0}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := startItem(ctx, st, id, "h"+id, t0); err != nil {
+				t.Fatal(err)
+			}
+			cs := []domain.Chunk{{Idx: 0, Text: text(i)}, {Idx: 1, Text: text(i + 1)}}
+			if _, err := st.CompleteItem(ctx, id, "h"+id, cs[0].Text+cs[1].Text, cs, t0); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// The page is sized by the table's row count, which ANALYZE sets.
+	if _, err := db.Pool().Exec(ctx, "ANALYZE chunks"); err != nil {
+		t.Fatal(err)
+	}
+	team := domain.Wishlist{Metadata: []domain.MetadataFilter{{Key: "team", Op: domain.OpIn, Value: []any{3.0, 7.0}}}}
+	passes := func(id string) bool {
+		var n int
+		fmt.Sscanf(id[5:], "%d", &n)
+		return id[4] == 'a' && (n%30 == 3 || n%30 == 7)
+	}
+	type hit struct {
+		id    string
+		idx   int
+		score float64
+	}
+	for _, q := range [][]string{{"note"}, {"ledger"}, {"refund", "courier"}, {"nothing"}} {
+		t.Run(strings.Join(q, "+"), func(t *testing.T) {
+			var want []hit
+			if err := st.KeywordN(ctx, "a", q, 1000, func(id string, idx int, s float64) bool {
+				if passes(id) {
+					want = append(want, hit{id, idx, s})
+				}
+				return true
+			}); err != nil {
+				t.Fatal(err)
+			}
+			for _, first := range []int{1, 5, 100} {
+				var got []hit
+				if err := st.KeywordWhere(ctx, "a", q, first, team, func(id string, idx int, s float64) bool {
+					got = append(got, hit{id, idx, s})
+					return true
+				}); err != nil {
+					t.Fatal(err)
+				}
+				if fmt.Sprint(got) != fmt.Sprint(want) {
+					t.Fatalf("first page %d: filtered search gave\n%v\nthe unfiltered search's hits that pass are\n%v", first, got, want)
+				}
+				if len(want) < 3 {
+					continue
+				}
+				n := 0
+				if err := st.KeywordWhere(ctx, "a", q, first, team, func(string, int, float64) bool { n++; return n < 3 }); err != nil || n != 3 {
+					t.Fatalf("first page %d, stop at 3: called %d times, %v", first, n, err)
+				}
+			}
+			t.Logf("%d hits", len(want))
+		})
+	}
+}

@@ -64,6 +64,10 @@ const DefaultClaimLease = 5 * time.Minute
 type DB struct {
 	pool     *pool
 	fullText FullText // resolved: bm25 or tsvector
+	// scanPool runs the BM25 index scans (indexScored) on connections that
+	// parse every statement right before it is planned
+	// (pgx.QueryExecModeExec): nil unless fullText is bm25.
+	scanPool *pool
 	now      func() time.Time
 	// claimLease is how long an ingestion job may run before another
 	// replica runs it again (river's RescueStuckJobsAfter).
@@ -107,6 +111,17 @@ func Open(ctx context.Context, url string, opts Options) (*DB, error) {
 		pp.Close()
 		return nil, err
 	}
+	if db.fullText == FullTextBM25 {
+		scfg := cfg.Copy()
+		scfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeExec
+		scfg.MinConns = 0
+		sp, err := pgxpool.NewWithConfig(ctx, scfg)
+		if err != nil {
+			pp.Close()
+			return nil, fmt.Errorf("postgres: pool: %w", err)
+		}
+		db.scanPool = &pool{Pool: sp, retryFor: db.pool.retryFor}
+	}
 	return db, nil
 }
 
@@ -148,6 +163,9 @@ func (db *DB) resolveFullText(ctx context.Context, want FullText) (FullText, err
 // Close closes the pool.
 func (db *DB) Close() error {
 	db.pool.Close()
+	if db.scanPool != nil {
+		db.scanPool.Close()
+	}
 	return nil
 }
 
