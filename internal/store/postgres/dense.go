@@ -30,10 +30,15 @@ const hnswDim = 384
 // 200,000 chunks, and 0.83 / 0.913 / 0.943 / 0.963 / 0.98 at 200 / 400 /
 // 600 / 800 / 1000 on 1,058,209 chunks, for a semantic p50 of 14 / 19 / 26
 // / 35 / 38 ms (shared_buffers holding the index, load 1.4–2.3). So the
-// floor grows with the index: efSearchFloor. Operators who want more
-// recall raise the server's hnsw.ef_search, which is the floor
-// (docs/deploy.md); a denser graph (a higher m or ef_construction) buys
-// recall at the same setting.
+// floor grows with the index: efSearchFloor. A denser graph needs a
+// narrower beam for the same recall: on the same million chunks with m 24,
+// ef_construction 128, recall@10 was 0.903 / 0.953 / 0.977 / 0.983 at 200
+// / 300 / 400 / 600 (0.95 at about 300 against about 700 for m 16), and on
+// 200,000 chunks m 24 at 200 gave what m 16 gave at 400 (0.98 against
+// 0.97), so the floor shrinks as (16/m)², fitted on those two graphs.
+// Operators who want more recall raise the server's hnsw.ef_search, which
+// is the floor (docs/deploy.md), or rebuild the index with a higher m
+// (`capsuled indexes build --hnsw-m`).
 const (
 	maxEfSearch = 1000
 	minEfSearch = 200
@@ -41,27 +46,35 @@ const (
 
 // efSizeBase is the number of index rows up to which minEfSearch is the
 // floor; above it the floor grows as the rows' power 2/3 (efSearchFloor):
-// 274 at 200,000 rows, 800 at a million, maxEfSearch from about 1.4
-// million.
+// for m 16, 274 at 200,000 rows, 800 at a million, maxEfSearch from about
+// 1.4 million; for m 24, 356 at a million.
 const efSizeBase = 125000
 
 // efSearchFloor is the SQL expression of the hnsw.ef_search floor for an
-// index of rows entries (an SQL expression; pg_class.reltuples of
-// chunks_hnsw, which VACUUM, ANALYZE and CREATE INDEX keep, -1 before
-// any): minEfSearch · max(rows / efSizeBase, 1)^(2/3), rounded.
-func efSearchFloor(rows string) string {
-	return fmt.Sprintf("(%d * power(greatest(coalesce(%s, 0)::float8 / %d, 1), 2.0 / 3))::int", minEfSearch, rows, efSizeBase)
+// index of rows entries built with m (SQL expressions: pg_class.reltuples
+// of chunks_hnsw, which VACUUM, ANALYZE and CREATE INDEX keep, -1 before
+// any; the index's m, NULL for pgvector's default 16): minEfSearch ·
+// max(rows / efSizeBase, 1)^(2/3) · (16 / m)², rounded, at least
+// minEfSearch.
+func efSearchFloor(rows, m string) string {
+	return fmt.Sprintf("greatest(%d, (%d * power(greatest(coalesce(%s, 0)::float8 / %d, 1), 2.0 / 3) * power(%d.0 / greatest(coalesce(%s, %d), 2), 2))::int)",
+		minEfSearch, minEfSearch, rows, efSizeBase, DefaultHNSW.M, m, DefaultHNSW.M)
 }
+
+// hnswM is the SQL expression of chunks_hnsw's m: NULL where its definition
+// names none (pgvector's default, 16).
+const hnswM = `(SELECT o.option_value::int FROM pg_class c, pg_options_to_table(c.reloptions) o
+	WHERE c.oid = to_regclass('chunks_hnsw') AND o.option_name = 'm')`
 
 // efSearchSettings is the statement that sets a transaction's
 // hnsw.ef_search to the largest of the server's setting, $1 (twice the
-// candidates) and efSearchFloor of chunks_hnsw's rows, at most $2
+// candidates) and efSearchFloor of chunks_hnsw's rows and m, at most $2
 // (maxEfSearch), and hnsw.iterative_scan to relaxed_order. The server's
 // setting reads as NULL, or "" once a session has set and reset it, where
 // pgvector is not loaded yet: pgvector's default, 40, then.
 var efSearchSettings = `SELECT set_config('hnsw.ef_search',
 		least(greatest(coalesce(nullif(current_setting('hnsw.ef_search', true), '')::int, 40), $1::int,
-			` + efSearchFloor("(SELECT reltuples FROM pg_class WHERE oid = to_regclass('chunks_hnsw'))") + `), $2::int)::text, true),
+			` + efSearchFloor("(SELECT reltuples FROM pg_class WHERE oid = to_regclass('chunks_hnsw'))", hnswM) + `), $2::int)::text, true),
 	set_config('hnsw.iterative_scan', 'relaxed_order', true)`
 
 // smallCapsule is the number of chunks below which a capsule's dense search

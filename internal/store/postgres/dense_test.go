@@ -207,8 +207,8 @@ func TestDenseTopKHNSW(t *testing.T) {
 }
 
 // TestEfSearchFloor checks the hnsw.ef_search floor's growth with the
-// index (pgvector's beam must widen with the graph for the same recall)
-// and the per-query setting built on it: the largest of the floor, twice
+// index (pgvector's beam must widen with the graph for the same recall),
+// its fall with the graph's m, and the per-query setting built on it: the largest of the floor, twice
 // the candidates and the server's setting, at most 1,000.
 func TestEfSearchFloor(t *testing.T) {
 	t.Parallel()
@@ -216,14 +216,36 @@ func TestEfSearchFloor(t *testing.T) {
 	db := openFresh(t, postgres.Options{})
 	for _, tc := range []struct {
 		rows float64
+		m    int // 0: the index's definition names none (pgvector's 16)
 		want int
-	}{{-1, 200}, {0, 200}, {12098, 200}, {125000, 200}, {200000, 274}, {1e6, 800}, {2e6, 1270}} {
+	}{{-1, 0, 200}, {0, 0, 200}, {12098, 0, 200}, {125000, 16, 200}, {200000, 0, 274}, {1e6, 0, 800}, {2e6, 16, 1270},
+		{200000, 24, 200}, {1e6, 24, 356}, {2e6, 32, 317}, {1e6, 8, 3200}} {
+		var m any
+		if tc.m != 0 {
+			m = tc.m
+		}
 		var got int
-		if err := db.Pool().QueryRow(ctx, "SELECT "+postgres.EfSearchFloor("$1::float8"), tc.rows).Scan(&got); err != nil {
+		if err := db.Pool().QueryRow(ctx, "SELECT "+postgres.EfSearchFloor("$1::float8", "$2::int"), tc.rows, m).Scan(&got); err != nil {
 			t.Fatal(err)
 		}
 		if got != tc.want {
-			t.Errorf("floor at %.0f rows: %d, want %d", tc.rows, got, tc.want)
+			t.Errorf("floor at %.0f rows, m %d: %d, want %d", tc.rows, tc.m, got, tc.want)
+		}
+	}
+	// The index's m as its definition names it, then the one an ALTER
+	// INDEX (as a rebuild by SetHNSW) writes into it.
+	for _, want := range []int{16, 24} {
+		if want == 24 {
+			if _, err := db.Pool().Exec(ctx, "ALTER INDEX chunks_hnsw SET (m = 24)"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var m *int
+		if err := db.Pool().QueryRow(ctx, "SELECT "+postgres.HNSWM).Scan(&m); err != nil {
+			t.Fatal(err)
+		}
+		if m == nil || *m != want {
+			t.Errorf("index m %v, want %d", m, want)
 		}
 	}
 	// The statement in a transaction, on the fresh schema's empty index.
