@@ -41,6 +41,8 @@ const (
 type Options struct {
 	// MaxConns is the pool size. Default: pool_max_conns from the URL,
 	// else pgxpool's default (the larger of 4 and the number of CPUs).
+	// With pg_textsearch a second pool of the same size runs the BM25
+	// index scans (DB.scanPool), so a replica may hold up to twice it.
 	MaxConns int32
 	// FullText picks the keyword search method. Default FullTextAuto.
 	FullText FullText
