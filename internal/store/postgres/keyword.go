@@ -77,16 +77,20 @@ func (s *CapsuleStore) KeywordWhere(ctx context.Context, capsule string, terms [
 		return nil
 	}
 	var capID int64
-	if err := s.db.pool.QueryRow(ctx, "SELECT id FROM capsules WHERE name = $1", capsule).Scan(&capID); err != nil {
-		return interpret(err)
-	}
 	if s.db.fullText == FullTextBM25 {
+		var share float64
+		if err := s.db.pool.QueryRow(ctx, `SELECT c.id, `+capsuleShare+` FROM capsules c WHERE c.name = $1`, capsule).Scan(&capID, &share); err != nil {
+			return interpret(err)
+		}
 		// More than wanted: a full page holds back its last group of equal
 		// scores (the next page, four times the size, holds it whole), so
 		// want rows need want+1 unless the last ones tie, and a margin of
 		// an eighth keeps a tie group at the boundary (duplicated chunks)
 		// from costing a second, larger scan.
-		return s.keywordBM25(ctx, capID, strings.Join(terms, " "), max(want, 1)+max(want, 1)/8+1, w, fn)
+		return s.keywordBM25(ctx, capID, share, strings.Join(terms, " "), max(want, 1)+max(want, 1)/8+1, w, fn)
+	}
+	if err := s.db.pool.QueryRow(ctx, "SELECT id FROM capsules WHERE name = $1", capsule).Scan(&capID); err != nil {
+		return interpret(err)
 	}
 	// Each term becomes its own plainto_tsquery, ORed: its lexemes come
 	// out quoted, so no term is read as tsquery syntax.
@@ -173,9 +177,19 @@ func (s *CapsuleStore) KeywordBounds(ctx context.Context, capsule string, terms 
 // query's depth (100) fits in it.
 const firstKeywordPage = 128
 
+// capsuleShare is the SQL expression of the share of the chunks table's
+// rows that belong to the capsule c, from the planner's statistics (the
+// most common values of chunks.capsule_id, which ANALYZE and autovacuum
+// keep: the 100 largest capsules with the default statistics target), -1
+// where they do not say. It sizes the keyword page of a capsule that is a
+// small part of the index (keywordSized), as a filter's share does.
+const capsuleShare = `coalesce((SELECT m.f FROM pg_stats s,
+		unnest(s.most_common_vals::text::bigint[], s.most_common_freqs) m(v, f)
+		WHERE s.schemaname = current_schema() AND s.tablename = 'chunks' AND s.attname = 'capsule_id' AND m.v = c.id), -1)`
+
 // accepted is what acceptedIDs found: the items that pass a filter, the
 // chunks they hold, and the rows of the chunks table (pg_class.reltuples,
-// ≤ 0 where never counted), which size a keyword page (keywordAccepted).
+// ≤ 0 where never counted), which size a keyword page (keywordSized).
 type accepted struct {
 	ids       []string
 	chunks    int64
@@ -199,11 +213,12 @@ func (s *CapsuleStore) acceptedIDs(ctx context.Context, capID int64, w domain.Wi
 	return a, true, nil
 }
 
-// sizedPageShare is the largest share of the index's rows a filter's chunks
-// may hold for keywordAccepted to answer it. pg_textsearch cannot see a
-// filter: given `LIMIT n` it computes the index's top n, and when the
-// filter rejects rows it computes the top 2n again from the start, then 4n,
-// until n rows pass. For a filter passing 1% of a million chunks that is
+// sizedPageShare is the largest share of the index's rows a filter's chunks,
+// or a capsule's, may hold for keywordSized to answer it. pg_textsearch
+// cannot see a filter, nor the capsule (one index holds every capsule):
+// given `LIMIT n` it computes the index's top n, and when the filter
+// rejects rows it computes the top 2n again from the start, then 4n, until
+// n rows pass. For a filter passing 1% of a million chunks that is
 // eight passes over the query terms' postings, the top 113, 226, …, 14,464
 // (442 ms for one three-word query at load 4, against 203 ms for one pass
 // of the top 14,000; docs/experiments/postgres.md). Where the filter passes
@@ -211,12 +226,12 @@ func (s *CapsuleStore) acceptedIDs(ctx context.Context, capID int64, w domain.Wi
 // filtered scan stays.
 const sizedPageShare = 0.5
 
-// maxSizedPage caps keywordAccepted's first page: a filter that passes a
+// maxSizedPage caps keywordSized's first page: a filter that passes a
 // very small share of a large index starts at this many rows and grows
 // from there, fourfold a page.
 const maxSizedPage = 200000
 
-// sizedPage is keywordAccepted's first page: enough of the index's top rows
+// sizedPage is keywordSized's first page: enough of the index's top rows
 // that want of them pass a filter passing share of the rows, with a
 // quarter's margin for a filter whose chunks score below the average.
 func sizedPage(want int, share float64) int {
@@ -230,7 +245,7 @@ func sizedPage(want int, share float64) int {
 // keywordBM25 is Keyword through pg_textsearch. The query is the terms as
 // text: the index's analyzer splits and stems it, so nothing in it is syntax.
 // Scores are the index's own (indexScored), not the exact `<@>` rescoring.
-func (s *CapsuleStore) keywordBM25(ctx context.Context, capID int64, query string, first int, w domain.Wishlist, fn func(itemID string, idx int, score float64) bool) error {
+func (s *CapsuleStore) keywordBM25(ctx context.Context, capID int64, capShare float64, query string, first int, w domain.Wishlist, fn func(itemID string, idx int, score float64) bool) error {
 	type key struct {
 		item string
 		idx  int
@@ -238,6 +253,7 @@ func (s *CapsuleStore) keywordBM25(ctx context.Context, capID int64, query strin
 	sent := map[key]bool{}
 	cond, args, indexed := itemFilter(w, []any{capID, query, 0})
 	where := itemsWhere(cond)
+	byIDs := false // the filter's items listed: where checks their ids
 	if indexed {
 		// Few items pass: the index's rows are checked against their ids
 		// (a hashed array, not the filter's subquery per row). The index
@@ -253,7 +269,7 @@ func (s *CapsuleStore) keywordBM25(ctx context.Context, capID int64, query strin
 				return nil
 			}
 			if share := float64(acc.chunks) / acc.tableRows; acc.tableRows > 0 && share < sizedPageShare {
-				done, err := s.keywordAccepted(ctx, query, acc.ids, sizedPage(first, share), fn)
+				done, err := s.keywordSized(ctx, query, sizedPage(first, share), "k.item_id = ANY($3::text[])", []any{acc.ids}, fn)
 				if err != nil || done {
 					return err
 				}
@@ -262,7 +278,18 @@ func (s *CapsuleStore) keywordBM25(ctx context.Context, capID int64, query strin
 			}
 			args = append(args[:3:3], acc.ids)
 			where = " AND k.item_id = ANY($4::text[])"
+			byIDs = true
 		}
+	}
+	if !byIDs && capShare > 0 && capShare < sizedPageShare {
+		// The capsule is a small part of the index: its rows, and those of
+		// the filters left to SQL, from sized pages of the index's top.
+		kcond, kargs, _ := itemFilter(w, []any{query, 0, capID})
+		done, err := s.keywordSized(ctx, query, sizedPage(first, capShare), "k.capsule_id = $3"+itemsWhere(kcond), kargs[2:], fn)
+		if err != nil || done {
+			return err
+		}
+		return s.keywordRescored(ctx, capID, query, w, fn)
 	}
 	for limit := first; ; limit *= 4 {
 		// The bound scan order is the index's; a Sort by anything else
@@ -332,30 +359,34 @@ func (s *CapsuleStore) keywordRescored(ctx context.Context, capID int64, query s
 	return streamScored(rows, fn)
 }
 
-// keywordAccepted is keywordBM25 over the chunks of the items ids (of one
-// capsule) when they are a small share of the index (sizedPageShare): each
-// page is the index's top limit rows, unfiltered, so pg_textsearch computes
-// it in one pass, of which the rows of ids are kept; limit starts at the
-// size that should hold the page wanted (sizedPage) and grows fourfold.
-// Rows scoring above the page's last are final; those tied with it wait for
-// the next page, which holds their whole group. done is false only when the
-// index gave no row at all. The page is a subquery in FROM, where
-// pg_textsearch replaces the rescoring of its ORDER BY (indexScored); in a
-// CTE it rescored every row, 14,000 rows in 8–10 s.
-func (s *CapsuleStore) keywordAccepted(ctx context.Context, query string, ids []string, limit int, fn func(itemID string, idx int, score float64) bool) (done bool, err error) {
+// keywordSized is keywordBM25 over the rows of the index that meet keep
+// (an SQL condition on a row aliased k, with columns item_id, idx and
+// capsule_id, whose parameters, args, are numbered from $3) when they are a
+// small share of the index (sizedPageShare): a filter's items, or a capsule
+// among others. Each page is the index's top limit rows, unfiltered, so
+// pg_textsearch computes it in one pass, of which the rows that meet keep
+// are kept; limit starts at the size that should hold the page wanted
+// (sizedPage) and grows fourfold. Rows scoring above the page's last are
+// final; those tied with it wait for the next page, which holds their
+// whole group. done is false only when the index gave no row at all. The
+// page is a subquery in FROM, where pg_textsearch replaces the rescoring of
+// its ORDER BY (indexScored); in a CTE it rescored every row, 14,000 rows in
+// 8–10 s.
+func (s *CapsuleStore) keywordSized(ctx context.Context, query string, limit int, keep string, args []any, fn func(itemID string, idx int, score float64) bool) (done bool, err error) {
 	type key struct {
 		item string
 		idx  int
 	}
 	sent := map[key]bool{}
 	for first := true; ; limit *= 4 {
-		// The page's rows of ids, and its last row (n = limit) whatever
-		// its item: a page holding fewer rows is the index's last.
-		rows, err := s.indexScored(ctx, `SELECT item_id, idx, s, n, item_id = ANY($3::text[]) FROM (
-				SELECT p.item_id, p.idx, p.s, row_number() OVER () AS n FROM (
-					SELECT k.item_id, k.idx, -bm25_get_current_score() AS s FROM chunks k
-					ORDER BY k.text <@> to_bm25query($1, 'chunks_bm25') LIMIT $2) p) x
-			WHERE item_id = ANY($3::text[]) OR n = $2`, query, limit, ids)
+		// The page's rows that meet keep, and its last row (n = limit)
+		// whatever it is: a page holding fewer rows is the index's last.
+		rows, err := s.indexScored(ctx, `SELECT item_id, idx, s, n, kept FROM (
+				SELECT k.item_id, k.idx, k.s, k.n, (`+keep+`) AS kept FROM (
+					SELECT p.*, row_number() OVER () AS n FROM (
+						SELECT k.item_id, k.idx, k.capsule_id, -bm25_get_current_score() AS s FROM chunks k
+						ORDER BY k.text <@> to_bm25query($1, 'chunks_bm25') LIMIT $2) p) k) x
+			WHERE kept OR n = $2`, append([]any{query, limit}, args...)...)
 		if err != nil {
 			return false, fmt.Errorf("keyword search: %w", err)
 		}

@@ -229,11 +229,13 @@ func TestKeywordBounds(t *testing.T) {
 }
 
 // TestKeywordFilteredPages checks BM25 keyword search under a filter that
-// passes a small share of the index's chunks (read in unfiltered pages of
-// the index's top rows, sized by that share): the hits are exactly the
-// unfiltered search's hits of the items that pass, in the same order with
-// the same scores, also when a group of equal scores straddles pages and
-// when the caller stops early, with another capsule's chunks in the index.
+// passes a small share of the index's chunks, and in a capsule that holds a
+// small share of them (both read in unfiltered pages of the index's top
+// rows, sized by that share): the hits are exactly the unfiltered search's
+// hits of the items that pass, in the same order with the same scores, also
+// when a group of equal scores straddles pages and when the caller stops
+// early, with other capsules' chunks in the index; and the small capsule's
+// hits are every match of scoring each of its chunks.
 func TestKeywordFilteredPages(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -243,7 +245,7 @@ func TestKeywordFilteredPages(t *testing.T) {
 	}
 	st := db.Capsules()
 	t0 := time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC)
-	for _, c := range []string{"a", "b"} {
+	for _, c := range []string{"a", "b", "c"} {
 		if err := st.CreateCapsule(ctx, domain.Capsule{Name: c, CreatedAt: t0}); err != nil {
 			t.Fatal(err)
 		}
@@ -258,7 +260,13 @@ func TestKeywordFilteredPages(t *testing.T) {
 		return b.String()
 	}
 	for i := range 240 {
-		for _, c := range []string{"a", "b"} {
+		for _, c := range []string{"a", "b", "c"} {
+			// a holds most of the index's chunks (its unfiltered search,
+			// the reference below, reads the index's pages as they come);
+			// c is small: 24 of the index's 744 chunks.
+			if (c == "b" && i >= 120) || (c == "c" && i >= 12) {
+				continue
+			}
 			id := fmt.Sprintf("itm_%s%03d", c, i)
 			if _, _, err := st.PutItem(ctx, domain.Item{ID: id, Capsule: c, Kind: domain.ItemText, URI: id, ContentHash: "h" + id,
 				Metadata: map[string]any{"team": float64(i % 30)}, TimeAdded: t0, TimeUpdated: t0}); err != nil {
@@ -273,7 +281,8 @@ func TestKeywordFilteredPages(t *testing.T) {
 			}
 		}
 	}
-	// The page is sized by the table's row count, which ANALYZE sets.
+	// The page is sized by the table's row count and the capsule's share,
+	// which ANALYZE sets.
 	if _, err := db.Pool().Exec(ctx, "ANALYZE chunks"); err != nil {
 		t.Fatal(err)
 	}
@@ -320,5 +329,65 @@ func TestKeywordFilteredPages(t *testing.T) {
 			}
 			t.Logf("%d hits", len(want))
 		})
+	}
+	// The small capsule, unfiltered and with a filter left to SQL: every
+	// match of scoring each of its chunks, with the same scores, in order.
+	reference := func(query string, uriPrefix string) map[string]float64 {
+		rows, err := db.Pool().Query(ctx, `SELECT k.item_id, k.idx, -(k.text <@> to_bm25query($1, 'chunks_bm25')) FROM chunks k
+			JOIN items i ON i.id = k.item_id JOIN capsules c ON c.id = k.capsule_id
+			WHERE c.name = 'c' AND starts_with(i.uri, $2)`, query, uriPrefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		out := map[string]float64{}
+		for rows.Next() {
+			var h hit
+			if err := rows.Scan(&h.id, &h.idx, &h.score); err != nil {
+				t.Fatal(err)
+			}
+			if h.score > 0 {
+				out[fmt.Sprintf("%s/%d", h.id, h.idx)] = h.score
+			}
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	for _, q := range [][]string{{"note"}, {"ledger"}, {"refund", "courier"}, {"nothing"}} {
+		for _, prefix := range []string{"", "itm_c00"} {
+			t.Run("capsule c/"+strings.Join(q, "+")+"/"+prefix, func(t *testing.T) {
+				var w domain.Wishlist
+				if prefix != "" {
+					w.URIPrefix = prefix
+				}
+				want := reference(strings.Join(q, " "), prefix)
+				for _, first := range []int{1, 100} {
+					var got []hit
+					if err := st.KeywordWhere(ctx, "c", q, first, w, func(id string, idx int, s float64) bool {
+						got = append(got, hit{id, idx, s})
+						return true
+					}); err != nil {
+						t.Fatal(err)
+					}
+					if len(got) != len(want) {
+						t.Fatalf("first page %d: %d hits, scoring every chunk %d", first, len(got), len(want))
+					}
+					for i, h := range got {
+						ws, ok := want[fmt.Sprintf("%s/%d", h.id, h.idx)]
+						if !ok || math.Abs(h.score-ws) > 1e-6*ws {
+							t.Fatalf("first page %d, hit %d %v: scoring it alone %v (found %v)", first, i, h, ws, ok)
+						}
+						if i > 0 {
+							p := got[i-1]
+							if p.score < h.score || (p.score == h.score && (p.id > h.id || (p.id == h.id && p.idx >= h.idx))) {
+								t.Fatalf("first page %d: hits %d and %d out of order: %v, %v", first, i-1, i, p, h)
+							}
+						}
+					}
+				}
+			})
+		}
 	}
 }
