@@ -130,7 +130,9 @@ func tryStartServer(t *testing.T, bin, dataDir string, extra ...string) (*proc, 
 		t.Fatal(err)
 	}
 	addr := make(chan string, 1)
+	read := make(chan struct{}) // closed once stderr is read to its end
 	go func() {
+		defer close(read)
 		sc := bufio.NewScanner(io.TeeReader(stderr, p.logs))
 		sent := false
 		for sc.Scan() {
@@ -145,12 +147,17 @@ func tryStartServer(t *testing.T, bin, dataDir string, extra ...string) (*proc, 
 		}
 		io.Copy(io.Discard, stderr)
 	}()
-	go func() { p.done <- cmd.Wait() }()
+	// Wait closes the pipe: it waits for the reader to reach the end the
+	// process's exit makes, or the last lines (the reason it stopped) could
+	// be lost on a loaded machine.
+	go func() {
+		<-read
+		p.done <- cmd.Wait()
+	}()
 	t.Cleanup(func() { p.kill() })
 	select {
 	case p.url = <-addr:
 	case err := <-p.done:
-		time.Sleep(50 * time.Millisecond) // let the log reader drain
 		return nil, fmt.Errorf("capsuled serve exited before listening: %v: %s", err, strings.TrimSpace(p.logs.String()))
 	case <-time.After(30 * time.Second):
 		return nil, fmt.Errorf("capsuled serve did not listen within 30s: %s", p.logs.String())
