@@ -162,7 +162,7 @@ func (db *DB) resolveFullText(ctx context.Context, want FullText) (FullText, err
 	return "", fmt.Errorf("postgres: unknown full-text method %q (bm25 or tsvector)", want)
 }
 
-// Close closes the pool.
+// Close closes the pools.
 func (db *DB) Close() error {
 	db.pool.Close()
 	if db.scanPool != nil {
