@@ -51,9 +51,9 @@ func TestScale(t *testing.T) {
 		if res["vectors"] != "synthetic" || res["chunks"].(float64) < 50 {
 			t.Errorf("vectors %v, chunks %v", res["vectors"], res["chunks"])
 		}
-		for _, k := range []string{"index_load_s", "hybrid_p50_ms", "hybrid_p99_ms", "hybrid_filtered_p50_ms", "semantic_p50_ms",
+		for _, k := range []string{"index_load_s", "hybrid_p50_ms", "hybrid_p99_ms", "hybrid_max_ms", "hybrid_filtered_p50_ms", "semantic_p50_ms",
 			"semantic_filtered_p99_ms", "keyword_p50_ms", "keyword_filtered_p99_ms", "http_hybrid_p50_ms", "http_hybrid_filtered_p99_ms",
-			"http_embed_lookup_p50_ms", "bench_rss_mb", "load_avg_start"} {
+			"http_embed_lookup_p50_ms", "http_hybrid_max_ms", "bench_rss_mb", "load_avg_start"} {
 			if _, ok := res[k].(float64); !ok {
 				t.Errorf("%s: %v, want a number", k, res[k])
 			}

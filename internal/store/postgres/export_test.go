@@ -10,3 +10,11 @@ var (
 	EfSearchSettings = efSearchSettings
 	HNSWM            = hnswM
 )
+
+// KeywordRescoredSQL (with no item filter) and BoundsRescored are the
+// statements that score chunks from their text when pg_textsearch's index
+// gives nothing, for TestKeywordRescoredReadsMatches.
+var (
+	KeywordRescoredSQL = keywordRescoredSQL("")
+	BoundsRescored     = boundsRescored
+)

@@ -250,6 +250,13 @@ func TestKeywordFilteredPages(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Metadata keys and values that are SQL, jsonpath and LIKE syntax
+	// reach the sized pages' statements as data.
+	const (
+		oddKey   = `we'ird "key"; DROP TABLE items; -- $1 \ é`
+		oddValue = `v'%d\%%_"); --`
+		pathKey  = `a.b[*] ? (@ > 1) || $team`
+	)
 	words := []string{"ledger", "invoice", "refund", "parcel", "courier"}
 	text := func(i int) string {
 		// Chunks repeat, so many scores are equal.
@@ -269,7 +276,8 @@ func TestKeywordFilteredPages(t *testing.T) {
 			}
 			id := fmt.Sprintf("itm_%s%03d", c, i)
 			if _, _, err := st.PutItem(ctx, domain.Item{ID: id, Capsule: c, Kind: domain.ItemText, URI: id, ContentHash: "h" + id,
-				Metadata: map[string]any{"team": float64(i % 30)}, TimeAdded: t0, TimeUpdated: t0}); err != nil {
+				Metadata:  map[string]any{"team": float64(i % 30), oddKey: fmt.Sprintf(oddValue, i%30), pathKey: float64(i % 30)},
+				TimeAdded: t0, TimeUpdated: t0}); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := startItem(ctx, st, id, "h"+id, t0); err != nil {
@@ -287,6 +295,11 @@ func TestKeywordFilteredPages(t *testing.T) {
 		t.Fatal(err)
 	}
 	team := domain.Wishlist{Metadata: []domain.MetadataFilter{{Key: "team", Op: domain.OpIn, Value: []any{3.0, 7.0}}}}
+	// The same items, through the odd keys and values.
+	odd := []domain.Wishlist{
+		{Metadata: []domain.MetadataFilter{{Key: oddKey, Op: domain.OpIn, Value: []any{fmt.Sprintf(oddValue, 3), fmt.Sprintf(oddValue, 7)}}}},
+		{Metadata: []domain.MetadataFilter{{Key: pathKey, Op: domain.OpIn, Value: []any{3.0, 7.0}}}},
+	}
 	passes := func(id string) bool {
 		var n int
 		fmt.Sscanf(id[5:], "%d", &n)
@@ -309,15 +322,17 @@ func TestKeywordFilteredPages(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, first := range []int{1, 5, 100} {
-				var got []hit
-				if err := st.KeywordWhere(ctx, "a", q, first, team, func(id string, idx int, s float64) bool {
-					got = append(got, hit{id, idx, s})
-					return true
-				}); err != nil {
-					t.Fatal(err)
-				}
-				if fmt.Sprint(got) != fmt.Sprint(want) {
-					t.Fatalf("first page %d: filtered search gave\n%v\nthe unfiltered search's hits that pass are\n%v", first, got, want)
+				for j, w := range append([]domain.Wishlist{team}, odd...) {
+					var got []hit
+					if err := st.KeywordWhere(ctx, "a", q, first, w, func(id string, idx int, s float64) bool {
+						got = append(got, hit{id, idx, s})
+						return true
+					}); err != nil {
+						t.Fatal(err)
+					}
+					if fmt.Sprint(got) != fmt.Sprint(want) {
+						t.Fatalf("first page %d, filter %d: filtered search gave\n%v\nthe unfiltered search's hits that pass are\n%v", first, j, got, want)
+					}
 				}
 				if len(want) < 3 {
 					continue
@@ -355,6 +370,43 @@ func TestKeywordFilteredPages(t *testing.T) {
 		}
 		return out
 	}
+	// The small capsule with filters on the odd keys (an order test, which
+	// no index answers, and in): the unfiltered search's hits that pass.
+	below5 := []domain.Wishlist{
+		{Metadata: []domain.MetadataFilter{{Key: pathKey, Op: domain.OpLt, Value: 5.0}}},
+		{Metadata: []domain.MetadataFilter{{Key: oddKey, Op: domain.OpIn, Value: []any{
+			fmt.Sprintf(oddValue, 0), fmt.Sprintf(oddValue, 1), fmt.Sprintf(oddValue, 2), fmt.Sprintf(oddValue, 3), fmt.Sprintf(oddValue, 4)}}}},
+	}
+	for _, q := range [][]string{{"note"}, {"ledger"}, {"refund", "courier"}, {"nothing"}} {
+		t.Run("capsule c, odd keys/"+strings.Join(q, "+"), func(t *testing.T) {
+			var want []hit
+			if err := st.KeywordN(ctx, "c", q, 1000, func(id string, idx int, s float64) bool {
+				var n int
+				fmt.Sscanf(id[5:], "%d", &n)
+				if n < 5 {
+					want = append(want, hit{id, idx, s})
+				}
+				return true
+			}); err != nil {
+				t.Fatal(err)
+			}
+			for j, w := range below5 {
+				for _, first := range []int{1, 100} {
+					var got []hit
+					if err := st.KeywordWhere(ctx, "c", q, first, w, func(id string, idx int, s float64) bool {
+						got = append(got, hit{id, idx, s})
+						return true
+					}); err != nil {
+						t.Fatal(err)
+					}
+					if fmt.Sprint(got) != fmt.Sprint(want) {
+						t.Fatalf("filter %d, first page %d: filtered search gave\n%v\nthe unfiltered search's hits that pass are\n%v", j, first, got, want)
+					}
+				}
+			}
+			t.Logf("%d hits", len(want))
+		})
+	}
 	for _, q := range [][]string{{"note"}, {"ledger"}, {"refund", "courier"}, {"nothing"}} {
 		for _, prefix := range []string{"", "itm_c00"} {
 			t.Run("capsule c/"+strings.Join(q, "+")+"/"+prefix, func(t *testing.T) {
@@ -389,5 +441,150 @@ func TestKeywordFilteredPages(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestKeywordRescoredReadsMatches checks the statements that score chunks
+// from their text when pg_textsearch's index gives nothing (after it lost
+// its state, and for every query whose words match no chunk): they give
+// what scoring every chunk of the capsule gives, and they score only the
+// chunks that hold a query word, so a query of words the capsule lacks
+// scores none. The scoring function's calls are counted by PostgreSQL
+// (track_functions), in the statement's own transaction.
+func TestKeywordRescoredReadsMatches(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := openFresh(t, postgres.Options{})
+	if db.FullText() != postgres.FullTextBM25 {
+		t.Skip("the test server has no pg_textsearch")
+	}
+	st := db.Capsules()
+	t0 := time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC)
+	for _, c := range []string{"a", "b"} {
+		if err := st.CreateCapsule(ctx, domain.Capsule{Name: c, CreatedAt: t0}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Chunks of other shapes than passages with titles: chat lines, notes,
+	// a URL, hyphenated and quoted words; filler chunks that hold none of
+	// the query words.
+	texts := []string{
+		"[10:02] ana: the covid-19 booster is on friday, bring the form",
+		"note to self: O'Brien's honey order ships via https://shop.example.com/?id=7&q=honey",
+		"bees and wasps; bees again",
+		"honey cake with honey and more honey",
+	}
+	for i := range 40 {
+		texts = append(texts, fmt.Sprintf("filler line %d about the weather and the tides", i))
+	}
+	for i, tx := range texts {
+		c := "a"
+		if i%5 == 4 {
+			c = "b"
+		}
+		id := fmt.Sprintf("itm_%02d", i)
+		if _, _, err := st.PutItem(ctx, domain.Item{ID: id, Capsule: c, Kind: domain.ItemText, URI: id, ContentHash: "h" + id,
+			TimeAdded: t0, TimeUpdated: t0}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := startItem(ctx, st, id, "h"+id, t0); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.CompleteItem(ctx, id, "h"+id, tx, []domain.Chunk{{Idx: 0, Text: tx, End: len(tx)}}, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var capID, chunks int64
+	if err := db.Pool().QueryRow(ctx, `SELECT c.id, (SELECT count(*) FROM chunks k WHERE k.capsule_id = c.id)
+		FROM capsules c WHERE c.name = 'a'`).Scan(&capID, &chunks); err != nil {
+		t.Fatal(err)
+	}
+	// counted runs sql in a transaction that counts calls of `<@>`'s
+	// function, and returns the first column of each row and that count.
+	counted := func(t *testing.T, sql string, args ...any) ([]float64, int64) {
+		t.Helper()
+		tx, err := db.Pool().Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback(ctx)
+		if _, err := tx.Exec(ctx, "SET LOCAL track_functions = 'all'"); err != nil {
+			t.Fatal(err)
+		}
+		// The count holds calls not yet reported, from earlier
+		// transactions of the connection too: the statement's are the
+		// difference.
+		callsSQL := `SELECT coalesce(pg_stat_get_xact_function_calls(o.oprcode), 0) FROM pg_operator o
+			WHERE o.oprname = '<@>' AND o.oprleft = 'text'::regtype AND o.oprright = 'bm25query'::regtype`
+		var before, after int64
+		if err := tx.QueryRow(ctx, callsSQL).Scan(&before); err != nil {
+			t.Fatal(err)
+		}
+		rows, err := tx.Query(ctx, sql, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []float64
+		for rows.Next() {
+			vals, err := rows.Values()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var f float64
+			switch v := vals[len(vals)-1].(type) {
+			case float64:
+				f = v
+			case float32:
+				f = float64(v)
+			default:
+				t.Fatalf("score of type %T", v)
+			}
+			out = append(out, f)
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.QueryRow(ctx, callsSQL).Scan(&after); err != nil {
+			t.Fatal(err)
+		}
+		return out, after - before
+	}
+	everyChunk := `SELECT item_id, idx, s FROM (
+		SELECT k.item_id, k.idx, -(k.text <@> to_bm25query($2, 'chunks_bm25')) AS s FROM chunks k
+		WHERE k.capsule_id = $1) m WHERE s > 0 ORDER BY s DESC, item_id, idx`
+	for _, q := range []string{"honey", "bees honey", "covid-19 booster", "O'Brien", "https://shop.example.com/?id=7&q=honey",
+		"ompf", "the and of", "", "wasps ompf"} {
+		t.Run(q, func(t *testing.T) {
+			want, all := counted(t, everyChunk, capID, q)
+			if all < chunks {
+				t.Fatalf("scoring every chunk counted %d calls for %d chunks: the count does not see the calls", all, chunks)
+			}
+			got, calls := counted(t, postgres.KeywordRescoredSQL, capID, q)
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("scores %v, scoring every chunk %v", got, want)
+			}
+			// Each chunk that holds a word is scored at most twice (the
+			// select list and the s > 0 test).
+			if calls > 2*int64(len(want)) {
+				t.Errorf("%d calls for %d matching chunks of %d", calls, len(want), chunks)
+			}
+		})
+	}
+	terms := []string{"honey", "ompf", "bees", "the", "covid-19", "O'Brien"}
+	got, calls := counted(t, postgres.BoundsRescored, capID, terms)
+	want, err := st.KeywordBounds(ctx, "a", terms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d bounds for %d terms", len(got), len(want))
+	}
+	for i := range want {
+		if math.Abs(got[i]-want[i]) > 1e-5*want[i] {
+			t.Errorf("term %q: bound %v from the text, %v from the index", terms[i], got[i], want[i])
+		}
+	}
+	if calls > 2*5 {
+		t.Errorf("bounds: %d calls, for 5 chunks that hold a term", calls)
 	}
 }
