@@ -126,6 +126,12 @@ func TestScale(t *testing.T) {
 		store := scaleSchema(t, base)
 		res := run(t, "--store", store, "--replicas", "2", "--defer-indexes", "--index-memory", "64MB")
 		check(t, res, 2)
+		if sb, _ := res["pg_shared_buffers"].(string); sb == "" {
+			t.Errorf("pg_shared_buffers: %v, want the server's setting", res["pg_shared_buffers"])
+		}
+		if _, ok := res["pg_huge_pages"].(string); !ok {
+			t.Errorf("pg_huge_pages: %v, want a string", res["pg_huge_pages"])
+		}
 		for _, k := range []string{"index_build_s", "index_build_chunks_hnsw_s", "index_build_chunks_tsv_s"} {
 			if f, _ := res[k].(float64); f <= 0 {
 				t.Errorf("%s: %v, want a time", k, res[k])
