@@ -57,9 +57,9 @@ func (s *CapsuleStore) ChunkVectors(ctx context.Context, capsule string, fn func
 // scan goes. Equal scores are ordered by item id, then idx (a group of them
 // that a page cuts short waits for the next page).
 // If the index gives nothing, the chunks that hold a query word are scored
-// one by one instead (keywordRescored), so an index that lost its state (pg_textsearch 0.6.1 can come back from a
-// restart with empty corpus statistics, and its scan then returns no row)
-// still answers.
+// one by one instead (keywordRescored), so an index that lost its state
+// (pg_textsearch 0.6.1 can come back from a restart with empty corpus
+// statistics, and its scan then returns no row) still answers.
 func (s *CapsuleStore) Keyword(ctx context.Context, capsule string, terms []string, fn func(itemID string, idx int, score float64) bool) error {
 	return s.KeywordN(ctx, capsule, terms, firstKeywordPage, fn)
 }
@@ -111,8 +111,7 @@ func (s *CapsuleStore) KeywordWhere(ctx context.Context, capsule string, terms [
 // keyword bound, in one round trip. With pg_textsearch each term's bound is
 // the index's top-1 for that term; if the index gives nothing for any term,
 // each is scored on the chunks that hold it instead (boundsRescored; see
-// Keyword). Without it,
-// each term's best ts_rank_cd.
+// Keyword). Without it, each term's best ts_rank_cd.
 func (s *CapsuleStore) KeywordBounds(ctx context.Context, capsule string, terms []string) ([]float64, error) {
 	out := make([]float64, len(terms))
 	if len(terms) == 0 {
@@ -283,6 +282,8 @@ func (s *CapsuleStore) keywordBM25(ctx context.Context, capID int64, capShare fl
 	if !byIDs && capShare > 0 && capShare < sizedPageShare {
 		// The capsule is a small part of the index: its rows, and those of
 		// the filters left to SQL, from sized pages of the index's top.
+		// The filter again, its parameters numbered after keywordSized's
+		// own two ($1 the query, $2 the page's size).
 		kcond, kargs, _ := itemFilter(w, []any{query, 0, capID})
 		done, err := s.keywordSized(ctx, query, sizedPage(first, capShare), "k.capsule_id = $3"+itemsWhere(kcond), kargs[2:], fn)
 		if err != nil || done {
