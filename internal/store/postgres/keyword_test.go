@@ -28,6 +28,29 @@ func startItem(ctx context.Context, st any, id, hash string, at time.Time) (doma
 	return domain.Item{}, fmt.Errorf("%T can start no item", st)
 }
 
+// addTextItem stores a text item of the capsule, with metadata meta (nil
+// for none) and one chunk per text, through the store's lifecycle
+// (PutItem, startItem, CompleteItem).
+func addTextItem(tb testing.TB, st *postgres.CapsuleStore, capsule, id string, meta map[string]any, at time.Time, texts ...string) {
+	tb.Helper()
+	ctx := context.Background()
+	hash := "h" + id
+	if _, _, err := st.PutItem(ctx, domain.Item{ID: id, Capsule: capsule, Kind: domain.ItemText, URI: id, ContentHash: hash,
+		Metadata: meta, TimeAdded: at, TimeUpdated: at}); err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := startItem(ctx, st, id, hash, at); err != nil {
+		tb.Fatal(err)
+	}
+	cs := make([]domain.Chunk, len(texts))
+	for i, tx := range texts {
+		cs[i] = domain.Chunk{Idx: i, Text: tx, End: len(tx)}
+	}
+	if _, err := st.CompleteItem(ctx, id, hash, strings.Join(texts, "\n"), cs, at); err != nil {
+		tb.Fatal(err)
+	}
+}
+
 // TestKeywordTopK checks that the BM25 keyword search, which reads the
 // index's top-k in pages with the index's own scores, gives exactly the
 // capsule's matches of scoring every chunk, with the same scores to float4
@@ -57,26 +80,9 @@ func TestKeywordTopK(t *testing.T) {
 		}
 		return b.String()
 	}
-	add := func(capsule, id string, texts ...string) {
-		hash := "h_" + id
-		if _, _, err := st.PutItem(ctx, domain.Item{ID: id, Capsule: capsule, Kind: domain.ItemText, URI: id, ContentHash: hash,
-			TimeAdded: t0, TimeUpdated: t0}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := startItem(ctx, st, id, hash, t0); err != nil {
-			t.Fatal(err)
-		}
-		cs := make([]domain.Chunk, len(texts))
-		for i, tx := range texts {
-			cs[i] = domain.Chunk{Idx: i, Text: tx, End: len(tx)}
-		}
-		if _, err := st.CompleteItem(ctx, id, hash, strings.Join(texts, "\n"), cs, t0); err != nil {
-			t.Fatal(err)
-		}
-	}
 	for i := range 150 {
-		add("a", fmt.Sprintf("itm_a%03d", i), text(i), text(i+2))
-		add("b", fmt.Sprintf("itm_b%03d", i), text(i+3))
+		addTextItem(t, st, "a", fmt.Sprintf("itm_a%03d", i), nil, t0, text(i), text(i+2))
+		addTextItem(t, st, "b", fmt.Sprintf("itm_b%03d", i), nil, t0, text(i+3))
 	}
 	type hit struct {
 		id    string
@@ -193,17 +199,7 @@ func TestKeywordBounds(t *testing.T) {
 			texts := []string{"honey bees make honey", "bees and wasps", "the moon and the sun", "honey cake with honey and more honey"}
 			for i, tx := range texts {
 				c := []string{"a", "b"}[i%2]
-				id := fmt.Sprintf("itm_%d", i)
-				if _, _, err := st.PutItem(ctx, domain.Item{ID: id, Capsule: c, Kind: domain.ItemText, URI: id, ContentHash: "h" + id,
-					TimeAdded: t0, TimeUpdated: t0}); err != nil {
-					t.Fatal(err)
-				}
-				if _, err := startItem(ctx, st, id, "h"+id, t0); err != nil {
-					t.Fatal(err)
-				}
-				if _, err := st.CompleteItem(ctx, id, "h"+id, tx, []domain.Chunk{{Idx: 0, Text: tx, End: len(tx)}}, t0); err != nil {
-					t.Fatal(err)
-				}
+				addTextItem(t, st, c, fmt.Sprintf("itm_%d", i), nil, t0, tx)
 			}
 			terms := []string{"honey", "bees", "nothing", "the", "moon", "it's"}
 			for _, c := range []string{"a", "b"} {
@@ -274,19 +270,8 @@ func TestKeywordFilteredPages(t *testing.T) {
 			if (c == "b" && i >= 120) || (c == "c" && i >= 12) {
 				continue
 			}
-			id := fmt.Sprintf("itm_%s%03d", c, i)
-			if _, _, err := st.PutItem(ctx, domain.Item{ID: id, Capsule: c, Kind: domain.ItemText, URI: id, ContentHash: "h" + id,
-				Metadata:  map[string]any{"team": float64(i % 30), oddKey: fmt.Sprintf(oddValue, i%30), pathKey: float64(i % 30)},
-				TimeAdded: t0, TimeUpdated: t0}); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := startItem(ctx, st, id, "h"+id, t0); err != nil {
-				t.Fatal(err)
-			}
-			cs := []domain.Chunk{{Idx: 0, Text: text(i)}, {Idx: 1, Text: text(i + 1)}}
-			if _, err := st.CompleteItem(ctx, id, "h"+id, cs[0].Text+cs[1].Text, cs, t0); err != nil {
-				t.Fatal(err)
-			}
+			meta := map[string]any{"team": float64(i % 30), oddKey: fmt.Sprintf(oddValue, i%30), pathKey: float64(i % 30)}
+			addTextItem(t, st, c, fmt.Sprintf("itm_%s%03d", c, i), meta, t0, text(i), text(i+1))
 		}
 	}
 	// The page is sized by the table's row count and the capsule's share,
@@ -482,17 +467,7 @@ func TestKeywordRescoredReadsMatches(t *testing.T) {
 		if i%5 == 4 {
 			c = "b"
 		}
-		id := fmt.Sprintf("itm_%02d", i)
-		if _, _, err := st.PutItem(ctx, domain.Item{ID: id, Capsule: c, Kind: domain.ItemText, URI: id, ContentHash: "h" + id,
-			TimeAdded: t0, TimeUpdated: t0}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := startItem(ctx, st, id, "h"+id, t0); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := st.CompleteItem(ctx, id, "h"+id, tx, []domain.Chunk{{Idx: 0, Text: tx, End: len(tx)}}, t0); err != nil {
-			t.Fatal(err)
-		}
+		addTextItem(t, st, c, fmt.Sprintf("itm_%02d", i), nil, t0, tx)
 	}
 	var capID, chunks int64
 	if err := db.Pool().QueryRow(ctx, `SELECT c.id, (SELECT count(*) FROM chunks k WHERE k.capsule_id = c.id)
@@ -500,7 +475,8 @@ func TestKeywordRescoredReadsMatches(t *testing.T) {
 		t.Fatal(err)
 	}
 	// counted runs sql in a transaction that counts calls of `<@>`'s
-	// function, and returns the first column of each row and that count.
+	// function, and returns the last column of each row (the score) and
+	// that count.
 	counted := func(t *testing.T, sql string, args ...any) ([]float64, int64) {
 		t.Helper()
 		tx, err := db.Pool().Begin(ctx)
